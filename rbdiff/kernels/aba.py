@@ -1,0 +1,113 @@
+"""Articulated Body Algorithm, world frame (Featherstone Table 7.1; Carpentier & Mansard
+2018 Alg. 1 companion): qdd = FD(q, v, tau, fext) in O(N). The articulated-inertia step
+is shared with M^-1 (minverse.py)."""
+
+from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
+from .fk import init_universe, placement_pass_joint, velocity_joint
+from .jit import kernel
+from .spatial import (dot6, force_act, force_cross, inertia_act, inertia_dense,
+                      inertia_mul, mat6_vec, motion_cross, sym_inverse)
+from .workspace import (D_S, D_T, D_U, D_UDINV, D_UU, W_A, W_C, W_D, W_DINV, W_IA, W_P,
+                        W_PA, W_R, W_T, W_V, W_VJ, W_Y)
+
+
+@kernel
+def articulated_joint(mi, i, ws):
+    """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
+    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i)."""
+    n = mi[0, 0]
+    iv = mi[i, MI_IV]
+    nvi = mi[i, MI_NV]
+    for k in range(nvi):
+        mat6_vec(ws[i, W_IA:W_IA + 36], ws[n + 1 + iv + k, D_S:D_S + 6],
+                 ws[n + 1 + iv + k, D_U:D_U + 6])
+    for k in range(nvi):
+        for l in range(nvi):
+            ws[i, W_D + nvi * k + l] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
+                                            ws[n + 1 + iv + l, D_U:D_U + 6])
+    sym_inverse(ws[i, W_D:W_D + 36], nvi, ws[i, W_DINV:W_DINV + 36])
+    for k in range(nvi):
+        for r in range(6):
+            x = 0.0 * ws[i, W_DINV]
+            for l in range(nvi):
+                x += ws[n + 1 + iv + l, D_U + r] * ws[i, W_DINV + nvi * l + k]
+            ws[n + 1 + iv + k, D_UDINV + r] = x
+    for k in range(nvi):
+        for r in range(6):
+            ud = ws[n + 1 + iv + k, D_UDINV + r]
+            for c in range(6):
+                ws[i, W_IA + 6 * r + c] -= ud * ws[n + 1 + iv + k, D_U + c]
+
+
+@kernel
+def aba_forward_pass(mi, mf, q, v, fext, ws):
+    """Placements, S, v_i, bias acceleration c_i = v_parent x S_i qd_i, IA_i = Y_i and
+    pA_i = v_i x* Y_i v_i - X_i* fext_i."""
+    init_universe(mf, ws)
+    for i in range(1, mi[0, 0] + 1):
+        lam = mi[i, MI_PARENT]
+        placement_pass_joint(mi, mf, i, q, ws)
+        velocity_joint(mi, i, v, ws)
+        motion_cross(ws[lam, W_V:W_V + 6], ws[i, W_VJ:W_VJ + 6], ws[i, W_C:W_C + 6])
+        inertia_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_MASS],
+                    mf[i, MF_H:MF_H + 3], mf[i, MF_IO:MF_IO + 9], ws[i, W_Y:W_Y + 13])
+        inertia_dense(ws[i, W_Y:W_Y + 13], ws[i, W_IA:W_IA + 36])
+        inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6])
+        force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
+        if fext.shape[0] > 0:
+            force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1], ws[i, W_T:W_T + 6])
+            for r in range(6):
+                ws[i, W_PA + r] -= ws[i, W_T + r]
+
+
+@kernel
+def aba_backward_pass(mi, tau, ws):
+    """u_i = tau_i - S_i^T pA_i; IA_parent += Ia; pA_parent += pA_i + Ia c_i + U Dinv u."""
+    n = mi[0, 0]
+    for i in range(n, 0, -1):
+        iv = mi[i, MI_IV]
+        nvi = mi[i, MI_NV]
+        for k in range(nvi):
+            ws[n + 1 + iv + k, D_UU] = tau[iv + k] - dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
+                                                          ws[i, W_PA:W_PA + 6])
+        articulated_joint(mi, i, ws)
+        lam = mi[i, MI_PARENT]
+        if lam > 0:
+            mat6_vec(ws[i, W_IA:W_IA + 36], ws[i, W_C:W_C + 6], ws[i, W_T:W_T + 6])
+            for r in range(6):
+                x = ws[i, W_PA + r] + ws[i, W_T + r]
+                for k in range(nvi):
+                    x += ws[n + 1 + iv + k, D_UDINV + r] * ws[n + 1 + iv + k, D_UU]
+                ws[lam, W_PA + r] += x
+            for r in range(36):
+                ws[lam, W_IA + r] += ws[i, W_IA + r]
+
+
+@kernel
+def aba_forward_pass2(mi, ws, qdd):
+    """a_i = a_parent + c_i; qdd_i = Dinv (u - U^T a_i); a_i += S_i qdd_i."""
+    n = mi[0, 0]
+    for i in range(1, n + 1):
+        lam = mi[i, MI_PARENT]
+        iv = mi[i, MI_IV]
+        nvi = mi[i, MI_NV]
+        for r in range(6):
+            ws[i, W_A + r] = ws[lam, W_A + r] + ws[i, W_C + r]
+        for k in range(nvi):
+            ws[n + 1 + iv + k, D_T] = ws[n + 1 + iv + k, D_UU] - dot6(
+                ws[n + 1 + iv + k, D_U:D_U + 6], ws[i, W_A:W_A + 6])
+        for k in range(nvi):
+            x = 0.0 * ws[i, W_DINV]
+            for l in range(nvi):
+                x += ws[i, W_DINV + nvi * k + l] * ws[n + 1 + iv + l, D_T]
+            qdd[iv + k] = x
+            for r in range(6):
+                ws[i, W_A + r] += ws[n + 1 + iv + k, D_S + r] * x
+
+
+@kernel
+def aba(mi, mf, q, v, tau, fext, ws, qdd):
+    """qdd (nv) = ABA(q, v, tau, fext); fext is (njoints, 6) local-frame forces or (0, 6)."""
+    aba_forward_pass(mi, mf, q, v, fext, ws)
+    aba_backward_pass(mi, tau, ws)
+    aba_forward_pass2(mi, ws, qdd)

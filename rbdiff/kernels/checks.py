@@ -1,0 +1,42 @@
+"""Input checks compiled into the entry points: cheap loops that raise before any math
+runs. Their messages are generic; api.py catches them and names the joint or entry."""
+
+import numpy as np
+
+from ..model.layout import FREE_FLYER, MI_IQ, MI_TYPE, REVOLUTE_UNBOUNDED, SPHERICAL
+from .jit import kernel
+
+QUAT_TOL = 1e-6   # |norm - 1| allowed in quaternions and (cos, sin) pairs
+
+
+@kernel
+def all_finite(x):
+    for k in range(x.size):
+        if not np.isfinite(x.flat[k]):
+            return False
+    return True
+
+
+@kernel
+def _unit(x, first, count):
+    s = 0.0
+    for k in range(first, first + count):
+        s += x[k].real * x[k].real
+    return abs(np.sqrt(s) - 1.0) <= QUAT_TOL
+
+
+@kernel
+def configuration_ok(mi, q):
+    """True when q is finite and every quaternion / (cos, sin) pair is unit."""
+    if not all_finite(q):
+        return False
+    for i in range(1, mi[0, 0] + 1):
+        t = mi[i, MI_TYPE]
+        iq = mi[i, MI_IQ]
+        if t == SPHERICAL and not _unit(q, iq, 4):
+            return False
+        if t == FREE_FLYER and not _unit(q, iq + 3, 4):
+            return False
+        if t == REVOLUTE_UNBOUNDED and not _unit(q, iq, 2):
+            return False
+    return True

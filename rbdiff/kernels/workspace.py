@@ -1,0 +1,42 @@
+"""Workspace layout: one scalar-typed 2-D array per call, rows 0..N for joints (row 0 the
+universe) and rows N+1..N+nv for dofs. Column offsets are module constants.
+
+Joint rows:  R, P (world placement oMi), V, A (world spatial velocity/acceleration), F
+             (world force), Y (world body or composite inertia, compact), LR, LP (local
+             placement scratch), VJ, T (6-vector scratch), IA (articulated inertia 6x6),
+             PA (articulated bias force), C (bias acceleration), D = S^T U and DINV
+             (nv_i x nv_i, row-major).
+Dof rows:    S (world motion subspace column), U (column of IA S), UDINV (column of
+             U D^-1), UU (u = tau - S^T pA), T (6-vector scratch).
+"""
+
+from .jit import kernel
+
+W_R = 0
+W_P = 9
+W_V = 12
+W_A = 18
+W_F = 24
+W_Y = 30
+W_LR = 43
+W_LP = 52
+W_VJ = 55
+W_T = 61
+W_IA = 67
+W_PA = 103
+W_C = 109
+W_D = 115
+W_DINV = 151
+W_WIDTH = 187
+
+D_S = 0
+D_U = 6
+D_UDINV = 12
+D_UU = 18
+D_T = 19
+D_WIDTH = 25
+
+
+@kernel
+def workspace_rows(mi):
+    return mi[0, 0] + 1 + mi[0, 2]

@@ -1,0 +1,308 @@
+"""The immutable robot Model and the builder that makes one.
+
+Joints are numbered like Pinocchio's: 0 is the universe, 1..njoints the joints, a parent
+always before its children. ``model.names[i]`` is joint i's name (``names[0] ==
+"universe"``). Placements are homogeneous 4x4 transforms ``[[R, p], [0, 1]]`` taking
+coordinates in the child frame to the parent frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import layout as L
+
+_SPHERICAL_S = np.hstack([np.zeros((3, 3)), np.eye(3)]).T   # columns [0; e_k]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A named frame attached to joint ``parent`` (0 = universe) at ``placement`` (4x4)."""
+
+    name: str
+    parent: int
+    placement: np.ndarray
+
+
+def _readonly(a, dtype=np.float64):
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+def check_inertia(mass, com, inertia, where):
+    """Raise ValueError unless (mass, com, inertia about com) is a physical rigid body."""
+    com = np.asarray(com, dtype=float)
+    inertia = np.asarray(inertia, dtype=float)
+    if not np.isfinite(mass) or mass < 0.0:
+        raise ValueError(f"{where}: mass must be finite and non-negative, got {mass}")
+    if com.shape != (3,) or not np.all(np.isfinite(com)):
+        raise ValueError(f"{where}: centre of mass must be 3 finite numbers, got {com}")
+    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+        raise ValueError(f"{where}: rotational inertia must be a finite 3x3 matrix")
+    if np.max(np.abs(inertia - inertia.T)) > 1e-9 * max(1.0, np.max(np.abs(inertia))):
+        raise ValueError(f"{where}: rotational inertia is not symmetric")
+    if mass == 0.0 and not np.any(inertia):
+        return
+    ev = np.linalg.eigvalsh(inertia)
+    tol = 1e-12 * max(1.0, ev[-1])
+    if ev[0] < -tol:
+        raise ValueError(f"{where}: rotational inertia is not positive semi-definite "
+                         f"(eigenvalues {ev})")
+    if ev[0] + ev[1] < ev[2] - max(tol, 1e-9 * ev[2]):
+        raise ValueError(f"{where}: rotational inertia violates the triangle inequality "
+                         f"(principal moments {ev})")
+
+
+def combine_inertias(m1, c1, I1, m2, c2, I2):
+    """Mass, com and inertia about com of two bodies given in one frame (exact)."""
+    m = m1 + m2
+    if m == 0.0:
+        return 0.0, np.zeros(3), I1 + I2
+    c = (m1 * c1 + m2 * c2) / m
+    def shift(mk, ck):
+        d = ck - c
+        return mk * (d @ d * np.eye(3) - np.outer(d, d))
+    return m, c, I1 + I2 + shift(m1, c1) + shift(m2, c2)
+
+
+class Model:
+    """Immutable kinematic tree with inertias; build one with :class:`ModelBuilder`.
+
+    Attributes: ``nq``, ``nv``, ``njoints`` (universe excluded), ``names`` (njoints+1),
+    ``parents`` (njoints+1, parents[0] = 0), ``joint_types``, ``idx_q``, ``idx_v``,
+    ``nqs``, ``nvs``, ``placements`` (njoints+1, 4, 4), ``axes``, ``masses``, ``coms``,
+    ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
+    ``frames``; ``mi``/``mf``, the packed arrays the kernels read (see ``layout``).
+    """
+
+    def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
+                 frames, gravity, lower, upper):
+        n = len(names) - 1
+        self.njoints = n
+        self.names = tuple(names)
+        self.parents = _readonly(parents, np.int64)
+        self.joint_types = _readonly(jtypes, np.int64)
+        self.nqs = _readonly([0] + [L.JOINT_NQ[t] for t in jtypes[1:]], np.int64)
+        self.nvs = _readonly([0] + [L.JOINT_NV[t] for t in jtypes[1:]], np.int64)
+        self.idx_q = _readonly(np.concatenate([[0], np.cumsum(self.nqs)[:-1]]), np.int64)
+        self.idx_v = _readonly(np.concatenate([[0], np.cumsum(self.nvs)[:-1]]), np.int64)
+        self.nq = int(self.nqs.sum())
+        self.nv = int(self.nvs.sum())
+        self.placements = _readonly(placements)
+        self.axes = _readonly(axes)
+        self.masses = _readonly(masses)
+        self.coms = _readonly(coms)
+        self.inertias = _readonly(inertias)
+        self.gravity = _readonly(gravity)
+        self.lower_limits = _readonly(lower)
+        self.upper_limits = _readonly(upper)
+        self.frames = tuple(frames)
+        self._frame_index = {f.name: k for k, f in enumerate(self.frames)}
+        self.mi, self.mf = self._pack()
+        # per-dof joint index and the parent-dof chain used by CRBA/M^-1 style kernels
+        self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
+
+    def _pack(self):
+        n = self.njoints
+        mi = np.zeros((n + 1, L.MI_WIDTH), np.int64)
+        mf = np.zeros((n + 1, L.MF_WIDTH))
+        mi[0, :3] = (n, self.nq, self.nv)
+        mf[0, L.MF_GRAVITY:L.MF_GRAVITY + 3] = self.gravity
+        for i in range(1, n + 1):
+            t = int(self.joint_types[i])
+            mi[i, :6] = (self.parents[i], t, self.idx_q[i], self.idx_v[i],
+                         self.nqs[i], self.nvs[i])
+            mf[i, L.MF_R:L.MF_R + 9] = self.placements[i, :3, :3].ravel()
+            mf[i, L.MF_P:L.MF_P + 3] = self.placements[i, :3, 3]
+            mf[i, L.MF_AXIS:L.MF_AXIS + 3] = self.axes[i]
+            mf[i, L.MF_MASS] = self.masses[i]
+            mf[i, L.MF_COM:L.MF_COM + 3] = self.coms[i]
+            mf[i, L.MF_IC:L.MF_IC + 9] = self.inertias[i].ravel()
+            c, m = self.coms[i], self.masses[i]
+            mf[i, L.MF_H:L.MF_H + 3] = m * c
+            mf[i, L.MF_IO:L.MF_IO + 9] = (self.inertias[i]
+                                          + m * (c @ c * np.eye(3) - np.outer(c, c))).ravel()
+            mf[i, L.MF_S:L.MF_S + 6 * self.nvs[i]] = self.motion_subspace(i).T.ravel()
+        for i in range(n, 0, -1):
+            mi[i, L.MI_NVSUB] += self.nvs[i]
+            if self.parents[i] > 0:
+                mi[self.parents[i], L.MI_NVSUB] += mi[i, L.MI_NVSUB]
+        path = [0]   # depth-first numbering: each parent is on the path to the previous joint
+        for j in range(1, n + 1):
+            while path and path[-1] != self.parents[j]:
+                path.pop()
+            if not path:
+                raise ValueError("joints must be numbered depth-first (each subtree a "
+                                 f"contiguous range); joint {self.names[j]!r} is not")
+            path.append(j)
+        mi.setflags(write=False)
+        mf.setflags(write=False)
+        return mi, mf
+
+    def motion_subspace(self, i):
+        """Joint i's motion subspace S (6, nv_i) in its own frame, rows [linear; angular]."""
+        t = int(self.joint_types[i])
+        a = self.axes[i]
+        if t in (L.REVOLUTE, L.REVOLUTE_UNBOUNDED):
+            return np.concatenate([np.zeros(3), a])[:, None]
+        if t == L.PRISMATIC:
+            return np.concatenate([a, np.zeros(3)])[:, None]
+        if t == L.SPHERICAL:
+            return _SPHERICAL_S.copy()
+        return np.eye(6)
+
+    # -- lookups -----------------------------------------------------------------------
+    def get_joint_id(self, name):
+        """Index of the joint called ``name`` (1..njoints)."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"no joint named {name!r}") from None
+
+    def get_frame_id(self, name):
+        """Index of the frame called ``name`` in ``model.frames``."""
+        try:
+            return self._frame_index[name]
+        except KeyError:
+            raise KeyError(f"no frame named {name!r}") from None
+
+    def joint_type_name(self, i):
+        return L.JOINT_NAMES[int(self.joint_types[i])]
+
+    def __repr__(self):
+        return (f"rbdiff.Model(njoints={self.njoints}, nq={self.nq}, nv={self.nv}, "
+                f"frames={len(self.frames)})")
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError("rbdiff.Model is immutable")
+        object.__setattr__(self, name, value)
+
+    def _freeze(self):
+        object.__setattr__(self, "_frozen", True)
+        return self
+
+
+def _placement(placement):
+    if placement is None:
+        return np.eye(4)
+    if isinstance(placement, tuple) and len(placement) == 2:
+        R, p = placement
+        T = np.eye(4)
+        T[:3, :3] = R
+        T[:3, 3] = p
+        placement = T
+    T = np.array(placement, dtype=float)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise ValueError("placement must be a finite 4x4 transform or an (R, p) pair")
+    R = T[:3, :3]
+    if np.max(np.abs(R @ R.T - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0:
+        raise ValueError("placement rotation is not a proper rotation matrix")
+    return T
+
+
+class ModelBuilder:
+    """Builds a :class:`Model` joint by joint (Pinocchio's addJoint / appendBodyToJoint).
+
+    >>> b = ModelBuilder()
+    >>> j = b.add_joint(0, "revolute", "shoulder", placement=np.eye(4), axis=[0, 0, 1])
+    >>> b.append_body(j, mass=1.0, com=[0, 0, 0.5], inertia=np.eye(3) * 0.1)
+    >>> model = b.build()
+    """
+
+    _TYPES = {"revolute": L.REVOLUTE, "prismatic": L.PRISMATIC,
+              "continuous": L.REVOLUTE_UNBOUNDED, "revolute_unbounded": L.REVOLUTE_UNBOUNDED,
+              "spherical": L.SPHERICAL, "free_flyer": L.FREE_FLYER, "floating": L.FREE_FLYER}
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81)):
+        self.gravity = np.array(gravity, dtype=float)
+        self._names = ["universe"]
+        self._parents = [0]
+        self._types = [-1]
+        self._placements = [np.eye(4)]
+        self._axes = [np.zeros(3)]
+        self._bodies = [(0.0, np.zeros(3), np.zeros((3, 3)))]
+        self._lower = []
+        self._upper = []
+        self._frames = [Frame("universe", 0, np.eye(4))]
+
+    @property
+    def njoints(self):
+        return len(self._names) - 1
+
+    def add_joint(self, parent, joint_type, name, placement=None, axis=None,
+                  lower=None, upper=None):
+        """Add a joint under joint ``parent`` (0 = universe); returns its index.
+
+        joint_type: "revolute", "prismatic", "continuous", "spherical" or "free_flyer".
+        placement: 4x4 (or (R, p)) of the joint frame in the parent joint's frame.
+        axis: unit 3-vector for revolute, prismatic and continuous joints.
+        lower/upper: position limits (revolute, prismatic) used by random_configuration.
+        """
+        if joint_type not in self._TYPES:
+            raise ValueError(f"joint {name!r}: unsupported joint type {joint_type!r}; "
+                             f"expected one of {sorted(self._TYPES)}")
+        if name in self._names:
+            raise ValueError(f"joint {name!r}: a joint with this name already exists")
+        if not (0 <= parent <= self.njoints):
+            raise ValueError(f"joint {name!r}: parent {parent} is not an existing joint")
+        t = self._TYPES[joint_type]
+        ax = np.zeros(3)
+        if t in (L.REVOLUTE, L.PRISMATIC, L.REVOLUTE_UNBOUNDED):
+            ax = np.array([0.0, 0.0, 1.0] if axis is None else axis, dtype=float)
+            nrm = np.linalg.norm(ax) if ax.shape == (3,) else 0.0
+            if ax.shape != (3,) or not np.isfinite(nrm) or nrm < 1e-12:
+                raise ValueError(f"joint {name!r}: axis must be a non-zero 3-vector, got {axis}")
+            ax = ax / nrm
+        self._names.append(name)
+        self._parents.append(int(parent))
+        self._types.append(t)
+        self._placements.append(_placement(placement))
+        self._axes.append(ax)
+        self._bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
+        nq = L.JOINT_NQ[t]
+        if t in (L.REVOLUTE, L.PRISMATIC):
+            lo = -np.pi if lower is None else float(lower)
+            hi = np.pi if upper is None else float(upper)
+            if not lo <= hi:
+                raise ValueError(f"joint {name!r}: lower limit {lo} above upper limit {hi}")
+            self._lower.append([lo])
+            self._upper.append([hi])
+        else:
+            self._lower.append([-np.inf] * nq)
+            self._upper.append([np.inf] * nq)
+        return self.njoints
+
+    def append_body(self, joint, mass, com, inertia, placement=None, name=None):
+        """Rigidly attach a body to ``joint``: mass, com and inertia about the com given in
+        the frame ``placement`` relative to the joint frame (identity if None). Bodies on
+        one joint are combined exactly. ``name`` adds a frame at ``placement``."""
+        where = name or f"body on joint {self._names[joint]!r}"
+        check_inertia(mass, com, inertia, where)
+        T = _placement(placement)
+        R, p = T[:3, :3], T[:3, 3]
+        c = R @ np.asarray(com, dtype=float) + p
+        I = R @ np.asarray(inertia, dtype=float) @ R.T
+        self._bodies[joint] = combine_inertias(*self._bodies[joint], float(mass), c, I)
+        if name is not None:
+            self.add_frame(name, joint, T)
+
+    def add_frame(self, name, joint, placement=None):
+        """Add a named frame on ``joint`` at ``placement``; returns its index."""
+        self._frames.append(Frame(name, int(joint), _placement(placement)))
+        return len(self._frames) - 1
+
+    def build(self):
+        """The immutable Model."""
+        n = self.njoints
+        lower = np.concatenate(self._lower) if n else np.zeros(0)
+        upper = np.concatenate(self._upper) if n else np.zeros(0)
+        frames = [Frame(f.name, f.parent, _readonly(f.placement)) for f in self._frames]
+        return Model(self._names, self._parents, self._types, np.array(self._placements),
+                     np.array(self._axes), np.array([b[0] for b in self._bodies]),
+                     np.array([b[1] for b in self._bodies]),
+                     np.array([b[2] for b in self._bodies]), frames, self.gravity,
+                     lower, upper)._freeze()

@@ -1,0 +1,272 @@
+"""URDF parser (no URDF dependency) producing a :class:`~rbdiff.model.model.Model`.
+
+The joint order, ``nq``, ``nv`` and configuration layout are those of Pinocchio's
+``buildModelFromUrdf``: a depth-first traversal from the root link in which the child
+joints of a link are visited sorted by joint name (urdfdom keeps joints in a
+``std::map``). Fixed joints are merged into the moving joint they hang from, and every
+link becomes a frame on that joint.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .model import Model, ModelBuilder, check_inertia, combine_inertias
+
+_MOVING = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
+           "floating": "free_flyer"}
+_LIMITED = ("revolute", "prismatic")
+
+
+@dataclass
+class _Link:
+    name: str
+    inertial: tuple | None          # (mass, com, inertia about com, in the link frame)
+    child_joints: list = field(default_factory=list)
+    parent_joint: str | None = None
+
+
+@dataclass
+class _Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray
+    axis: np.ndarray
+    lower: float | None
+    upper: float | None
+
+
+def load_urdf(path_or_xml, floating_base=False) -> Model:
+    """Parse a URDF file path (str or Path) or an XML string; returns the Model.
+
+    With ``floating_base`` the root link is carried by a free-flyer joint named
+    "root_joint"; otherwise the root link is welded to the universe (its inertia is
+    kept in ``model.masses[0]`` etc., like Pinocchio's ``inertias[0]``, and never moves).
+    Each joint's body combines the inertias of the links welded to it; that composite
+    must be a physical rigid body (a single link may not be on its own: real URDFs such
+    as PR2's carry a few such links, which Pinocchio accepts too).
+    Raises ValueError for malformed or unsupported input, FileNotFoundError for a
+    missing file.
+    """
+    links, joints, root = _read_tree(_parse_xml(path_or_xml))
+    b = ModelBuilder()
+    top = b.add_joint(0, "free_flyer", "root_joint") if floating_base else 0
+    jnames = ["universe"] + (["root_joint"] if floating_base else [])
+    bodies = {}             # moving joint -> [(link, mass, com, inertia)] in the joint frame
+    visited = set()
+    # (URDF joint into the link, link, moving joint, placement of the joint's parent link)
+    stack = [(None, root, top, np.eye(4))]
+    while stack:
+        jt, lname, j, T = stack.pop()
+        if jt is not None:      # joints are added when popped: depth-first preorder numbering
+            T = T @ jt.origin
+            if jt.type != "fixed":
+                j = b.add_joint(j, _MOVING[jt.type], jt.name, T, jt.axis, jt.lower, jt.upper)
+                jnames.append(jt.name)
+                T = np.eye(4)
+        visited.add(lname)
+        if links[lname].inertial is not None:
+            m, c, I = links[lname].inertial
+            R, p = T[:3, :3], T[:3, 3]
+            bodies.setdefault(j, []).append((lname, m, R @ c + p, R @ I @ R.T))
+        b.add_frame(lname, j, T)
+        for jn in reversed(links[lname].child_joints):
+            stack.append((joints[jn], joints[jn].child, j, T))
+    if len(visited) != len(links):
+        cyc = sorted(set(links) - visited)[0]
+        raise ValueError(f"link {cyc!r} is part of a cycle in the kinematic graph "
+                         "(not reachable from the root link)")
+    for j, parts in bodies.items():
+        b.append_body(j, *_composite(parts, jnames[j], links))
+    return b.build()
+
+
+def _composite(parts, joint, links):
+    """Mass, com and inertia about the com of ``parts`` combined; checks it is physical."""
+    m, c, I = 0.0, np.zeros(3), np.zeros((3, 3))
+    for _, mk, ck, Ik in parts:
+        m, c, I = combine_inertias(m, c, I, mk, ck, Ik)
+    try:
+        check_inertia(m, c, I, "")
+    except ValueError:
+        for name, *_ in parts:      # name the link that makes the body unphysical
+            check_inertia(*links[name].inertial, f"link {name!r}")
+        check_inertia(m, c, I, f"links {[p[0] for p in parts]} welded to joint {joint!r}")
+    return m, c, I
+
+
+# -- XML -------------------------------------------------------------------------------
+def _parse_xml(src):
+    if isinstance(src, bytes):
+        src = src.decode("utf-8")
+    if isinstance(src, str) and src.lstrip("\ufeff \t\r\n").startswith("<"):
+        try:
+            root = ET.fromstring(src.lstrip("\ufeff \t\r\n"))
+        except ET.ParseError as e:
+            raise ValueError(f"URDF string is not valid XML: {e}") from None
+    elif isinstance(src, (str, os.PathLike)):
+        path = Path(src)
+        try:
+            found = path.is_file()
+        except (OSError, ValueError):   # e.g. a name too long or with a NUL byte
+            found = False
+        if not found:
+            raise FileNotFoundError(f"URDF file not found: {str(path)!r}")
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError as e:
+            raise ValueError(f"URDF file {str(path)!r} is not valid XML: {e}") from None
+    else:
+        raise TypeError(f"expected a path or an XML string, got {type(src).__name__}")
+    if root.tag != "robot":
+        raise ValueError(f"URDF root element must be <robot>, got <{root.tag}>")
+    return root
+
+
+def _read_tree(robot):
+    """Links and joints by name, child joints sorted by name, and the root link."""
+    links = {}
+    for el in robot.findall("link"):
+        name = el.get("name")
+        if not name:
+            raise ValueError("a <link> has no name attribute")
+        if name in links:
+            raise ValueError(f"link {name!r} is defined twice")
+        links[name] = _Link(name, _read_inertial(el, name))
+    joints = {}
+    for el in robot.findall("joint"):
+        jt = _read_joint(el)
+        if jt.name in joints:
+            raise ValueError(f"joint {jt.name!r} is defined twice")
+        joints[jt.name] = jt
+    for jt in sorted(joints.values(), key=lambda j: j.name):
+        for role in ("parent", "child"):
+            if getattr(jt, role) not in links:
+                raise ValueError(f"joint {jt.name!r}: {role} link {getattr(jt, role)!r} "
+                                 "does not exist")
+        child = links[jt.child]
+        if child.parent_joint is not None:
+            raise ValueError(f"link {jt.child!r} has two parents (joints "
+                             f"{child.parent_joint!r} and {jt.name!r})")
+        child.parent_joint = jt.name
+        links[jt.parent].child_joints.append(jt.name)
+    if not links:
+        raise ValueError("URDF has no <link>")
+    roots = sorted(n for n, lk in links.items() if lk.parent_joint is None)
+    if not roots:
+        raise ValueError("URDF has no root link: the kinematic graph has a cycle "
+                         f"(e.g. through link {sorted(links)[0]!r})")
+    if len(roots) > 1:
+        raise ValueError(f"URDF has several root links: {roots}")
+    return links, joints, roots[0]
+
+
+def _read_joint(el):
+    name = el.get("name")
+    if not name:
+        raise ValueError("a <joint> has no name attribute")
+    jtype = el.get("type")
+    if jtype != "fixed" and jtype not in _MOVING:
+        raise ValueError(f"joint {name!r}: unsupported joint type {jtype!r} (supported: "
+                         f"fixed, {', '.join(_MOVING)})")
+    ends = []
+    for role in ("parent", "child"):
+        sub = el.find(role)
+        if sub is None or not sub.get("link"):
+            raise ValueError(f"joint {name!r}: missing <{role} link=...> element")
+        ends.append(sub.get("link"))
+    where = f"joint {name!r}"
+    origin = _read_origin(el.find("origin"), where)
+    axis = np.array([1.0, 0.0, 0.0])
+    ax_el = el.find("axis")
+    if ax_el is not None:
+        axis = _vec(ax_el.get("xyz"), where, "axis xyz", np.array([1.0, 0.0, 0.0]))
+    nrm = np.linalg.norm(axis)
+    if jtype in ("revolute", "continuous", "prismatic"):
+        if nrm < 1e-12:
+            raise ValueError(f"{where}: axis must be non-zero, got {axis.tolist()}")
+        axis = axis / nrm
+    lower = upper = None
+    if jtype in _LIMITED:
+        lim = el.find("limit")
+        if lim is None:
+            raise ValueError(f"{where}: a {jtype} joint needs a <limit> element")
+        lower = _num(lim.get("lower", "0"), where, "limit lower")
+        upper = _num(lim.get("upper", "0"), where, "limit upper")
+        if lower > upper:
+            raise ValueError(f"{where}: lower limit {lower} above upper limit {upper}")
+    return _Joint(name, jtype, ends[0], ends[1], origin, axis, lower, upper)
+
+
+def _read_inertial(link_el, name):
+    el = link_el.find("inertial")
+    if el is None:
+        return None
+    where = f"link {name!r}"
+    mass_el = el.find("mass")
+    if mass_el is None or mass_el.get("value") is None:
+        raise ValueError(f"{where}: <inertial> needs <mass value=...>")
+    mass = _num(mass_el.get("value"), where, "mass")
+    in_el = el.find("inertia")
+    if in_el is None:
+        raise ValueError(f"{where}: <inertial> needs an <inertia> element")
+    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    missing = [k for k in keys if in_el.get(k) is None]
+    if missing:
+        raise ValueError(f"{where}: <inertia> lacks attribute(s) {', '.join(missing)}")
+    xx, xy, xz, yy, yz, zz = (_num(in_el.get(k), where, f"inertia {k}") for k in keys)
+    I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    T = _read_origin(el.find("origin"), where + " inertial")
+    if mass < 0:
+        raise ValueError(f"{where}: mass must be non-negative, got {mass}")
+    R = T[:3, :3]
+    return mass, T[:3, 3].copy(), R @ I @ R.T
+
+
+def _read_origin(el, where):
+    T = np.eye(4)
+    if el is None:
+        return T
+    zero = np.zeros(3)
+    T[:3, :3] = rpy_matrix(*_vec(el.get("rpy"), where, "origin rpy", zero))
+    T[:3, 3] = _vec(el.get("xyz"), where, "origin xyz", zero)
+    return T
+
+
+def rpy_matrix(roll, pitch, yaw):
+    """URDF fixed-axis roll-pitch-yaw: returns R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def _num(text, where, what):
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {what} is not a number: {text!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{where}: {what} is not finite: {text!r}")
+    return x
+
+
+def _vec(text, where, what, default):
+    if text is None:
+        return default.copy()
+    parts = text.split()
+    if len(parts) != 3:
+        raise ValueError(f"{where}: {what} needs 3 numbers, got {text!r}")
+    return np.array([_num(p, where, what) for p in parts])
