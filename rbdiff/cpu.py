@@ -9,6 +9,7 @@ from .kernels.checks import all_finite, configuration_ok
 from .kernels.jit import entry, pentry
 from .kernels.aba import aba
 from .kernels.crba import crba
+from .kernels.fk import kinematics_pass
 from .kernels.minverse import minverse
 from .kernels.rnea import rnea
 from .kernels.workspace import W_WIDTH, workspace_rows
@@ -98,8 +99,8 @@ def minverse_one(mi, mf, q):
     if not configuration_ok(mi, q):
         raise ValueError(BAD_Q)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F = np.empty((mi[0, 0] + 1, 6, mi[0, 2]), q.dtype)
-    Minv = np.zeros((mi[0, 2], mi[0, 2]), q.dtype)
+    F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
+    Minv = np.empty((mi[0, 2], mi[0, 2]), q.dtype)
     minverse(mi, mf, q, ws, F, Minv)
     return Minv
 
@@ -110,9 +111,21 @@ def minverse_batch(mi, mf, q):
     for b in range(B):
         if not configuration_ok(mi, q[b]):
             raise ValueError(BAD_Q)
-    Minv = np.zeros((B, mi[0, 2], mi[0, 2]), q.dtype)
+    Minv = np.empty((B, mi[0, 2], mi[0, 2]), q.dtype)
     for b in prange(B):
         ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-        F = np.empty((mi[0, 0] + 1, 6, mi[0, 2]), q.dtype)
+        F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
         minverse(mi, mf, q[b], ws, F, Minv[b])
     return Minv
+
+
+@entry
+def kinematics_one(mi, mf, q, v, a):
+    """The filled workspace of kinematics_pass: world placements, S, v, a (with -g)."""
+    if not configuration_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not (all_finite(v) and all_finite(a)):
+        raise ValueError("v, a: not finite")
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    kinematics_pass(mi, mf, q, v, a, ws)
+    return ws

@@ -4,39 +4,35 @@ is shared with M^-1 (minverse.py)."""
 
 from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
 from .fk import init_universe, placement_pass_joint, velocity_joint
-from .jit import kernel
-from .spatial import (dot6, force_act, force_cross, inertia_act, inertia_dense,
-                      inertia_mul, mat6_vec, motion_cross, sym_inverse)
+from .jit import helper, kernel
+from .spatial import (add6, add36, axpy6, copy6, dot6, force_act, force_cross,
+                      inertia_act, inertia_dense, inertia_mul, mat6_vec, motion_cross,
+                      set6, sub_outer6, sym_inverse)
 from .workspace import (D_S, D_T, D_U, D_UDINV, D_UU, W_A, W_C, W_D, W_DINV, W_IA, W_P,
                         W_PA, W_R, W_T, W_V, W_VJ, W_Y)
 
 
-@kernel
+@helper
 def articulated_joint(mi, i, ws):
     """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
     IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i)."""
     n = mi[0, 0]
     iv = mi[i, MI_IV]
     nvi = mi[i, MI_NV]
+    IA = ws[i, W_IA:W_IA + 36]
     for k in range(nvi):
-        mat6_vec(ws[i, W_IA:W_IA + 36], ws[n + 1 + iv + k, D_S:D_S + 6],
-                 ws[n + 1 + iv + k, D_U:D_U + 6])
+        mat6_vec(IA, ws[n + 1 + iv + k, D_S:D_S + 6], ws[n + 1 + iv + k, D_U:D_U + 6])
     for k in range(nvi):
         for l in range(nvi):
             ws[i, W_D + nvi * k + l] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
                                             ws[n + 1 + iv + l, D_U:D_U + 6])
     sym_inverse(ws[i, W_D:W_D + 36], nvi, ws[i, W_DINV:W_DINV + 36])
     for k in range(nvi):
-        for r in range(6):
-            x = 0.0 * ws[i, W_DINV]
-            for l in range(nvi):
-                x += ws[n + 1 + iv + l, D_U + r] * ws[i, W_DINV + nvi * l + k]
-            ws[n + 1 + iv + k, D_UDINV + r] = x
-    for k in range(nvi):
-        for r in range(6):
-            ud = ws[n + 1 + iv + k, D_UDINV + r]
-            for c in range(6):
-                ws[i, W_IA + 6 * r + c] -= ud * ws[n + 1 + iv + k, D_U + c]
+        UDinv = ws[n + 1 + iv + k, D_UDINV:D_UDINV + 6]
+        set6(UDinv, 0.0)
+        for l in range(nvi):
+            axpy6(ws[i, W_DINV + nvi * l + k], ws[n + 1 + iv + l, D_U:D_U + 6], UDinv)
+        sub_outer6(IA, UDinv, ws[n + 1 + iv + k, D_U:D_U + 6])
 
 
 @kernel
@@ -56,8 +52,7 @@ def aba_forward_pass(mi, mf, q, v, fext, ws):
         force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
         if fext.shape[0] > 0:
             force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1], ws[i, W_T:W_T + 6])
-            for r in range(6):
-                ws[i, W_PA + r] -= ws[i, W_T + r]
+            axpy6(-1.0, ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
 
 
 @kernel
@@ -73,14 +68,13 @@ def aba_backward_pass(mi, tau, ws):
         articulated_joint(mi, i, ws)
         lam = mi[i, MI_PARENT]
         if lam > 0:
-            mat6_vec(ws[i, W_IA:W_IA + 36], ws[i, W_C:W_C + 6], ws[i, W_T:W_T + 6])
-            for r in range(6):
-                x = ws[i, W_PA + r] + ws[i, W_T + r]
-                for k in range(nvi):
-                    x += ws[n + 1 + iv + k, D_UDINV + r] * ws[n + 1 + iv + k, D_UU]
-                ws[lam, W_PA + r] += x
-            for r in range(36):
-                ws[lam, W_IA + r] += ws[i, W_IA + r]
+            pa = ws[i, W_T:W_T + 6]
+            mat6_vec(ws[i, W_IA:W_IA + 36], ws[i, W_C:W_C + 6], pa)
+            add6(ws[i, W_PA:W_PA + 6], pa)
+            for k in range(nvi):
+                axpy6(ws[n + 1 + iv + k, D_UU], ws[n + 1 + iv + k, D_UDINV:D_UDINV + 6], pa)
+            add6(pa, ws[lam, W_PA:W_PA + 6])
+            add36(ws[i, W_IA:W_IA + 36], ws[lam, W_IA:W_IA + 36])
 
 
 @kernel
@@ -91,18 +85,19 @@ def aba_forward_pass2(mi, ws, qdd):
         lam = mi[i, MI_PARENT]
         iv = mi[i, MI_IV]
         nvi = mi[i, MI_NV]
-        for r in range(6):
-            ws[i, W_A + r] = ws[lam, W_A + r] + ws[i, W_C + r]
+        ai = ws[i, W_A:W_A + 6]
+        copy6(ws[i, W_C:W_C + 6], ai)
+        add6(ws[lam, W_A:W_A + 6], ai)
         for k in range(nvi):
             ws[n + 1 + iv + k, D_T] = ws[n + 1 + iv + k, D_UU] - dot6(
-                ws[n + 1 + iv + k, D_U:D_U + 6], ws[i, W_A:W_A + 6])
+                ws[n + 1 + iv + k, D_U:D_U + 6], ai)
         for k in range(nvi):
             x = 0.0 * ws[i, W_DINV]
             for l in range(nvi):
                 x += ws[i, W_DINV + nvi * k + l] * ws[n + 1 + iv + l, D_T]
             qdd[iv + k] = x
-            for r in range(6):
-                ws[i, W_A + r] += ws[n + 1 + iv + k, D_S + r] * x
+        for k in range(nvi):
+            axpy6(qdd[iv + k], ws[n + 1 + iv + k, D_S:D_S + 6], ai)
 
 
 @kernel

@@ -3,8 +3,8 @@ inertia matrix M(q), full and symmetric."""
 
 from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
 from .fk import placement_pass
-from .jit import kernel
-from .spatial import dot6, inertia_act, inertia_mul
+from .jit import helper, kernel
+from .spatial import add13, dot6, inertia_act, inertia_mul
 from .workspace import D_S, D_U, W_P, W_R, W_Y
 
 
@@ -35,8 +35,7 @@ def crba_backward_pass(mi, ws, M):
                 j = mi[j, MI_PARENT]
         lam = mi[i, MI_PARENT]
         if lam > 0:
-            for r in range(13):
-                ws[lam, W_Y + r] += ws[i, W_Y + r]
+            add13(ws[i, W_Y:W_Y + 13], ws[lam, W_Y:W_Y + 13])
 
 
 @kernel

@@ -6,51 +6,49 @@ import numpy as np
 from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_P, MF_R, MF_S, MI_IQ,
                             MI_IV, MI_NV, MI_PARENT, MI_TYPE, PRISMATIC, REVOLUTE,
                             REVOLUTE_UNBOUNDED, SPHERICAL)
-from .jit import kernel
-from .spatial import motion_act, motion_cross, rot_axis_angle, rot_quat, se3_mul
+from .jit import helper, kernel
+from .spatial import (add6, axpy6, mat3_mul, motion_act, motion_cross, rot_axis_angle,
+                      rot_quat, se3_mul, set6)
 from .workspace import D_S, W_A, W_LP, W_LR, W_P, W_R, W_T, W_V, W_VJ
 
 
-@kernel
+@helper
 def joint_placement(mi, mf, i, q, R, p, Rj):
     """(R, p) = Xtree_i XJ(q_i), joint i's placement in its parent's frame (Rj: 9 scratch)."""
     t = mi[i, MI_TYPE]
     iq = mi[i, MI_IQ]
     Rt = mf[i, MF_R:MF_R + 9]
     pt = mf[i, MF_P:MF_P + 3]
+    ax = mf[i, MF_AXIS:MF_AXIS + 3]
+    x, y, z = pt[0], pt[1], pt[2]
     if t == REVOLUTE:
-        rot_axis_angle(mf[i, MF_AXIS:MF_AXIS + 3], np.cos(q[iq]), np.sin(q[iq]), Rj)
+        rot_axis_angle(ax, np.cos(q[iq]), np.sin(q[iq]), Rj)
     elif t == REVOLUTE_UNBOUNDED:
-        rot_axis_angle(mf[i, MF_AXIS:MF_AXIS + 3], q[iq], q[iq + 1], Rj)
+        rot_axis_angle(ax, q[iq], q[iq + 1], Rj)
     elif t == SPHERICAL:
         rot_quat(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], Rj)
     elif t == FREE_FLYER:
         rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], Rj)
-    if t == PRISMATIC:
-        for r in range(9):
-            R[r] = Rt[r]
-    else:
-        for r in range(3):
-            for c in range(3):
-                R[3 * r + c] = (Rt[3 * r] * Rj[c] + Rt[3 * r + 1] * Rj[3 + c]
-                                + Rt[3 * r + 2] * Rj[6 + c])
-    for r in range(3):
-        p[r] = pt[r]
-    if t == PRISMATIC:
-        ax = mf[i, MF_AXIS:MF_AXIS + 3]
-        for r in range(3):
-            p[r] += (Rt[3 * r] * ax[0] + Rt[3 * r + 1] * ax[1] + Rt[3 * r + 2] * ax[2]) * q[iq]
-    elif t == FREE_FLYER:
-        for r in range(3):
-            p[r] += Rt[3 * r] * q[iq] + Rt[3 * r + 1] * q[iq + 1] + Rt[3 * r + 2] * q[iq + 2]
+        x, y, z = x + q[iq] * Rt[0] + q[iq + 1] * Rt[1] + q[iq + 2] * Rt[2], \
+            y + q[iq] * Rt[3] + q[iq + 1] * Rt[4] + q[iq + 2] * Rt[5], \
+            z + q[iq] * Rt[6] + q[iq + 1] * Rt[7] + q[iq + 2] * Rt[8]
+    else:   # prismatic
+        rot_axis_angle(ax, 1.0, 0.0, Rj)
+        d = q[iq]
+        x, y, z = x + d * (Rt[0] * ax[0] + Rt[1] * ax[1] + Rt[2] * ax[2]), \
+            y + d * (Rt[3] * ax[0] + Rt[4] * ax[1] + Rt[5] * ax[2]), \
+            z + d * (Rt[6] * ax[0] + Rt[7] * ax[1] + Rt[8] * ax[2])
+    mat3_mul(Rt, Rj, R)
+    p[0] = x
+    p[1] = y
+    p[2] = z
 
 
-@kernel
+@helper
 def init_universe(mf, ws):
     """Row 0: identity placement, zero velocity, acceleration -gravity (Featherstone's
     trick: gravity enters as a fictitious base acceleration)."""
-    for k in range(ws.shape[1]):
-        ws[0, k] = 0.0
+    ws[0, :] = 0.0
     ws[0, W_R] = 1.0
     ws[0, W_R + 4] = 1.0
     ws[0, W_R + 8] = 1.0
@@ -58,7 +56,7 @@ def init_universe(mf, ws):
         ws[0, W_A + k] = -mf[0, MF_GRAVITY + k]
 
 
-@kernel
+@helper
 def placement_pass_joint(mi, mf, i, q, ws):
     """oMi = oM_parent liMi and the world motion-subspace columns S of joint i."""
     n = mi[0, 0]
@@ -73,33 +71,33 @@ def placement_pass_joint(mi, mf, i, q, ws):
                    ws[n + 1 + iv + k, D_S:D_S + 6])
 
 
-@kernel
+@helper
 def velocity_joint(mi, i, v, ws):
     """v_i = v_parent + S_i qd_i; the joint velocity S_i qd_i is left in VJ."""
     n = mi[0, 0]
     lam = mi[i, MI_PARENT]
     iv = mi[i, MI_IV]
-    for r in range(6):
-        ws[i, W_VJ + r] = 0.0
+    vJ = ws[i, W_VJ:W_VJ + 6]
+    set6(vJ, 0.0)
     for k in range(mi[i, MI_NV]):
-        for r in range(6):
-            ws[i, W_VJ + r] += ws[n + 1 + iv + k, D_S + r] * v[iv + k]
-    for r in range(6):
-        ws[i, W_V + r] = ws[lam, W_V + r] + ws[i, W_VJ + r]
+        axpy6(v[iv + k], ws[n + 1 + iv + k, D_S:D_S + 6], vJ)
+    vi = ws[i, W_V:W_V + 6]
+    set6(vi, 0.0)
+    add6(ws[lam, W_V:W_V + 6], vi)
+    add6(vJ, vi)
 
 
-@kernel
+@helper
 def acceleration_joint(mi, i, a, ws):
     """a_i = a_parent + S_i qdd_i + v_parent x (S_i qd_i) (after velocity_joint)."""
     n = mi[0, 0]
     lam = mi[i, MI_PARENT]
     iv = mi[i, MI_IV]
-    motion_cross(ws[lam, W_V:W_V + 6], ws[i, W_VJ:W_VJ + 6], ws[i, W_T:W_T + 6])
-    for r in range(6):
-        ws[i, W_A + r] = ws[lam, W_A + r] + ws[i, W_T + r]
+    ai = ws[i, W_A:W_A + 6]
+    motion_cross(ws[lam, W_V:W_V + 6], ws[i, W_VJ:W_VJ + 6], ai)
+    add6(ws[lam, W_A:W_A + 6], ai)
     for k in range(mi[i, MI_NV]):
-        for r in range(6):
-            ws[i, W_A + r] += ws[n + 1 + iv + k, D_S + r] * a[iv + k]
+        axpy6(a[iv + k], ws[n + 1 + iv + k, D_S:D_S + 6], ai)
 
 
 @kernel

@@ -1,24 +1,31 @@
 """Compile policy, in one place.
 
-``kernel``  marks algorithm math: a plain function registered with Numba as jitable for
-            every target (``register_jitable``), so the CPU entry points and the GPU launch
-            code compile the very same source. It is typed by its arguments, so one source
-            serves float64, float32 and complex128 (complex step).
+``kernel``  marks algorithm math (a pass, a joint step): compiled by Numba for whatever
+            target calls it, typed by its arguments, so one source serves float64,
+            float32 and complex128 (complex step).
+``helper``  marks the small fixed-size spatial-algebra functions; they are inlined at
+            Numba-IR level into their callers, because an out-of-line call passes every
+            array view as ~7 scalars plus reference counting, which costs more than the
+            few flops inside.
 ``entry``   compiles a CPU entry point: ``cache=True`` (compilation is the slow part of a
             cold start), ``error_model="numpy"`` (no ZeroDivisionError checks in hot loops:
-            divisions by a joint inertia are guarded by model validation instead),
-            ``boundscheck=False``.
+            joint inertias are validated when the model is built), ``boundscheck=False``,
+            ``nogil=True`` so Python threads can call in parallel.
 ``pentry``  the same with ``parallel=True`` for batch entry points (``prange``).
 """
 
 import numba
-from numba.extending import register_jitable
 
-_OPTS = dict(cache=True, error_model="numpy", boundscheck=False, nogil=True)
+_MATH = dict(error_model="numpy", boundscheck=False)
+_OPTS = dict(cache=True, nogil=True, **_MATH)
 
 
 def kernel(fn):
-    return register_jitable(fn)
+    return numba.njit(**_MATH)(fn)
+
+
+def helper(fn):
+    return numba.njit(inline="always", **_MATH)(fn)
 
 
 def entry(fn):

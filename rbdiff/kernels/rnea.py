@@ -3,12 +3,12 @@ Carpentier & Mansard 2018, Alg. 1): tau = M(q) a + C(q, v) v + g(q) - J^T fext."
 
 from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
 from .fk import acceleration_joint, init_universe, placement_pass_joint, velocity_joint
-from .jit import kernel
-from .spatial import dot6, force_act, force_cross, inertia_act, inertia_mul
+from .jit import helper, kernel
+from .spatial import add6, axpy6, dot6, force_act, force_cross, inertia_act, inertia_mul
 from .workspace import D_S, W_A, W_F, W_P, W_R, W_T, W_V, W_Y
 
 
-@kernel
+@helper
 def body_force(mi, mf, i, fext, ws):
     """Y_i (world body inertia) and f_i = Y_i a_i + v_i x* Y_i v_i - X_i* fext_i."""
     inertia_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_MASS],
@@ -16,12 +16,10 @@ def body_force(mi, mf, i, fext, ws):
     inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6])
     force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
     inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_A:W_A + 6], ws[i, W_T:W_T + 6])
-    for r in range(6):
-        ws[i, W_F + r] += ws[i, W_T + r]
+    add6(ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
     if fext.shape[0] > 0:
         force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1], ws[i, W_T:W_T + 6])
-        for r in range(6):
-            ws[i, W_F + r] -= ws[i, W_T + r]
+        axpy6(-1.0, ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
 
 
 @kernel
@@ -44,8 +42,7 @@ def rnea_backward_pass(mi, ws, tau):
             tau[iv + k] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6], ws[i, W_F:W_F + 6])
         lam = mi[i, MI_PARENT]
         if lam > 0:
-            for r in range(6):
-                ws[lam, W_F + r] += ws[i, W_F + r]
+            add6(ws[i, W_F:W_F + 6], ws[lam, W_F:W_F + 6])
 
 
 @kernel

@@ -19,12 +19,12 @@ Every function writes into an ``out`` argument (no allocation) and is typed by i
 arguments, so one source serves float64, float32, complex128 and the GPU.
 """
 
-from .jit import kernel
+from .jit import helper
 
 Y_SIZE = 13
 
 
-@kernel
+@helper
 def rot_axis_angle(ax, c, s, R):
     """R = exp(theta [ax]x) from c = cos(theta), s = sin(theta) (Rodrigues)."""
     x, y, z = ax[0], ax[1], ax[2]
@@ -40,7 +40,7 @@ def rot_axis_angle(ax, c, s, R):
     R[8] = c + t * z * z
 
 
-@kernel
+@helper
 def rot_quat(x, y, z, w, R):
     """Rotation matrix of the unit quaternion (x, y, z, w)."""
     R[0] = 1.0 - 2.0 * (y * y + z * z)
@@ -54,23 +54,33 @@ def rot_quat(x, y, z, w, R):
     R[8] = 1.0 - 2.0 * (x * x + y * y)
 
 
-@kernel
+@helper
 def mat3_mul(A, B, C):
     """C = A B for row-major 3x3 9-arrays (C must not alias A or B)."""
-    for r in range(3):
-        for c in range(3):
-            C[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
+    a0, a1, a2, a3, a4, a5, a6, a7, a8 = A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8]
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = B[0], B[1], B[2], B[3], B[4], B[5], B[6], B[7], B[8]
+    C[0] = a0 * b0 + a1 * b3 + a2 * b6
+    C[1] = a0 * b1 + a1 * b4 + a2 * b7
+    C[2] = a0 * b2 + a1 * b5 + a2 * b8
+    C[3] = a3 * b0 + a4 * b3 + a5 * b6
+    C[4] = a3 * b1 + a4 * b4 + a5 * b7
+    C[5] = a3 * b2 + a4 * b5 + a5 * b8
+    C[6] = a6 * b0 + a7 * b3 + a8 * b6
+    C[7] = a6 * b1 + a7 * b4 + a8 * b7
+    C[8] = a6 * b2 + a7 * b5 + a8 * b8
 
 
-@kernel
+@helper
 def se3_mul(Ra, pa, Rb, pb, Rc, pc):
     """(Rc, pc) = (Ra, pa) (Rb, pb); the output must not alias the inputs."""
     mat3_mul(Ra, Rb, Rc)
-    for r in range(3):
-        pc[r] = Ra[3 * r] * pb[0] + Ra[3 * r + 1] * pb[1] + Ra[3 * r + 2] * pb[2] + pa[r]
+    x, y, z = pb[0], pb[1], pb[2]
+    pc[0] = Ra[0] * x + Ra[1] * y + Ra[2] * z + pa[0]
+    pc[1] = Ra[3] * x + Ra[4] * y + Ra[5] * z + pa[1]
+    pc[2] = Ra[6] * x + Ra[7] * y + Ra[8] * z + pa[2]
 
 
-@kernel
+@helper
 def motion_act(R, p, m, out):
     """out = X m: w' = R w, v' = R v + p x w'."""
     w0 = R[0] * m[3] + R[1] * m[4] + R[2] * m[5]
@@ -84,7 +94,7 @@ def motion_act(R, p, m, out):
     out[5] = w2
 
 
-@kernel
+@helper
 def force_act(R, p, f, out):
     """out = X* f: f' = R f, n' = R n + p x f'."""
     f0 = R[0] * f[0] + R[1] * f[1] + R[2] * f[2]
@@ -98,7 +108,7 @@ def force_act(R, p, f, out):
     out[2] = f2
 
 
-@kernel
+@helper
 def motion_cross(v, m, out):
     """out = v x m = [w x m_v + v_v x m_w; w x m_w] (out must not alias v or m)."""
     out[0] = v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
@@ -109,7 +119,7 @@ def motion_cross(v, m, out):
     out[5] = v[3] * m[4] - v[4] * m[3]
 
 
-@kernel
+@helper
 def force_cross(v, f, out):
     """out = v x* f = [w x f_f; w x f_n + v_v x f_f] (out must not alias v or f)."""
     out[0] = v[4] * f[2] - v[5] * f[1]
@@ -120,12 +130,12 @@ def force_cross(v, f, out):
     out[5] = v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
 
 
-@kernel
+@helper
 def dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-@kernel
+@helper
 def inertia_act(R, p, m, h, Io, Y):
     """Y = X* (m, h, Io) X^-1: a body inertia given about a frame's origin (m, first
     moment h, rotational inertia Io, row-major) re-expressed about the origin of the frame
@@ -137,21 +147,28 @@ def inertia_act(R, p, m, h, Io, Y):
     Y[1] = c0 + m * p[0]
     Y[2] = c1 + m * p[1]
     Y[3] = c2 + m * p[2]
-    # R Io R^T into Y[4:13] via T = Io R^T (kept in Y as scratch row by row)
-    for r in range(3):
-        t0 = Io[3 * r] * R[0] + Io[3 * r + 1] * R[1] + Io[3 * r + 2] * R[2]
-        t1 = Io[3 * r] * R[3] + Io[3 * r + 1] * R[4] + Io[3 * r + 2] * R[5]
-        t2 = Io[3 * r] * R[6] + Io[3 * r + 1] * R[7] + Io[3 * r + 2] * R[8]
-        Y[4 + 3 * r] = t0
-        Y[5 + 3 * r] = t1
-        Y[6 + 3 * r] = t2
-    for c in range(3):
-        t0 = Y[4 + c]
-        t1 = Y[7 + c]
-        t2 = Y[10 + c]
-        Y[4 + c] = R[0] * t0 + R[1] * t1 + R[2] * t2
-        Y[7 + c] = R[3] * t0 + R[4] * t1 + R[5] * t2
-        Y[10 + c] = R[6] * t0 + R[7] * t1 + R[8] * t2
+    # R Io R^T, straight-line (loops with computed indices defeat LLVM here)
+    r0, r1, r2, r3, r4, r5, r6, r7, r8 = R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8]
+    i0, i1, i2, i4, i5, i8 = Io[0], Io[1], Io[2], Io[4], Io[5], Io[8]
+    # T = Io R^T (Io symmetric), columns of R^T are the rows of R
+    t00 = i0 * r0 + i1 * r1 + i2 * r2
+    t01 = i0 * r3 + i1 * r4 + i2 * r5
+    t02 = i0 * r6 + i1 * r7 + i2 * r8
+    t10 = i1 * r0 + i4 * r1 + i5 * r2
+    t11 = i1 * r3 + i4 * r4 + i5 * r5
+    t12 = i1 * r6 + i4 * r7 + i5 * r8
+    t20 = i2 * r0 + i5 * r1 + i8 * r2
+    t21 = i2 * r3 + i5 * r4 + i8 * r5
+    t22 = i2 * r6 + i5 * r7 + i8 * r8
+    Y[4] = r0 * t00 + r1 * t10 + r2 * t20
+    Y[5] = r0 * t01 + r1 * t11 + r2 * t21
+    Y[6] = r0 * t02 + r1 * t12 + r2 * t22
+    Y[8] = r3 * t01 + r4 * t11 + r5 * t21
+    Y[9] = r3 * t02 + r4 * t12 + r5 * t22
+    Y[12] = r6 * t02 + r7 * t12 + r8 * t22
+    Y[7] = Y[5]
+    Y[10] = Y[6]
+    Y[11] = Y[9]
     # parallel-axis terms: 2 (p.c) I - c p^T - p c^T + m (|p|^2 I - p p^T)
     pc = p[0] * c0 + p[1] * c1 + p[2] * c2
     pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
@@ -170,7 +187,7 @@ def inertia_act(R, p, m, h, Io, Y):
     Y[11] += e12
 
 
-@kernel
+@helper
 def inertia_mul(Y, m, out):
     """out = Y m: f = mass v - h x w, n = h x v + Io w."""
     ms, h0, h1, h2 = Y[0], Y[1], Y[2], Y[3]
@@ -182,42 +199,218 @@ def inertia_mul(Y, m, out):
     out[5] = h0 * m[1] - h1 * m[0] + Y[10] * m[3] + Y[11] * m[4] + Y[12] * m[5]
 
 
-@kernel
+@helper
 def inertia_dense(Y, A):
-    """A (36, row-major 6x6) = the matrix of the compact inertia Y."""
+    """A (36, row-major 6x6) = the matrix of the compact inertia Y (unrolled)."""
     ms, h0, h1, h2 = Y[0], Y[1], Y[2], Y[3]
-    for k in range(36):
-        A[k] = 0.0 * ms
     A[0] = ms
-    A[7] = ms
-    A[14] = ms
-    # top-right block: -[h]x ; bottom-left: [h]x
+    A[1] = 0.0
+    A[2] = 0.0
+    A[3] = 0.0
     A[4] = h2
     A[5] = -h1
+    A[6] = 0.0
+    A[7] = ms
+    A[8] = 0.0
     A[9] = -h2
+    A[10] = 0.0
     A[11] = h0
+    A[12] = 0.0
+    A[13] = 0.0
+    A[14] = ms
     A[15] = h1
     A[16] = -h0
+    A[17] = 0.0
+    A[18] = 0.0
     A[19] = -h2
     A[20] = h1
+    A[21] = Y[4]
+    A[22] = Y[5]
+    A[23] = Y[6]
     A[24] = h2
+    A[25] = 0.0
     A[26] = -h0
+    A[27] = Y[7]
+    A[28] = Y[8]
+    A[29] = Y[9]
     A[30] = -h1
     A[31] = h0
-    for r in range(3):
-        for c in range(3):
-            A[6 * (3 + r) + 3 + c] = Y[4 + 3 * r + c]
+    A[32] = 0.0
+    A[33] = Y[10]
+    A[34] = Y[11]
+    A[35] = Y[12]
 
 
-@kernel
+@helper
 def mat6_vec(A, x, out):
-    """out = A x for a row-major 6x6 A."""
-    for r in range(6):
-        out[r] = (A[6 * r] * x[0] + A[6 * r + 1] * x[1] + A[6 * r + 2] * x[2]
-                  + A[6 * r + 3] * x[3] + A[6 * r + 4] * x[4] + A[6 * r + 5] * x[5])
+    """out = A x for a row-major 6x6 A (unrolled: constant indices compile to straight-line code)."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] = (A[0] * x0 + A[1] * x1 + A[2] * x2 + A[3] * x3 + A[4] * x4
+              + A[5] * x5)
+    out[1] = (A[6] * x0 + A[7] * x1 + A[8] * x2 + A[9] * x3 + A[10] * x4
+              + A[11] * x5)
+    out[2] = (A[12] * x0 + A[13] * x1 + A[14] * x2 + A[15] * x3 + A[16] * x4
+              + A[17] * x5)
+    out[3] = (A[18] * x0 + A[19] * x1 + A[20] * x2 + A[21] * x3 + A[22] * x4
+              + A[23] * x5)
+    out[4] = (A[24] * x0 + A[25] * x1 + A[26] * x2 + A[27] * x3 + A[28] * x4
+              + A[29] * x5)
+    out[5] = (A[30] * x0 + A[31] * x1 + A[32] * x2 + A[33] * x3 + A[34] * x4
+              + A[35] * x5)
 
 
-@kernel
+@helper
+def sub_outer6(A, x, y):
+    """A -= x y^T for a row-major 6x6 A and 6-vectors x, y (unrolled)."""
+    y0, y1, y2, y3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
+    xr = x[0]
+    A[0] -= xr * y0
+    A[1] -= xr * y1
+    A[2] -= xr * y2
+    A[3] -= xr * y3
+    A[4] -= xr * y4
+    A[5] -= xr * y5
+    xr = x[1]
+    A[6] -= xr * y0
+    A[7] -= xr * y1
+    A[8] -= xr * y2
+    A[9] -= xr * y3
+    A[10] -= xr * y4
+    A[11] -= xr * y5
+    xr = x[2]
+    A[12] -= xr * y0
+    A[13] -= xr * y1
+    A[14] -= xr * y2
+    A[15] -= xr * y3
+    A[16] -= xr * y4
+    A[17] -= xr * y5
+    xr = x[3]
+    A[18] -= xr * y0
+    A[19] -= xr * y1
+    A[20] -= xr * y2
+    A[21] -= xr * y3
+    A[22] -= xr * y4
+    A[23] -= xr * y5
+    xr = x[4]
+    A[24] -= xr * y0
+    A[25] -= xr * y1
+    A[26] -= xr * y2
+    A[27] -= xr * y3
+    A[28] -= xr * y4
+    A[29] -= xr * y5
+    xr = x[5]
+    A[30] -= xr * y0
+    A[31] -= xr * y1
+    A[32] -= xr * y2
+    A[33] -= xr * y3
+    A[34] -= xr * y4
+    A[35] -= xr * y5
+
+
+@helper
+def add6(x, y):
+    """y += x for 6-arrays (unrolled)."""
+    y[0] += x[0]
+    y[1] += x[1]
+    y[2] += x[2]
+    y[3] += x[3]
+    y[4] += x[4]
+    y[5] += x[5]
+
+
+@helper
+def add13(x, y):
+    """y += x for 13-arrays (unrolled)."""
+    y[0] += x[0]
+    y[1] += x[1]
+    y[2] += x[2]
+    y[3] += x[3]
+    y[4] += x[4]
+    y[5] += x[5]
+    y[6] += x[6]
+    y[7] += x[7]
+    y[8] += x[8]
+    y[9] += x[9]
+    y[10] += x[10]
+    y[11] += x[11]
+    y[12] += x[12]
+
+
+@helper
+def add36(x, y):
+    """y += x for 36-arrays (unrolled)."""
+    y[0] += x[0]
+    y[1] += x[1]
+    y[2] += x[2]
+    y[3] += x[3]
+    y[4] += x[4]
+    y[5] += x[5]
+    y[6] += x[6]
+    y[7] += x[7]
+    y[8] += x[8]
+    y[9] += x[9]
+    y[10] += x[10]
+    y[11] += x[11]
+    y[12] += x[12]
+    y[13] += x[13]
+    y[14] += x[14]
+    y[15] += x[15]
+    y[16] += x[16]
+    y[17] += x[17]
+    y[18] += x[18]
+    y[19] += x[19]
+    y[20] += x[20]
+    y[21] += x[21]
+    y[22] += x[22]
+    y[23] += x[23]
+    y[24] += x[24]
+    y[25] += x[25]
+    y[26] += x[26]
+    y[27] += x[27]
+    y[28] += x[28]
+    y[29] += x[29]
+    y[30] += x[30]
+    y[31] += x[31]
+    y[32] += x[32]
+    y[33] += x[33]
+    y[34] += x[34]
+    y[35] += x[35]
+
+
+@helper
+def copy6(x, y):
+    """y = x for 6-arrays (unrolled)."""
+    y[0] = x[0]
+    y[1] = x[1]
+    y[2] = x[2]
+    y[3] = x[3]
+    y[4] = x[4]
+    y[5] = x[5]
+
+
+@helper
+def axpy6(alpha, x, y):
+    """y += alpha x for 6-arrays."""
+    y[0] += alpha * x[0]
+    y[1] += alpha * x[1]
+    y[2] += alpha * x[2]
+    y[3] += alpha * x[3]
+    y[4] += alpha * x[4]
+    y[5] += alpha * x[5]
+
+
+@helper
+def set6(y, alpha):
+    """y = alpha for a 6-array."""
+    y[0] = alpha
+    y[1] = alpha
+    y[2] = alpha
+    y[3] = alpha
+    y[4] = alpha
+    y[5] = alpha
+
+
+@helper
 def sym_inverse(D, n, Dinv):
     """Dinv = D^-1 for a symmetric positive-definite n x n D (n <= 6, row-major with
     stride n), by Gauss-Jordan without pivoting (D is a joint-space inertia block, so

@@ -1,0 +1,29 @@
+"""rbdiff: rigid-body dynamics and its analytical derivatives, compiled with Numba.
+
+Conventions are Pinocchio's (see README): joint order and configuration layout as
+``buildModelFromUrdf``, free-flyer q = [x, y, z, qx, qy, qz, qw] with a body-frame
+twist, spatial vectors [linear, angular], fext in each joint's local frame.
+"""
+
+from .api import aba
+from .api import crba
+from .api import gravity
+from .api import minverse
+from .api import nonlinear_effects
+from .api import rnea
+from .kinematics import forward_kinematics
+from .kinematics import frame_jacobian
+from .kinematics import frame_placement
+from .kinematics import frame_placements
+from .model import models
+from .model.configuration import difference
+from .model.configuration import integrate
+from .model.configuration import neutral
+from .model.configuration import random_configuration
+from .model.model import Model
+from .model.model import ModelBuilder
+from .model.robots import load_robot
+from .model.robots import robot_names
+from .model.urdf import load_urdf
+
+__version__ = "0.1.0"

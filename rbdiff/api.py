@@ -1,0 +1,192 @@
+"""Public dynamics functions: validate, pick the compiled entry point (single or batch),
+and return caller-owned arrays.
+
+Every function takes a single state (q of shape (nq,), ...) or a batch with a leading
+axis (q of shape (B, nq), ...), computed on all cores. Inputs may be float64, float32
+(computed in float32) or complex128 (complex step); mixed inputs are promoted.
+"""
+
+import numpy as np
+
+from . import cpu
+from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
+from .kernels.checks import QUAT_TOL
+
+_ND = np.ndarray
+_F64 = np.dtype(np.float64)
+_SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
+_NO_FEXT = np.zeros((0, 6))
+
+
+def _array(x, n, name):
+    """x as an array of a supported dtype whose last axis has length n (1-D or 2-D)."""
+    if x is None:
+        raise TypeError(f"{name}: expected an array of shape ({n},) or (B, {n}), got None")
+    x = np.asarray(x)
+    if x.dtype not in _SUPPORTED:
+        if x.dtype.kind in "biuf":
+            x = x.astype(np.float64)
+        elif x.dtype.kind == "c":
+            x = x.astype(np.complex128)
+        else:
+            raise TypeError(f"{name}: expected a real or complex numeric array, "
+                            f"got dtype {x.dtype}")
+    if x.ndim not in (1, 2) or x.shape[-1] != n:
+        raise ValueError(f"{name}: expected shape ({n},) or (B, {n}), got {x.shape}")
+    return np.ascontiguousarray(x)
+
+
+def _fext(model, fext, batch, dtype):
+    if fext is None:
+        return _NO_FEXT.astype(dtype, copy=False) if batch is None else \
+            np.zeros((1, 0, 6), dtype)
+    f = np.asarray(fext)
+    want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
+    if f.shape != want:
+        raise ValueError(f"fext: expected shape {want} (one local-frame spatial force "
+                         f"[linear, angular] per joint), got {f.shape}")
+    if f.dtype.kind not in "biufc":
+        raise TypeError(f"fext: expected a numeric array, got dtype {f.dtype}")
+    return np.ascontiguousarray(f, dtype=dtype)
+
+
+def _prepare(model, fext, named):
+    """Validated, dtype-promoted, C-contiguous arrays; batch size or None; model floats."""
+    arrays = [_array(x, n, name) for name, x, n in named]
+    ndim = arrays[0].ndim
+    for (name, _, _), x in zip(named, arrays):
+        if x.ndim != ndim:
+            raise ValueError(f"{name}: shape {x.shape} mixes single and batched inputs "
+                             f"({named[0][0]} has shape {arrays[0].shape})")
+        if ndim == 2 and x.shape[0] != arrays[0].shape[0]:
+            raise ValueError(f"{name}: batch size {x.shape[0]} differs from "
+                             f"{named[0][0]}'s {arrays[0].shape[0]}")
+    dtype = np.result_type(*arrays)
+    if fext is not None:
+        dtype = np.result_type(dtype, np.asarray(fext).dtype)
+    if dtype not in _SUPPORTED:
+        dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
+    arrays = [x.astype(dtype, copy=False) for x in arrays]
+    batch = arrays[0].shape[0] if ndim == 2 else None
+    f = _fext(model, fext, batch, dtype)
+    mf = model.mf32 if dtype == np.float32 else model.mf
+    return arrays, f, batch, mf
+
+
+def _explain(model, named, fext):
+    """The precise reason a compiled entry point refused its input."""
+    for name, x in list(named) + [("fext", fext)]:
+        if x is None:
+            continue
+        x = np.asarray(x)
+        bad = np.argwhere(~np.isfinite(x))
+        if len(bad):
+            return ValueError(f"{name} contains NaN or Inf at index {tuple(bad[0])}")
+    q = np.atleast_2d(np.asarray(named[0][1]))
+    for i in range(1, model.njoints + 1):
+        t, iq = int(model.joint_types[i]), int(model.idx_q[i])
+        span = {SPHERICAL: (iq, 4), FREE_FLYER: (iq + 3, 4), REVOLUTE_UNBOUNDED: (iq, 2)}
+        if t in span:
+            s, k = span[t]
+            norms = np.linalg.norm(q[:, s:s + k].real, axis=1)
+            worst = int(np.argmax(np.abs(norms - 1.0)))
+            if abs(norms[worst] - 1.0) > QUAT_TOL:
+                what = "(cos, sin) pair" if t == REVOLUTE_UNBOUNDED else "quaternion"
+                return ValueError(
+                    f"q: the {what} of joint {model.names[i]!r} (q[{s}:{s + k}]"
+                    f"{'' if q.shape[0] == 1 else f' of batch item {worst}'}) has norm "
+                    f"{norms[worst]:.9g}, expected 1 (tolerance {QUAT_TOL}); normalise it")
+    return ValueError("invalid input")
+
+
+def _call(model, one, batch_fn, fext, named):
+    """Validate and run the single or batch entry point; explain a refusal precisely."""
+    arrays, f, batch, mf = _prepare(model, fext, named)
+    try:
+        return (one if batch is None else batch_fn)(model.mi, mf, *arrays, f)
+    except ValueError:
+        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+
+
+def _fast(model, x, n):
+    return type(x) is _ND and x.dtype is _F64 and x.shape == n
+
+
+def rnea(model, q, v, a, fext=None):
+    """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i (RNEA,
+    Featherstone 2008 Table 5.1; Carpentier & Mansard 2018 Alg. 1).
+
+    q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
+    joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
+    axis on every argument gives (B, nv)."""
+    if fext is None and _fast(model, q, model._sq) and _fast(model, v, model._sv) \
+            and _fast(model, a, model._sv):
+        try:
+            return cpu.rnea_one(model.mi, model.mf, q, v, a, _NO_FEXT)
+        except ValueError:
+            pass
+    return _call(model, cpu.rnea_one, cpu.rnea_batch, fext,
+                 [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)])
+
+
+def aba(model, q, v, tau, fext=None):
+    """Forward dynamics qdd = M(q)^-1 (tau + sum_i J_i^T fext_i - C(q, v) v - g(q)) by the
+    Articulated Body Algorithm (Featherstone 2008 Table 7.1), O(N).
+
+    q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
+    Returns qdd (nv,); a leading batch axis gives (B, nv)."""
+    if fext is None and _fast(model, q, model._sq) and _fast(model, v, model._sv) \
+            and _fast(model, tau, model._sv):
+        try:
+            return cpu.aba_one(model.mi, model.mf, q, v, tau, _NO_FEXT)
+        except ValueError:
+            pass
+    return _call(model, cpu.aba_one, cpu.aba_batch, fext,
+                 [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)])
+
+
+def crba(model, q):
+    """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
+    Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
+    if _fast(model, q, model._sq):
+        try:
+            return cpu.crba_one(model.mi, model.mf, q)
+        except ValueError:
+            pass
+    return _call_nofext(model, cpu.crba_one, cpu.crba_batch, q)
+
+
+def minverse(model, q):
+    """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
+    Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
+    if _fast(model, q, model._sq):
+        try:
+            return cpu.minverse_one(model.mi, model.mf, q)
+        except ValueError:
+            pass
+    return _call_nofext(model, cpu.minverse_one, cpu.minverse_batch, q)
+
+
+def _call_nofext(model, one, batch_fn, q):
+    """_call for functions of q alone."""
+    arrays, _, batch, mf = _prepare(model, None, [("q", q, model.nq)])
+    try:
+        return (one if batch is None else batch_fn)(model.mi, mf, arrays[0])
+    except ValueError:
+        raise _explain(model, [("q", arrays[0])], None) from None
+
+
+def nonlinear_effects(model, q, v):
+    """C(q, v) v + g(q) (nv,) = rnea(q, v, 0). Batch: (B, nv)."""
+    v = np.asarray(v)
+    return rnea(model, q, v, np.zeros(v.shape, dtype=v.dtype if v.dtype.kind in "fc"
+                                      else np.float64))
+
+
+def gravity(model, q):
+    """Generalised gravity g(q) (nv,) = rnea(q, 0, 0). Batch: (B, nv)."""
+    q = np.asarray(q)
+    shape = q.shape[:-1] + (model.nv,)
+    dt = q.dtype if q.dtype.kind in "fc" else np.float64
+    z = np.zeros(shape, dtype=dt)
+    return rnea(model, q, z, z)

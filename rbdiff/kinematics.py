@@ -1,0 +1,100 @@
+"""Forward kinematics, frame placements and frame Jacobians (Pinocchio's forwardKinematics,
+updateFramePlacements and getFrameJacobian)."""
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import cpu
+from .api import _explain, _prepare
+from .kernels.workspace import D_S, W_A, W_P, W_R, W_V
+
+Kinematics = namedtuple("Kinematics", "placements velocities accelerations")
+REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
+
+
+def _workspace(model, q, v=None, a=None):
+    z = np.zeros(model.nv)
+    named = [("q", q, model.nq), ("v", z if v is None else v, model.nv),
+             ("a", z if a is None else a, model.nv)]
+    arrays, _, batch, mf = _prepare(model, None, named)
+    if batch is not None:
+        raise ValueError("q: kinematics functions take a single configuration (nq,)")
+    try:
+        return cpu.kinematics_one(model.mi, mf, *arrays)
+    except ValueError:
+        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
+
+
+def _homogeneous(R9, p):
+    T = np.zeros(R9.shape[:-1] + (4, 4), dtype=R9.dtype)
+    T[..., :3, :3] = R9.reshape(R9.shape[:-1] + (3, 3))
+    T[..., :3, 3] = p
+    T[..., 3, 3] = 1.0
+    return T
+
+
+def _act_inv(T, m):
+    """Motion m (..., 6) expressed in the frame of placement T (world -> local)."""
+    R, p = T[..., :3, :3], T[..., :3, 3]
+    w = m[..., 3:]
+    lin = m[..., :3] - np.cross(p, w)
+    return np.concatenate([np.einsum("...ji,...j->...i", R, lin),
+                           np.einsum("...ji,...j->...i", R, w)], axis=-1)
+
+
+def forward_kinematics(model, q, v=None, a=None):
+    """Joint placements in the world (njoints+1, 4, 4) and, when v (and a) are given, each
+    joint's spatial velocity (and acceleration, gravity excluded) in its local frame,
+    (njoints+1, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a."""
+    ws = _workspace(model, q, v, a)
+    n = model.njoints
+    T = _homogeneous(ws[:n + 1, 0:9], ws[:n + 1, W_P:W_P + 3])
+    vel = acc = None
+    if v is not None:
+        vel = _act_inv(T, ws[:n + 1, W_V:W_V + 6])
+    if a is not None:
+        aw = ws[:n + 1, W_A:W_A + 6].copy()
+        aw[:, :3] += model.gravity      # remove the fictitious base acceleration -g
+        acc = _act_inv(T, aw)
+    return Kinematics(T, vel, acc)
+
+
+def frame_placements(model, q):
+    """Placements of every frame in the world, (len(model.frames), 4, 4)."""
+    T = forward_kinematics(model, q).placements
+    return np.array([T[f.parent] @ f.placement for f in model.frames])
+
+
+def _frame_id(model, frame):
+    return model.get_frame_id(frame) if isinstance(frame, str) else int(frame)
+
+
+def frame_placement(model, q, frame):
+    """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames)."""
+    f = model.frames[_frame_id(model, frame)]
+    return forward_kinematics(model, q).placements[f.parent] @ f.placement
+
+
+def frame_jacobian(model, q, frame, reference="local_world_aligned"):
+    """Jacobian J (6, nv) of ``frame``'s spatial velocity [linear, angular]: in the frame
+    itself ("local"), at the world origin in world axes ("world"), or at the frame origin
+    in world axes ("local_world_aligned"), as Pinocchio's getFrameJacobian."""
+    if reference not in REFERENCE_FRAMES:
+        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    f = model.frames[_frame_id(model, frame)]
+    ws = _workspace(model, q)
+    n = model.njoints
+    J = np.zeros((6, model.nv), dtype=ws.dtype)
+    j = f.parent
+    while j > 0:
+        for k in range(int(model.idx_v[j]), int(model.idx_v[j] + model.nvs[j])):
+            J[:, k] = ws[n + 1 + k, D_S:D_S + 6]
+        j = int(model.parents[j])
+    if reference == "world":
+        return J
+    oMf = _homogeneous(ws[f.parent, W_R:W_R + 9], ws[f.parent, W_P:W_P + 3]) @ f.placement
+    if reference == "local":
+        return _act_inv(oMf, J.T).T
+    J[:3] += np.cross(J[3:].T, oMf[:3, 3]).T
+    return J

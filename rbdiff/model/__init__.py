@@ -1,0 +1,1 @@
+"""Robot models: the immutable Model, its builder, parsers, bundled and synthetic robots."""
