@@ -36,10 +36,12 @@ def _array(x, n, name):
     return np.ascontiguousarray(x)
 
 
-def _fext(model, fext, batch, dtype):
+def _fext(model, fext, batch, dtype, wanted):
+    if not wanted:
+        return None
     if fext is None:
         return _NO_FEXT.astype(dtype, copy=False) if batch is None else \
-            np.zeros((1, 0, 6), dtype)
+            np.zeros((batch, 0, 6), dtype)
     f = np.asarray(fext)
     want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
     if f.shape != want:
@@ -50,7 +52,7 @@ def _fext(model, fext, batch, dtype):
     return np.ascontiguousarray(f, dtype=dtype)
 
 
-def _prepare(model, fext, named):
+def _prepare(model, fext, named, wants_fext=True):
     """Validated, dtype-promoted, C-contiguous arrays; batch size or None; model floats."""
     arrays = [_array(x, n, name) for name, x, n in named]
     ndim = arrays[0].ndim
@@ -68,7 +70,7 @@ def _prepare(model, fext, named):
         dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
     arrays = [x.astype(dtype, copy=False) for x in arrays]
     batch = arrays[0].shape[0] if ndim == 2 else None
-    f = _fext(model, fext, batch, dtype)
+    f = _fext(model, fext, batch, dtype, wants_fext)
     mf = model.mf32 if dtype == np.float32 else model.mf
     return arrays, f, batch, mf
 
@@ -99,17 +101,18 @@ def _explain(model, named, fext):
     return ValueError("invalid input")
 
 
-def _call(model, one, batch_fn, fext, named):
-    """Validate and run the single or batch entry point; explain a refusal precisely."""
-    arrays, f, batch, mf = _prepare(model, fext, named)
+def _call(model, one, batch_fn, fext, named, out_shape):
+    """Validate and run the single or batch entry point into a new output array of shape
+    (B,) + out_shape or out_shape; explain a refusal precisely."""
+    arrays, f, batch, mf = _prepare(model, fext, named, wants_fext=len(named) > 1)
+    shape = out_shape if batch is None else (batch,) + out_shape
+    out = np.empty(shape, arrays[0].dtype)
+    args = (model.mi, mf, *arrays) + (() if f is None else (f,)) + (out,)
     try:
-        return (one if batch is None else batch_fn)(model.mi, mf, *arrays, f)
+        (one if batch is None else batch_fn)(*args)
     except ValueError:
         raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
-
-
-def _fast(model, x, n):
-    return type(x) is _ND and x.dtype is _F64 and x.shape == n
+    return out
 
 
 def rnea(model, q, v, a, fext=None):
@@ -119,14 +122,17 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    if fext is None and _fast(model, q, model._sq) and _fast(model, v, model._sv) \
-            and _fast(model, a, model._sv):
+    if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND
+            and q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64
+            and q.shape == model._sq and v.shape == a.shape == model._sv):
+        tau = np.empty(model.nv)
         try:
-            return cpu.rnea_one(model.mi, model.mf, q, v, a, _NO_FEXT)
+            cpu.rnea_one(model.mi, model.mf, q, v, a, _NO_FEXT, tau)
+            return tau
         except ValueError:
             pass
     return _call(model, cpu.rnea_one, cpu.rnea_batch, fext,
-                 [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)])
+                 [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], model._sv)
 
 
 def aba(model, q, v, tau, fext=None):
@@ -135,45 +141,44 @@ def aba(model, q, v, tau, fext=None):
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
-    if fext is None and _fast(model, q, model._sq) and _fast(model, v, model._sv) \
-            and _fast(model, tau, model._sv):
+    if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND
+            and q.dtype is _F64 and v.dtype is _F64 and tau.dtype is _F64
+            and q.shape == model._sq and v.shape == tau.shape == model._sv):
+        qdd = np.empty(model.nv)
         try:
-            return cpu.aba_one(model.mi, model.mf, q, v, tau, _NO_FEXT)
+            cpu.aba_one(model.mi, model.mf, q, v, tau, _NO_FEXT, qdd)
+            return qdd
         except ValueError:
             pass
     return _call(model, cpu.aba_one, cpu.aba_batch, fext,
-                 [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)])
+                 [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], model._sv)
 
 
 def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
-    if _fast(model, q, model._sq):
+    if type(q) is _ND and q.dtype is _F64 and q.shape == model._sq:
+        M = np.empty(model._svv)
         try:
-            return cpu.crba_one(model.mi, model.mf, q)
+            cpu.crba_one(model.mi, model.mf, q, M)
+            return M
         except ValueError:
             pass
-    return _call_nofext(model, cpu.crba_one, cpu.crba_batch, q)
+    return _call(model, cpu.crba_one, cpu.crba_batch, None, [("q", q, model.nq)], model._svv)
 
 
 def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
-    if _fast(model, q, model._sq):
+    if type(q) is _ND and q.dtype is _F64 and q.shape == model._sq:
+        Minv = np.empty(model._svv)
         try:
-            return cpu.minverse_one(model.mi, model.mf, q)
+            cpu.minverse_one(model.mi, model.mf, q, Minv)
+            return Minv
         except ValueError:
             pass
-    return _call_nofext(model, cpu.minverse_one, cpu.minverse_batch, q)
-
-
-def _call_nofext(model, one, batch_fn, q):
-    """_call for functions of q alone."""
-    arrays, _, batch, mf = _prepare(model, None, [("q", q, model.nq)])
-    try:
-        return (one if batch is None else batch_fn)(model.mi, mf, arrays[0])
-    except ValueError:
-        raise _explain(model, [("q", arrays[0])], None) from None
+    return _call(model, cpu.minverse_one, cpu.minverse_batch, None, [("q", q, model.nq)],
+                 model._svv)
 
 
 def nonlinear_effects(model, q, v):

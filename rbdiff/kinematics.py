@@ -7,7 +7,7 @@ import numpy as np
 
 from . import cpu
 from .api import _explain, _prepare
-from .kernels.workspace import D_S, W_A, W_P, W_R, W_V
+from .kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_WIDTH
 
 Kinematics = namedtuple("Kinematics", "placements velocities accelerations")
 REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
@@ -17,11 +17,13 @@ def _workspace(model, q, v=None, a=None):
     z = np.zeros(model.nv)
     named = [("q", q, model.nq), ("v", z if v is None else v, model.nv),
              ("a", z if a is None else a, model.nv)]
-    arrays, _, batch, mf = _prepare(model, None, named)
+    arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
     if batch is not None:
         raise ValueError("q: kinematics functions take a single configuration (nq,)")
+    ws = np.empty((model.njoints + 1 + model.nv, W_WIDTH), arrays[0].dtype)
     try:
-        return cpu.kinematics_one(model.mi, mf, *arrays)
+        cpu.kinematics_one(model.mi, mf, *arrays, ws)
+        return ws
     except ValueError:
         raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
 

@@ -40,7 +40,8 @@ def crba_backward_pass(mi, ws, M):
 
 @kernel
 def crba(mi, mf, q, ws, M):
-    """M (nv, nv) = joint-space inertia matrix at q."""
+    """M (nv, nv) = joint-space inertia matrix at q (every entry written)."""
+    M[:, :] = 0.0
     placement_pass(mi, mf, q, ws)
     body_inertias(mi, mf, ws)
     crba_backward_pass(mi, ws, M)

@@ -73,6 +73,7 @@ def minverse(mi, mf, q, ws, F, Minv):
     for i in range(1, n + 1):
         inertia_dense(ws[i, W_Y:W_Y + 13], ws[i, W_IA:W_IA + 36])
     F[0, :, :] = 0.0
+    Minv[:, :] = 0.0      # entries outside a joint's subtree are only ever updated
     minverse_backward_pass(mi, ws, F, Minv)
     minverse_forward_pass(mi, ws, F, Minv)
     nv = mi[0, 2]

@@ -105,6 +105,7 @@ class Model:
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
         self._sq = (self.nq,)                          # shapes the api's fast path checks
         self._sv = (self.nv,)
+        self._svv = (self.nv, self.nv)
         # per-dof joint index and the parent-dof chain used by CRBA/M^-1 style kernels
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 

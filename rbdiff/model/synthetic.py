@@ -5,7 +5,7 @@ import numpy as np
 
 from .model import ModelBuilder
 
-_LINK_INERTIA = np.diag([0.0, 0.0, 1.0])   # the papers' protocol: Izz = 1 about the com
+_LINK_INERTIA = np.diag([0.5, 0.5, 1.0])  # protocol: Izz = 1 (Ixx, Iyy: smallest physical values; planar motion never sees them)
 
 
 def _protocol_link(b, parent, name, offset):

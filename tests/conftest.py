@@ -1,0 +1,79 @@
+"""Shared fixtures: the robots every differential test runs on, as (rbdiff, Pinocchio)
+pairs, and seeded random trees with every joint type."""
+
+import numpy as np
+import pytest
+
+import rbdiff as rbd
+from rbdiff.model.robots import example_robot_data_dir, robot_path
+
+pin = pytest.importorskip("pinocchio")
+
+# (name, floating base) as the core issue lists them
+ROBOTS = [("iiwa14", False), ("panda", False), ("ur5", False), ("kinova", False),
+          ("pr2", False), ("solo12", True), ("hyq", True), ("talos_full_v2", True),
+          ("g1", True)]
+_BUNDLED = {"iiwa14"}
+
+
+def robot_pair(name, floating):
+    if name not in _BUNDLED and example_robot_data_dir() is None:
+        pytest.skip("example-robot-data is not installed")
+    model = rbd.load_robot(name, floating_base=floating)
+    path = str(robot_path(name))
+    pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+          else pin.buildModelFromUrdf(path))
+    return model, pm
+
+
+_TREES = set()   # ids of models whose Pinocchio twin came from pin_bridge
+
+
+def tree_pair(seed, n=12, floating=False):
+    from pin_bridge import to_pinocchio
+    model = rbd.models.random_tree(n, seed, floating_base=floating)
+    _TREES.add(id(model))
+    return model, to_pinocchio(model)
+
+
+_CACHE = {}
+
+
+def _pair(key):
+    if key not in _CACHE:
+        kind, a, b = key
+        _CACHE[key] = robot_pair(a, b) if kind == "robot" else tree_pair(a, floating=b)
+    return _CACHE[key]
+
+
+PAIRS = ([("robot", n, f) for n, f in ROBOTS]
+         + [("tree", s, s % 2 == 0) for s in range(4)])
+
+
+@pytest.fixture(params=PAIRS, ids=lambda k: f"{k[1]}{'+ff' if k[2] else ''}")
+def pair(request):
+    """(rbdiff model, Pinocchio model) for every robot and random tree."""
+    return _pair(request.param)
+
+
+def random_state(pm, rng):
+    q = pin.integrate(pm, pin.neutral(pm), rng.normal(size=pm.nv))
+    return q, rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+
+
+def rel_err(x, ref):
+    return np.max(np.abs(np.asarray(x) - ref)) / max(1.0, np.max(np.abs(ref)))
+
+
+def full(M):
+    """Pinocchio fills only the upper triangle of M and M^-1."""
+    M = np.array(M)
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def pin_fext(model, fext):
+    """External forces for the Pinocchio twin (bridge twins rotate continuous joints)."""
+    if id(model) in _TREES:
+        from pin_bridge import fext_to_pinocchio
+        return fext_to_pinocchio(model, fext)
+    return [pin.Force.Zero()] + [pin.Force(np.asarray(f)) for f in fext]

@@ -1,0 +1,70 @@
+"""The command line: ``demo`` output and identities, ``bench-core`` JSON, subcommands."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rbdiff import cli
+
+
+def test_demo_prints_sections_and_small_identity_errors(capsys):
+    assert cli.main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.index(cli.COMPILING) < out.index("tau = rnea")
+    for section in ("tau = rnea(q, v, a)", "M = crba(q)", "qdd = aba(q, v, tau)",
+                    "Minv = minverse(q)", "nonlinear_effects", "gravity(q)",
+                    "frame placement of 'iiwa_link_ee'", "frame Jacobian",
+                    "||M Minv - I||", "per-call time"):
+        assert section in out, section
+    # the printed checks, parsed back: "  ||...|| = 1.234e-15"
+    checks = [float(line.rsplit("=", 1)[1]) for line in out.splitlines()
+              if line.startswith("  ||")]
+    assert len(checks) == 3 and max(checks) < 1e-9
+
+
+def test_demo_results_identities():
+    r = cli.demo_results(seed=3, timing=False)
+    assert r["err_minv"] < 1e-9
+    assert r["err_aba"] < 1e-9
+    assert r["err_qdd"] < 1e-9
+    nv = r["model"].nv
+    assert r["M"].shape == r["Minv"].shape == (nv, nv)
+    np.testing.assert_allclose(r["M"], r["M"].T, atol=1e-12)
+    np.testing.assert_allclose(r["nle"] + r["M"] @ r["a"], r["tau"], atol=1e-9)
+    assert r["jacobian"].shape == (6, nv) and r["placement"].shape == (4, 4)
+    assert r["times"] == {}
+
+
+def test_bench_core_quick_json(tmp_path, capsys):
+    path = tmp_path / "core.json"
+    assert cli.main(["bench-core", "--quick", "--robots", "iiwa14", "--no-progress",
+                     "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "max|diff|" in out and "Empty-call overhead" in out
+    data = json.loads(path.read_text())
+    for key in ("results", "overhead", "skipped", "target_ratio", "repeats"):
+        assert key in data, key
+    assert [r["algorithm"] for r in data["results"]] == ["rnea", "crba", "aba", "minverse"]
+    for r in data["results"]:
+        assert r["robot"] == "iiwa14" and r["nq"] == r["nv"] == 7
+        assert r["rbdiff_s"] > 0 and r["rbdiff_min_s"] > 0
+        if data["pinocchio"] is not None:
+            assert r["pin_s"] > 0 and r["ratio"] > 0
+            assert r["max_abs_diff"] < 1e-8 and r["agree"]
+    assert len(data["overhead"]) >= 3
+    assert all(t["median"] > 0 for t in data["overhead"].values())
+
+
+def test_help_lists_subcommands(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "demo" in out and "bench-core" in out
+
+
+def test_unknown_arguments_are_refused():
+    with pytest.raises(SystemExit) as e:
+        cli.main(["demo", "--bogus"])
+    assert e.value.code == 2
