@@ -83,7 +83,8 @@ def _explain(model, named, fext):
         x = np.asarray(x)
         bad = np.argwhere(~np.isfinite(x))
         if len(bad):
-            return ValueError(f"{name} contains NaN or Inf at index {tuple(bad[0])}")
+            return ValueError(f"{name} contains NaN or Inf at index "
+                              f"{tuple(int(k) for k in bad[0])}")
     q = np.atleast_2d(np.asarray(named[0][1]))
     for i in range(1, model.njoints + 1):
         t, iq = int(model.joint_types[i]), int(model.idx_q[i])

@@ -1,0 +1,127 @@
+"""Bad input gets a clear error naming the argument; dtypes and batches dispatch right."""
+
+import numpy as np
+import pytest
+
+import rbdiff as rbd
+
+
+@pytest.fixture(scope="module")
+def ff_model():
+    return rbd.models.random_tree(6, 3, floating_base=True,
+                                  joint_types=("revolute", "continuous", "spherical"))
+
+
+def _state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rbd.random_configuration(model, rng), rng.normal(size=model.nv),
+            rng.normal(size=model.nv))
+
+
+def test_wrong_shapes_name_the_argument(ff_model):
+    q, v, a = _state(ff_model)
+    with pytest.raises(ValueError, match=r"^q: expected shape"):
+        rbd.rnea(ff_model, q[:-1], v, a)
+    with pytest.raises(ValueError, match=r"^a: expected shape"):
+        rbd.rnea(ff_model, q, v, np.zeros(ff_model.nv + 1))
+    with pytest.raises(ValueError, match=r"^tau: expected shape"):
+        rbd.aba(ff_model, q, v, np.zeros((2, 2, ff_model.nv)))
+    with pytest.raises(ValueError, match=r"^fext: expected shape"):
+        rbd.rnea(ff_model, q, v, a, np.zeros((ff_model.njoints, 3)))
+    with pytest.raises(ValueError, match="mixes single and batched"):
+        rbd.rnea(ff_model, q[None], v, a)
+    with pytest.raises(ValueError, match="batch size"):
+        rbd.aba(ff_model, np.stack([q, q]), np.stack([v] * 3), np.stack([a] * 2))
+    with pytest.raises(TypeError, match="^q: expected an array"):
+        rbd.crba(ff_model, None)
+    with pytest.raises(TypeError, match="^v: expected a real or complex"):
+        rbd.rnea(ff_model, q, np.array(["x"] * ff_model.nv), a)
+
+
+@pytest.mark.parametrize("fn", ["rnea", "aba"])
+@pytest.mark.parametrize("arg", [1, 2])
+def test_nan_and_inf_are_refused(ff_model, fn, arg):
+    state = list(_state(ff_model))
+    state[arg] = state[arg].copy()
+    state[arg][1] = np.nan if arg == 1 else np.inf
+    name = ["q", "v", "a" if fn == "rnea" else "tau"][arg]
+    with pytest.raises(ValueError, match=rf"^{name} contains NaN or Inf at index \(1,\)"):
+        getattr(rbd, fn)(ff_model, *state)
+
+
+def test_nan_in_q_and_fext(ff_model):
+    q, v, a = _state(ff_model)
+    bad = q.copy()
+    bad[0] = np.nan
+    for fn in (lambda x: rbd.crba(ff_model, x), lambda x: rbd.minverse(ff_model, x),
+               lambda x: rbd.rnea(ff_model, x, v, a)):
+        with pytest.raises(ValueError, match=r"^q contains NaN"):
+            fn(bad)
+    fext = np.zeros((ff_model.njoints, 6))
+    fext[2, 4] = np.inf
+    with pytest.raises(ValueError, match=r"^fext contains NaN or Inf at index \(2, 4\)"):
+        rbd.rnea(ff_model, q, v, a, fext)
+
+
+def test_unnormalised_quaternion_names_the_joint(ff_model):
+    q, v, a = _state(ff_model)
+    q = q.copy()
+    q[3:7] *= 1.01                      # the free-flyer's quaternion
+    with pytest.raises(ValueError, match=r"quaternion of joint 'j1_free_flyer'.*norm 1\.01"):
+        rbd.rnea(ff_model, q, v, a)
+    with pytest.raises(ValueError, match="quaternion of joint 'j1_free_flyer'"):
+        rbd.minverse(ff_model, np.stack([rbd.neutral(ff_model), q]))
+    q2 = q.copy()
+    q2[3:7] /= 1.01
+    q2[3:7] *= 1 + 1e-9                  # within tolerance: accepted
+    rbd.rnea(ff_model, q2, v, a)
+
+
+def test_unnormalised_continuous_pair():
+    model = rbd.models.random_tree(3, 0, joint_types=("continuous",))
+    q = rbd.neutral(model)
+    q[0] = 2.0
+    with pytest.raises(ValueError, match=r"\(cos, sin\) pair of joint"):
+        rbd.crba(model, q)
+
+
+def test_lists_and_ints_are_accepted():
+    model = rbd.load_robot("iiwa14")
+    q = [0, 1, 0, 1, 0, 1, 0]
+    tau = rbd.rnea(model, q, [0] * 7, [0] * 7)
+    assert tau.dtype == np.float64
+    assert np.allclose(tau, rbd.gravity(model, np.array(q, float)))
+
+
+def test_float32_and_complex_compute_in_their_type():
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(0)
+    q, v, a = rbd.random_configuration(model, rng), rng.normal(size=7), rng.normal(size=7)
+    ref = rbd.rnea(model, q, v, a)
+    t32 = rbd.rnea(model, q.astype(np.float32), v.astype(np.float32), a.astype(np.float32))
+    assert t32.dtype == np.float32
+    assert np.max(np.abs(t32 - ref)) / np.max(np.abs(ref)) < 1e-4
+    tc = rbd.rnea(model, q.astype(complex), v, a)
+    assert tc.dtype == np.complex128 and np.allclose(tc.real, ref, rtol=0, atol=1e-12)
+    for fn in (rbd.crba, rbd.minverse):
+        assert fn(model, q.astype(np.float32)).dtype == np.float32
+        assert np.allclose(fn(model, q.astype(complex)).real, fn(model, q), atol=1e-12)
+    assert rbd.aba(model, q, v, a.astype(np.float32)).dtype == np.float64
+
+
+def test_complex_step_through_rnea_gives_the_mass_matrix():
+    """d tau / d a = M, by complex step through the same compiled kernel."""
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(1)
+    q, v = rbd.random_configuration(model, rng), rng.normal(size=7)
+    h = 1e-20
+    cols = [rbd.rnea(model, q, v, 1j * h * e).imag / h for e in np.eye(7)]
+    assert np.max(np.abs(np.array(cols).T - rbd.crba(model, q))) < 1e-12
+
+
+def test_model_is_immutable():
+    model = rbd.load_robot("iiwa14")
+    with pytest.raises(AttributeError):
+        model.nv = 3
+    with pytest.raises(ValueError):
+        model.mf[1, 0] = 2.0
