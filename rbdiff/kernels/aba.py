@@ -2,11 +2,11 @@
 2018 Alg. 1 companion): qdd = FD(q, v, tau, fext) in O(N). The articulated-inertia step
 is shared with M^-1 (minverse.py)."""
 
-from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
-from .fk import init_universe, placement_pass_joint, velocity_joint
+from ..model.layout import MI_IV, MI_NV, MI_PARENT
+from .fk import init_universe, placement_pass_joint, velocity_joint, world_body_inertia
 from .jit import helper, kernel
 from .spatial import (add6, add36, axpy6, copy6, dot6, force_act, force_cross,
-                      inertia_act, inertia_dense, inertia_mul, mat6_vec, motion_cross,
+                      inertia_dense, inertia_mul, mat6_vec, motion_cross,
                       set6, sub_outer6, sym_inverse)
 from .workspace import (D_S, D_T, D_U, D_UDINV, D_UU, W_A, W_C, W_D, W_DINV, W_IA, W_P,
                         W_PA, W_R, W_T, W_V, W_VJ, W_Y)
@@ -45,8 +45,7 @@ def aba_forward_pass(mi, mf, q, v, fext, ws):
         placement_pass_joint(mi, mf, i, q, ws)
         velocity_joint(mi, i, v, ws)
         motion_cross(ws[lam, W_V:W_V + 6], ws[i, W_VJ:W_VJ + 6], ws[i, W_C:W_C + 6])
-        inertia_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_MASS],
-                    mf[i, MF_H:MF_H + 3], mf[i, MF_IO:MF_IO + 9], ws[i, W_Y:W_Y + 13])
+        world_body_inertia(mf, i, ws)
         inertia_dense(ws[i, W_Y:W_Y + 13], ws[i, W_IA:W_IA + 36])
         inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6])
         force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])

@@ -1,19 +1,18 @@
 """Composite Rigid Body Algorithm, world frame (Featherstone Table 6.2): the joint-space
 inertia matrix M(q), full and symmetric."""
 
-from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
-from .fk import placement_pass
-from .jit import helper, kernel
-from .spatial import add13, dot6, inertia_act, inertia_mul
-from .workspace import D_S, D_U, W_P, W_R, W_Y
+from ..model.layout import MI_IV, MI_NV, MI_PARENT
+from .fk import placement_pass, world_body_inertia
+from .jit import kernel
+from .spatial import add13, dot6, inertia_mul
+from .workspace import D_S, D_U, W_Y
 
 
 @kernel
 def body_inertias(mi, mf, ws):
     """Y_i = world-frame inertia of body i, for every joint (after placement_pass)."""
     for i in range(1, mi[0, 0] + 1):
-        inertia_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_MASS],
-                    mf[i, MF_H:MF_H + 3], mf[i, MF_IO:MF_IO + 9], ws[i, W_Y:W_Y + 13])
+        world_body_inertia(mf, i, ws)
 
 
 @kernel

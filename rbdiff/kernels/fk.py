@@ -3,13 +3,13 @@ accelerations (the first pass of every recursive algorithm)."""
 
 import numpy as np
 
-from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_P, MF_R, MF_S, MI_IQ,
-                            MI_IV, MI_NV, MI_PARENT, MI_TYPE, PRISMATIC, REVOLUTE,
+from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_H, MF_IO, MF_MASS, MF_P,
+                            MF_R, MF_S, MI_IQ, MI_IV, MI_NV, MI_PARENT, MI_TYPE, REVOLUTE,
                             REVOLUTE_UNBOUNDED, SPHERICAL)
 from .jit import helper, kernel
-from .spatial import (add6, axpy6, mat3_mul, motion_act, motion_cross, rot_axis_angle,
-                      rot_quat, se3_mul, set6)
-from .workspace import D_S, W_A, W_LP, W_LR, W_P, W_R, W_T, W_V, W_VJ
+from .spatial import (add6, axpy6, inertia_act, mat3_mul, motion_act, motion_cross,
+                      rot_axis_angle, rot_quat, se3_mul, set6)
+from .workspace import D_S, W_A, W_LP, W_LR, W_P, W_R, W_T, W_V, W_VJ, W_Y
 
 
 @helper
@@ -98,6 +98,13 @@ def acceleration_joint(mi, i, a, ws):
     add6(ws[lam, W_A:W_A + 6], ai)
     for k in range(mi[i, MI_NV]):
         axpy6(a[iv + k], ws[n + 1 + iv + k, D_S:D_S + 6], ai)
+
+
+@helper
+def world_body_inertia(mf, i, ws):
+    """Y_i: body i's inertia (given about its joint frame) about the world origin."""
+    inertia_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_MASS],
+                mf[i, MF_H:MF_H + 3], mf[i, MF_IO:MF_IO + 9], ws[i, W_Y:W_Y + 13])
 
 
 @kernel

@@ -1,18 +1,18 @@
 """Recursive Newton-Euler Algorithm, world frame (Featherstone Table 5.1;
 Carpentier & Mansard 2018, Alg. 1): tau = M(q) a + C(q, v) v + g(q) - J^T fext."""
 
-from ..model.layout import MF_H, MF_IO, MF_MASS, MI_IV, MI_NV, MI_PARENT
-from .fk import acceleration_joint, init_universe, placement_pass_joint, velocity_joint
+from ..model.layout import MI_IV, MI_NV, MI_PARENT
+from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
+                 world_body_inertia)
 from .jit import helper, kernel
-from .spatial import add6, axpy6, dot6, force_act, force_cross, inertia_act, inertia_mul
+from .spatial import add6, axpy6, dot6, force_act, force_cross, inertia_mul
 from .workspace import D_S, W_A, W_F, W_P, W_R, W_T, W_V, W_Y
 
 
 @helper
 def body_force(mi, mf, i, fext, ws):
     """Y_i (world body inertia) and f_i = Y_i a_i + v_i x* Y_i v_i - X_i* fext_i."""
-    inertia_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_MASS],
-                mf[i, MF_H:MF_H + 3], mf[i, MF_IO:MF_IO + 9], ws[i, W_Y:W_Y + 13])
+    world_body_inertia(mf, i, ws)
     inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6])
     force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
     inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_A:W_A + 6], ws[i, W_T:W_T + 6])
