@@ -15,7 +15,9 @@ from .kernels.checks import QUAT_TOL
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
 _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
-_NO_FEXT = np.zeros((0, 6))
+# module globals: one dictionary lookup on the fast path instead of two
+_rnea_one, _aba_one = cpu.rnea_one, cpu.aba_one
+_crba_one, _minverse_one = cpu.crba_one, cpu.minverse_one
 
 
 def _array(x, n, name):
@@ -40,8 +42,7 @@ def _fext(model, fext, batch, dtype, wanted):
     if not wanted:
         return None
     if fext is None:
-        return _NO_FEXT.astype(dtype, copy=False) if batch is None else \
-            np.zeros((batch, 0, 6), dtype)
+        return None if batch is None else np.zeros((batch, 0, 6), dtype)
     f = np.asarray(fext)
     want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
     if f.shape != want:
@@ -104,11 +105,13 @@ def _explain(model, named, fext):
 
 def _call(model, one, batch_fn, fext, named, out_shape):
     """Validate and run the single or batch entry point into a new output array of shape
-    (B,) + out_shape or out_shape; explain a refusal precisely."""
-    arrays, f, batch, mf = _prepare(model, fext, named, wants_fext=len(named) > 1)
+    (B,) + out_shape or out_shape; explain a refusal precisely. Functions of (q, v, a/tau)
+    take fext (None allowed); functions of q alone do not."""
+    takes_fext = len(named) > 1
+    arrays, f, batch, mf = _prepare(model, fext, named, wants_fext=takes_fext)
     shape = out_shape if batch is None else (batch,) + out_shape
     out = np.empty(shape, arrays[0].dtype)
-    args = (model.mi, mf, *arrays) + (() if f is None else (f,)) + (out,)
+    args = (model.mi, mf, *arrays) + ((f,) if takes_fext else ()) + (out,)
     try:
         (one if batch is None else batch_fn)(*args)
     except ValueError:
@@ -123,12 +126,12 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND
-            and q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64
-            and q.shape == model._sq and v.shape == a.shape == model._sv):
-        tau = np.empty(model.nv)
+    if fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and \
+            q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64 and \
+            q.ndim == 1 and v.ndim == 1 and a.ndim == 1:
+        tau = np.empty(model.nv)           # fast path: the entry checks lengths and values
         try:
-            cpu.rnea_one(model.mi, model.mf, q, v, a, _NO_FEXT, tau)
+            _rnea_one(model.mi, model.mf, q, v, a, None, tau)
             return tau
         except ValueError:
             pass
@@ -142,12 +145,12 @@ def aba(model, q, v, tau, fext=None):
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
-    if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND
-            and q.dtype is _F64 and v.dtype is _F64 and tau.dtype is _F64
-            and q.shape == model._sq and v.shape == tau.shape == model._sv):
+    if fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and \
+            q.dtype is _F64 and v.dtype is _F64 and tau.dtype is _F64 and \
+            q.ndim == 1 and v.ndim == 1 and tau.ndim == 1:
         qdd = np.empty(model.nv)
         try:
-            cpu.aba_one(model.mi, model.mf, q, v, tau, _NO_FEXT, qdd)
+            _aba_one(model.mi, model.mf, q, v, tau, None, qdd)
             return qdd
         except ValueError:
             pass
@@ -158,10 +161,10 @@ def aba(model, q, v, tau, fext=None):
 def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
-    if type(q) is _ND and q.dtype is _F64 and q.shape == model._sq:
+    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         M = np.empty(model._svv)
         try:
-            cpu.crba_one(model.mi, model.mf, q, M)
+            _crba_one(model.mi, model.mf, q, M)
             return M
         except ValueError:
             pass
@@ -171,10 +174,10 @@ def crba(model, q):
 def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
-    if type(q) is _ND and q.dtype is _F64 and q.shape == model._sq:
+    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         Minv = np.empty(model._svv)
         try:
-            cpu.minverse_one(model.mi, model.mf, q, Minv)
+            _minverse_one(model.mi, model.mf, q, Minv)
             return Minv
         except ValueError:
             pass

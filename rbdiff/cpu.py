@@ -10,13 +10,28 @@ from .kernels.aba import aba
 from .kernels.checks import all_finite, configuration_ok
 from .kernels.crba import crba
 from .kernels.fk import kinematics_pass
-from .kernels.jit import entry, pentry
+from .kernels.jit import entry, helper, pentry
 from .kernels.minverse import minverse
 from .kernels.rnea import rnea
 from .kernels.workspace import W_WIDTH, workspace_rows
 
 BAD_Q = "q: not finite, or a quaternion / (cos, sin) pair is not unit"
 BAD_STATE = "v, a/tau or fext: not finite"
+BAD_SHAPE = "q, v or a/tau: wrong length"
+
+
+@helper
+def state_ok(mi, q, v, a, fext):
+    """Lengths right, q a valid configuration, v, a (or tau) and fext finite."""
+    if q.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2] or a.shape[0] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    if not configuration_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not (all_finite(v) and all_finite(a)):
+        raise ValueError(BAD_STATE)
+    if fext is not None:
+        if not all_finite(fext.ravel()):
+            raise ValueError(BAD_STATE)
 
 
 @entry
@@ -29,10 +44,7 @@ def _configurations_ok(mi, q):
 
 @entry
 def rnea_one(mi, mf, q, v, a, fext, tau):
-    if not configuration_ok(mi, q):
-        raise ValueError(BAD_Q)
-    if not (all_finite(v) and all_finite(a) and all_finite(fext.ravel())):
-        raise ValueError(BAD_STATE)
+    state_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     rnea(mi, mf, q, v, a, fext, ws, tau)
 
@@ -50,6 +62,8 @@ def rnea_batch(mi, mf, q, v, a, fext, tau):
 
 @entry
 def crba_one(mi, mf, q, M):
+    if q.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
     if not configuration_ok(mi, q):
         raise ValueError(BAD_Q)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
@@ -67,10 +81,7 @@ def crba_batch(mi, mf, q, M):
 
 @entry
 def aba_one(mi, mf, q, v, tau, fext, qdd):
-    if not configuration_ok(mi, q):
-        raise ValueError(BAD_Q)
-    if not (all_finite(v) and all_finite(tau) and all_finite(fext.ravel())):
-        raise ValueError(BAD_STATE)
+    state_ok(mi, q, v, tau, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
 
@@ -88,6 +99,8 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd):
 
 @entry
 def minverse_one(mi, mf, q, Minv):
+    if q.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
     if not configuration_ok(mi, q):
         raise ValueError(BAD_Q)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)

@@ -7,7 +7,6 @@ Run: ``python -m rbdiff.bench.core [--robots iiwa14 panda] [--quick] [--json PAT
 """
 
 import argparse
-import inspect
 import json
 import platform
 import sys
@@ -110,16 +109,8 @@ def _noop(model, q, v, a):
 
 
 def _one_joint_model():
-    """``rbd.models.serial_chain(1)``: a z revolute, 1 kg, com at x = 0.5. Should the
-    model checks refuse its protocol inertia (Izz = 1 alone is not a physical body), an
-    equivalent chain with a physical inertia: the overhead does not depend on it."""
-    try:
-        return rbd.models.serial_chain(1)
-    except ValueError:
-        b = rbd.ModelBuilder()
-        j = b.add_joint(0, "revolute", "joint1", axis=[0.0, 0.0, 1.0])
-        b.append_body(j, 1.0, [0.5, 0.0, 0.0], np.diag([0.5, 0.5, 1.0]))
-        return b.build()
+    """``rbd.models.serial_chain(1)``: one z revolute, where the dynamics cost nothing."""
+    return rbd.models.serial_chain(1)
 
 
 def _pin_one_joint(m):
@@ -136,10 +127,7 @@ def overhead(settings):
     chain, where the dynamics cost nothing and only the call overhead remains."""
     m = _one_joint_model()
     q, v, a = np.zeros(1), np.ones(1), np.ones(1)
-    fext = np.zeros((0, 6))
-    raw = (m.mi, m.mf, q, v, a, fext)
-    if len(inspect.signature(cpu.rnea_one.py_func).parameters) > len(raw):
-        raw += (np.empty(m.nv),)        # the entry point writes into a caller's tau
+    raw = (m.mi, m.mf, q, v, a, None, np.empty(m.nv))   # no fext; writes into tau
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
              "rbdiff.cpu.rnea_one (compiled entry)": partial(cpu.rnea_one, *raw),
              "rbd.rnea (public API)": partial(rbd.rnea, m, q, v, a)}

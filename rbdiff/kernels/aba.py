@@ -49,9 +49,11 @@ def aba_forward_pass(mi, mf, q, v, fext, ws):
         inertia_dense(ws[i, W_Y:W_Y + 13], ws[i, W_IA:W_IA + 36])
         inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6])
         force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
-        if fext.shape[0] > 0:
-            force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1], ws[i, W_T:W_T + 6])
-            axpy6(-1.0, ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
+        if fext is not None:    # pruned at compile time when called with None
+            if fext.shape[0] > 0:
+                force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1],
+                          ws[i, W_T:W_T + 6])
+                axpy6(-1.0, ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
 
 
 @kernel
@@ -101,7 +103,7 @@ def aba_forward_pass2(mi, ws, qdd):
 
 @kernel
 def aba(mi, mf, q, v, tau, fext, ws, qdd):
-    """qdd (nv) = ABA(q, v, tau, fext); fext is (njoints, 6) local-frame forces or (0, 6)."""
+    """qdd (nv) = ABA(q, v, tau, fext); fext: (njoints, 6) local-frame forces, (0, 6) or None."""
     aba_forward_pass(mi, mf, q, v, fext, ws)
     aba_backward_pass(mi, tau, ws)
     aba_forward_pass2(mi, ws, qdd)

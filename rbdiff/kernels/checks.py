@@ -4,12 +4,12 @@ runs. Their messages are generic; api.py catches them and names the joint or ent
 import numpy as np
 
 from ..model.layout import FREE_FLYER, MI_IQ, MI_TYPE, REVOLUTE_UNBOUNDED, SPHERICAL
-from .jit import kernel
+from .jit import helper
 
 QUAT_TOL = 1e-6   # |norm - 1| allowed in quaternions and (cos, sin) pairs
 
 
-@kernel
+@helper
 def all_finite(x):
     for k in range(x.size):
         if not np.isfinite(x.flat[k]):
@@ -17,7 +17,7 @@ def all_finite(x):
     return True
 
 
-@kernel
+@helper
 def _unit(x, first, count):
     s = 0.0
     for k in range(first, first + count):
@@ -25,7 +25,7 @@ def _unit(x, first, count):
     return abs(np.sqrt(s) - 1.0) <= QUAT_TOL
 
 
-@kernel
+@helper
 def configuration_ok(mi, q):
     """True when q is finite and every quaternion / (cos, sin) pair is unit."""
     if not all_finite(q):

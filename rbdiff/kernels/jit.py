@@ -17,15 +17,16 @@
 import numba
 
 _MATH = dict(error_model="numpy", boundscheck=False)
+_NO_NRT = dict(_nrt=False)   # kernels never allocate; views then cost no reference counting
 _OPTS = dict(cache=True, nogil=True, **_MATH)
 
 
 def kernel(fn):
-    return numba.njit(**_MATH)(fn)
+    return numba.njit(**_MATH, **_NO_NRT)(fn)
 
 
 def helper(fn):
-    return numba.njit(inline="always", **_MATH)(fn)
+    return numba.njit(inline="always", **_MATH, **_NO_NRT)(fn)
 
 
 def entry(fn):

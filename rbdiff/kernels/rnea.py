@@ -1,52 +1,71 @@
-"""Recursive Newton-Euler Algorithm, world frame (Featherstone Table 5.1;
-Carpentier & Mansard 2018, Alg. 1): tau = M(q) a + C(q, v) v + g(q) - J^T fext."""
+"""Recursive Newton-Euler Algorithm (Featherstone Table 5.1; Carpentier & Mansard 2018,
+Alg. 1): tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T fext_i.
 
-from ..model.layout import MI_IV, MI_NV, MI_PARENT
-from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
-                 world_body_inertia)
-from .jit import helper, kernel
-from .spatial import add6, axpy6, dot6, force_act, force_cross, inertia_mul
-from .workspace import D_S, W_A, W_F, W_P, W_R, W_T, W_V, W_Y
+Computed in local joint frames, as Pinocchio does: body inertias and motion subspaces
+are constant there, so each joint costs two motion transforms and one force transform
+instead of re-expressing its inertia in the world."""
 
-
-@helper
-def body_force(mi, mf, i, fext, ws):
-    """Y_i (world body inertia) and f_i = Y_i a_i + v_i x* Y_i v_i - X_i* fext_i."""
-    world_body_inertia(mf, i, ws)
-    inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6])
-    force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
-    inertia_mul(ws[i, W_Y:W_Y + 13], ws[i, W_A:W_A + 6], ws[i, W_T:W_T + 6])
-    add6(ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
-    if fext.shape[0] > 0:
-        force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1], ws[i, W_T:W_T + 6])
-        axpy6(-1.0, ws[i, W_T:W_T + 6], ws[i, W_F:W_F + 6])
+from ..model.layout import MF_S, MF_Y, MI_IV, MI_NV, MI_PARENT
+from .fk import init_universe, joint_placement
+from .jit import kernel
+from .spatial import (add6, axpy6, dot6, force_act, force_cross, inertia_mul, motion_act_inv,
+                      motion_cross, set6)
+from .workspace import W_A, W_F, W_LP, W_LR, W_T, W_V, W_VJ
 
 
 @kernel
 def rnea_forward_pass(mi, mf, q, v, a, fext, ws):
+    """liMi; v_i = liMi^-1 v_parent + S qd; a_i = liMi^-1 a_parent + S qdd + v_i x S qd;
+    f_i = I_i a_i + v_i x* I_i v_i - fext_i, all in joint i's frame."""
     init_universe(mf, ws)
     for i in range(1, mi[0, 0] + 1):
-        placement_pass_joint(mi, mf, i, q, ws)
-        velocity_joint(mi, i, v, ws)
-        acceleration_joint(mi, i, a, ws)
-        body_force(mi, mf, i, fext, ws)
+        lam = mi[i, MI_PARENT]
+        iv = mi[i, MI_IV]
+        R = ws[i, W_LR:W_LR + 9]
+        p = ws[i, W_LP:W_LP + 3]
+        joint_placement(mi, mf, i, q, R, p, ws[i, W_T:W_T + 9])
+        vi = ws[i, W_V:W_V + 6]
+        ai = ws[i, W_A:W_A + 6]
+        vJ = ws[i, W_VJ:W_VJ + 6]
+        motion_act_inv(R, p, ws[lam, W_V:W_V + 6], vi)
+        motion_act_inv(R, p, ws[lam, W_A:W_A + 6], ai)
+        set6(vJ, 0.0)
+        for k in range(mi[i, MI_NV]):
+            S = mf[i, MF_S + 6 * k:MF_S + 6 * k + 6]
+            axpy6(v[iv + k], S, vJ)
+            axpy6(a[iv + k], S, ai)
+        add6(vJ, vi)
+        T = ws[i, W_T:W_T + 6]
+        motion_cross(vi, vJ, T)
+        add6(T, ai)
+        Y = mf[i, MF_Y:MF_Y + 13]
+        fi = ws[i, W_F:W_F + 6]
+        inertia_mul(Y, vi, T)
+        force_cross(vi, T, fi)
+        inertia_mul(Y, ai, T)
+        add6(T, fi)
+        if fext is not None:    # pruned at compile time when called with None
+            if fext.shape[0] > 0:
+                axpy6(-1.0, fext[i - 1], fi)
 
 
 @kernel
-def rnea_backward_pass(mi, ws, tau):
-    """tau_i = S_i^T f_i; f_parent += f_i (world frame: no transform)."""
-    n = mi[0, 0]
-    for i in range(n, 0, -1):
+def rnea_backward_pass(mi, mf, ws, tau):
+    """tau_i = S_i^T f_i; f_parent += liMi* f_i."""
+    for i in range(mi[0, 0], 0, -1):
         iv = mi[i, MI_IV]
+        fi = ws[i, W_F:W_F + 6]
         for k in range(mi[i, MI_NV]):
-            tau[iv + k] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6], ws[i, W_F:W_F + 6])
+            tau[iv + k] = dot6(mf[i, MF_S + 6 * k:MF_S + 6 * k + 6], fi)
         lam = mi[i, MI_PARENT]
         if lam > 0:
-            add6(ws[i, W_F:W_F + 6], ws[lam, W_F:W_F + 6])
+            T = ws[i, W_T:W_T + 6]
+            force_act(ws[i, W_LR:W_LR + 9], ws[i, W_LP:W_LP + 3], fi, T)
+            add6(T, ws[lam, W_F:W_F + 6])
 
 
 @kernel
 def rnea(mi, mf, q, v, a, fext, ws, tau):
-    """tau (nv) = RNEA(q, v, a, fext); fext is (njoints, 6) local-frame forces or (0, 6)."""
+    """tau (nv) = RNEA(q, v, a, fext); fext: (njoints, 6) local-frame forces, (0, 6) or None."""
     rnea_forward_pass(mi, mf, q, v, a, fext, ws)
-    rnea_backward_pass(mi, ws, tau)
+    rnea_backward_pass(mi, mf, ws, tau)

@@ -95,6 +95,21 @@ def motion_act(R, p, m, out):
 
 
 @helper
+def motion_act_inv(R, p, m, out):
+    """out = X^-1 m: w' = R^T w, v' = R^T (v - p x w)."""
+    w0, w1, w2 = m[3], m[4], m[5]
+    l0 = m[0] - (p[1] * w2 - p[2] * w1)
+    l1 = m[1] - (p[2] * w0 - p[0] * w2)
+    l2 = m[2] - (p[0] * w1 - p[1] * w0)
+    out[0] = R[0] * l0 + R[3] * l1 + R[6] * l2
+    out[1] = R[1] * l0 + R[4] * l1 + R[7] * l2
+    out[2] = R[2] * l0 + R[5] * l1 + R[8] * l2
+    out[3] = R[0] * w0 + R[3] * w1 + R[6] * w2
+    out[4] = R[1] * w0 + R[4] * w1 + R[7] * w2
+    out[5] = R[2] * w0 + R[5] * w1 + R[8] * w2
+
+
+@helper
 def force_act(R, p, f, out):
     """out = X* f: f' = R f, n' = R n + p x f'."""
     f0 = R[0] * f[0] + R[1] * f[1] + R[2] * f[2]

@@ -10,7 +10,7 @@ Dof rows:    S (world motion subspace column), U (column of IA S), UDINV (column
              U D^-1), UU (u = tau - S^T pA), T (6-vector scratch).
 """
 
-from .jit import kernel
+from .jit import helper
 
 W_R = 0
 W_P = 9
@@ -37,6 +37,6 @@ D_T = 19
 D_WIDTH = 25
 
 
-@kernel
+@helper
 def workspace_rows(mi):
     return mi[0, 0] + 1 + mi[0, 2]
