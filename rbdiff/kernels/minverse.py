@@ -7,7 +7,7 @@ from .aba import articulated_joint
 from .crba import body_inertias
 from .fk import placement_pass
 from .jit import kernel
-from .spatial import add36, axpy6, copy6, dot6, inertia_dense, set6
+from .spatial import add36, axpy6, dot6, inertia_dense
 from .workspace import D_S, D_T, D_U, D_UDINV, W_DINV, W_IA, W_Y
 
 
@@ -42,7 +42,9 @@ def minverse_backward_pass(mi, ws, F, Minv):
 
 @kernel
 def minverse_forward_pass(mi, ws, F, Minv):
-    """Minv[i, i:] -= (U Dinv)_i^T F_parent[i:]; F_i[i:] = S_i Minv[i, i:] + F_parent[i:]."""
+    """Minv[i, i:] -= (U Dinv)_i^T F_parent[i:]; F_i[i:] = S_i Minv[i, i:] + F_parent[i:]
+    (F_i only where a child will read it). Scalar loads, no views: this pass is
+    O(N nv) and views in its inner loops cost more than the arithmetic."""
     n = mi[0, 0]
     nv = mi[0, 2]
     for i in range(1, n + 1):
@@ -51,17 +53,36 @@ def minverse_forward_pass(mi, ws, F, Minv):
         nvi = mi[i, MI_NV]
         if lam > 0:
             for k in range(nvi):
-                UDinv = ws[n + 1 + iv + k, D_UDINV:D_UDINV + 6]
+                r = n + 1 + iv + k
+                u0, u1, u2 = ws[r, D_UDINV], ws[r, D_UDINV + 1], ws[r, D_UDINV + 2]
+                u3, u4, u5 = ws[r, D_UDINV + 3], ws[r, D_UDINV + 4], ws[r, D_UDINV + 5]
                 for col in range(iv, nv):
-                    Minv[iv + k, col] -= dot6(UDinv, F[lam, col])
-        for col in range(iv, nv):
-            Fi = F[i, col]
+                    Minv[iv + k, col] -= (u0 * F[lam, col, 0] + u1 * F[lam, col, 1]
+                                          + u2 * F[lam, col, 2] + u3 * F[lam, col, 3]
+                                          + u4 * F[lam, col, 4] + u5 * F[lam, col, 5])
+        if mi[i, MI_NVSUB] == nvi:
+            continue            # a leaf: no child reads F_i
+        for col in range(iv + nvi, nv):     # children read only columns past joint i's
             if lam > 0:
-                copy6(F[lam, col], Fi)
+                x0, x1, x2 = F[lam, col, 0], F[lam, col, 1], F[lam, col, 2]
+                x3, x4, x5 = F[lam, col, 3], F[lam, col, 4], F[lam, col, 5]
             else:
-                set6(Fi, 0.0)
+                x0 = x1 = x2 = x3 = x4 = x5 = 0.0 * Minv[0, 0]
             for k in range(nvi):
-                axpy6(Minv[iv + k, col], ws[n + 1 + iv + k, D_S:D_S + 6], Fi)
+                r = n + 1 + iv + k
+                m = Minv[iv + k, col]
+                x0 += m * ws[r, D_S]
+                x1 += m * ws[r, D_S + 1]
+                x2 += m * ws[r, D_S + 2]
+                x3 += m * ws[r, D_S + 3]
+                x4 += m * ws[r, D_S + 4]
+                x5 += m * ws[r, D_S + 5]
+            F[i, col, 0] = x0
+            F[i, col, 1] = x1
+            F[i, col, 2] = x2
+            F[i, col, 3] = x3
+            F[i, col, 4] = x4
+            F[i, col, 5] = x5
 
 
 @kernel
