@@ -7,7 +7,7 @@ from .aba import articulated_joint
 from .crba import body_inertias
 from .fk import placement_pass
 from .jit import kernel
-from .spatial import add36, axpy6, dot6, inertia_dense
+from .spatial import add36, inertia_dense
 from .workspace import D_S, D_T, D_U, D_UDINV, W_DINV, W_IA, W_Y
 
 
@@ -25,8 +25,13 @@ def minverse_backward_pass(mi, ws, F, Minv):
             for l in range(nvi):
                 Minv[iv + k, iv + l] = ws[i, W_DINV + nvi * k + l]
         for col in range(iv + nvi, end):
+            f0, f1, f2 = F[0, col, 0], F[0, col, 1], F[0, col, 2]
+            f3, f4, f5 = F[0, col, 3], F[0, col, 4], F[0, col, 5]
             for l in range(nvi):
-                ws[n + 1 + iv + l, D_T] = dot6(ws[n + 1 + iv + l, D_S:D_S + 6], F[0, col])
+                r = n + 1 + iv + l
+                ws[r, D_T] = (ws[r, D_S] * f0 + ws[r, D_S + 1] * f1 + ws[r, D_S + 2] * f2
+                              + ws[r, D_S + 3] * f3 + ws[r, D_S + 4] * f4
+                              + ws[r, D_S + 5] * f5)
             for k in range(nvi):
                 x = 0.0 * Minv[0, 0]
                 for l in range(nvi):
@@ -34,9 +39,18 @@ def minverse_backward_pass(mi, ws, F, Minv):
                 Minv[iv + k, col] = -x
         lam = mi[i, MI_PARENT]
         if lam > 0:
-            for col in range(iv, end):
-                for k in range(nvi):
-                    axpy6(Minv[iv + k, col], ws[n + 1 + iv + k, D_U:D_U + 6], F[0, col])
+            for k in range(nvi):
+                r = n + 1 + iv + k
+                u0, u1, u2 = ws[r, D_U], ws[r, D_U + 1], ws[r, D_U + 2]
+                u3, u4, u5 = ws[r, D_U + 3], ws[r, D_U + 4], ws[r, D_U + 5]
+                for col in range(iv, end):
+                    m = Minv[iv + k, col]
+                    F[0, col, 0] += u0 * m
+                    F[0, col, 1] += u1 * m
+                    F[0, col, 2] += u2 * m
+                    F[0, col, 3] += u3 * m
+                    F[0, col, 4] += u4 * m
+                    F[0, col, 5] += u5 * m
             add36(ws[i, W_IA:W_IA + 36], ws[lam, W_IA:W_IA + 36])
 
 
