@@ -1,9 +1,10 @@
 """Workspace layout: one scalar-typed 2-D array per call, rows 0..N for joints (row 0 the
 universe) and rows N+1..N+nv for dofs. Column offsets are module constants.
 
-Joint rows:  R, P (world placement oMi), V, A (world spatial velocity/acceleration), F
-             (world force), Y (world body or composite inertia, compact), LR, LP (local
-             placement scratch), VJ, T (6-vector scratch), IA (articulated inertia 6x6),
+Joint rows:  R, P (world placement oMi), V, A (spatial velocity/acceleration), F (force),
+             all in the world frame except in RNEA, which keeps them in the joint frame;
+             Y (world body or composite inertia, compact), LR, LP (placement in the parent
+             frame), VJ (S qd), T (scratch), IA (articulated inertia 6x6),
              PA (articulated bias force), C (bias acceleration), D = S^T U and DINV
              (nv_i x nv_i, row-major).
 Dof rows:    S (world motion subspace column), U (column of IA S), UDINV (column of
@@ -21,13 +22,13 @@ W_Y = 30
 W_LR = 43
 W_LP = 52
 W_VJ = 55
-W_T = 61
-W_IA = 67
-W_PA = 103
-W_C = 109
-W_D = 115
-W_DINV = 151
-W_WIDTH = 187
+W_T = 61            # 9 wide: a 6-vector, or the joint rotation while placing a joint
+W_IA = 70
+W_PA = 106
+W_C = 112
+W_D = 118
+W_DINV = 154
+W_WIDTH = 190
 
 D_S = 0
 D_U = 6

@@ -75,7 +75,8 @@ class Model:
     ``parents`` (njoints+1, parents[0] = 0), ``joint_types``, ``idx_q``, ``idx_v``,
     ``nqs``, ``nvs``, ``placements`` (njoints+1, 4, 4), ``axes``, ``masses``, ``coms``,
     ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
-    ``frames``; ``mi``/``mf``, the packed arrays the kernels read (see ``layout``).
+    ``frames``, ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to);
+    ``mi``/``mf``, the packed arrays the kernels read (see ``layout``).
     """
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
@@ -103,10 +104,8 @@ class Model:
         self._frame_index = {f.name: k for k, f in enumerate(self.frames)}
         self.mi, self.mf = self._pack()
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
-        self._sq = (self.nq,)                          # shapes the api's fast path checks
-        self._sv = (self.nv,)
+        self._sv = (self.nv,)                          # output shapes the api allocates
         self._svv = (self.nv, self.nv)
-        # per-dof joint index and the parent-dof chain used by CRBA/M^-1 style kernels
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
     def _pack(self):
