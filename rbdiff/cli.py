@@ -129,6 +129,8 @@ def build_parser():
     _forward(sub, "bench-core", "rbdiff.bench.core",
              "rbdiff vs Pinocchio single-call times per robot (rnea, crba, aba, "
              "minverse); see bench-core --help")
+    _forward(sub, "bench", "rbdiff.bench.suite", "benchmark report: Table I, scaling, "
+             "accuracy (report.md, PNGs, results.json); see bench --help")
     return parser
 
 

@@ -207,3 +207,21 @@ def mujoco_comparable(model):
     """True when MuJoCo's coordinates are rbdiff's: revolute and prismatic joints only
     (a free joint's velocity is expressed differently; a continuous joint has nq 1)."""
     return all(int(t) in (L.REVOLUTE, L.PRISMATIC) for t in model.joint_types[1:])
+
+
+def mujoco_q(model, q):
+    """rbdiff's configuration in MuJoCo's layout: quaternions [w, x, y, z], continuous
+    joints as an angle."""
+    q = np.asarray(q, dtype=float)
+    out = []
+    for i in range(1, model.njoints + 1):
+        t, k = int(model.joint_types[i]), int(model.idx_q[i])
+        if t == L.FREE_FLYER:
+            out += [*q[k:k + 3], q[k + 6], *q[k + 3:k + 6]]
+        elif t == L.SPHERICAL:
+            out += [q[k + 3], *q[k:k + 3]]
+        elif t == L.REVOLUTE_UNBOUNDED:
+            out.append(np.arctan2(q[k + 1], q[k]))
+        else:
+            out.append(q[k])
+    return np.array(out)
