@@ -320,8 +320,9 @@ def _pin_minv_cholesky(pm, pd, q):
     return pin.cholesky.computeMinv(pm, pd)
 
 
-def _pin_aba_derivs(pm, pd, q, v, tau):
-    r = pin.computeABADerivatives(pm, pd, q, v, tau)
+def _pin_aba_derivs_result(r):
+    """Pinocchio's (dqdd_dq, dqdd_dv, Minv) stacked, copied out of its Data (the copy is
+    not timed: only the call is)."""
     return np.hstack([np.array(r[0]), np.array(r[1]), _full(r[2])])
 
 
@@ -388,7 +389,8 @@ def table_calls(model, pm, q, v, a, extra=True):
             "id": (partial(pin.rnea, pm, pd, q, v, a), np.array),
             "fd": (partial(pin.aba, pm, pd, q, v, tau), np.array),
             "id_derivs": (partial(pin.computeRNEADerivatives, pm, pd, q, v, a), _stack),
-            "fd_derivs": (partial(_pin_aba_derivs, pm, pd, q, v, tau), np.array),
+            "fd_derivs": (partial(pin.computeABADerivatives, pm, pd, q, v, tau),
+                          _pin_aba_derivs_result),
             "id_fd": (partial(fd_pin, pm, pd, pin.rnea, q, v, a), _stack),
             "fd_fd": (partial(fd_pin, pm, pd, pin.aba, q, v, tau), _stack),
             "minv": (partial(pin.computeMinverse, pm, pd, q), _full),
