@@ -11,6 +11,8 @@ from .api import gravity
 from .api import minverse
 from .api import nonlinear_effects
 from .api import rnea
+from .derivatives import aba_derivatives
+from .derivatives import rnea_derivatives
 from .kinematics import forward_kinematics
 from .kinematics import frame_jacobian
 from .kinematics import frame_placement

@@ -1,0 +1,169 @@
+"""First-order derivatives of inverse and forward dynamics.
+
+``rnea_derivatives`` and ``aba_derivatives`` evaluate the partial derivatives analytically
+by IDSVA (Singh, Russell & Wensing 2022, Alg. 1, world frame, multi-DoF joints) and, for
+forward dynamics, Carpentier & Mansard 2018 eq. 24. Two numerical baselines share the
+signature: ``method="complex_step"`` (the RNEA / ABA kernels compiled for complex128,
+exact to rounding) and ``method="finite_difference"`` (central differences).
+Derivatives with respect to q are taken in the tangent space:
+d f(integrate(q, e)) / d e at e = 0, as Pinocchio does.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import cpu_derivatives as cd
+from .api import _F64, _ND, _explain, _prepare, aba, rnea
+from .model.configuration import integrate
+
+METHODS = ("idsva", "complex_step", "finite_difference")
+_CS_STEP = 1e-20                               # complex step: no cancellation, any tiny h
+_FD_STEP = np.finfo(np.float64).eps ** (1 / 3)  # balances O(h^2) truncation and eps/h rounding
+_rnea_d_one, _aba_d_one = cd.rnea_derivatives_one, cd.aba_derivatives_one
+_new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
+
+
+class RNEADerivatives(NamedTuple):
+    """Partial derivatives of tau = ID(q, v, a, fext), each (nv, nv) or (B, nv, nv)."""
+    dtau_dq: np.ndarray
+    dtau_dv: np.ndarray
+    dtau_da: np.ndarray
+
+
+class ABADerivatives(NamedTuple):
+    """Partial derivatives of qdd = FD(q, v, tau, fext), each (nv, nv) or (B, nv, nv)."""
+    dqdd_dq: np.ndarray
+    dqdd_dv: np.ndarray
+    dqdd_dtau: np.ndarray
+
+
+def _check_method(method):
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {', '.join(map(repr, METHODS))}, "
+                         f"got {method!r}")
+
+
+def _analytical(model, one, batch_fn, fext, named):
+    """Validate, then run the single or batch entry into three new (nv, nv) or
+    (B, nv, nv) outputs."""
+    arrays, f, batch, mf = _prepare(model, fext, named)
+    shape = model._svv if batch is None else (batch,) + model._svv
+    dt = arrays[0].dtype
+    outs = (np.empty(shape, dt), np.empty(shape, dt), np.empty(shape, dt))
+    try:
+        (one if batch is None else batch_fn)(model.mi, mf, *arrays, f, *outs)
+    except ValueError:
+        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+    return outs
+
+
+def _fast(q, v, u, fext):
+    """True for the common case the entry point can take directly."""
+    return (fext is None and type(q) is _ND and type(v) is _ND and type(u) is _ND
+            and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
+            and q.ndim == 1 and v.ndim == 1 and u.ndim == 1)
+
+
+def _stepped(model, fn, q, v, u, fext, method):
+    """Jacobians of fn(model, q, v, u, fext) (nv,) w.r.t. q (tangent), v and u, each
+    (nv, nv), by one batched call of fn over all perturbed states."""
+    nv = model.nv
+    E = np.eye(nv)
+    if method == "complex_step":
+        h = _CS_STEP
+        Q = integrate(model, q, 1j * h * E)
+        V = v + 1j * h * E
+        U = u + 1j * h * E
+        qs = np.concatenate([Q, np.broadcast_to(q, (2 * nv, q.size))]).astype(complex)
+        vs = np.concatenate([np.broadcast_to(v, (nv, nv)), V, np.broadcast_to(v, (nv, nv))])
+        us = np.concatenate([np.broadcast_to(u, (2 * nv, nv)), U])
+        fs = None if fext is None else np.broadcast_to(fext, (3 * nv,) + fext.shape)
+        out = fn(model, qs, vs, us, None if fs is None else fs.astype(complex)).imag / h
+        return tuple(np.ascontiguousarray(out[k * nv:(k + 1) * nv].T) for k in range(3))
+    hq = _FD_STEP
+    hv = _FD_STEP * np.maximum(1.0, np.abs(v))
+    hu = _FD_STEP * np.maximum(1.0, np.abs(u))
+    D = np.concatenate([E, -E])                       # +h then -h for every coordinate
+    qs = np.concatenate([integrate(model, q, hq * D), np.broadcast_to(q, (4 * nv, q.size))])
+    vs = np.concatenate([np.broadcast_to(v, (2 * nv, nv)), v + hv * D,
+                         np.broadcast_to(v, (2 * nv, nv))])
+    us = np.concatenate([np.broadcast_to(u, (4 * nv, nv)), u + hu * D])
+    fs = None if fext is None else np.broadcast_to(fext, (6 * nv,) + fext.shape)
+    out = fn(model, qs, vs, us, fs)
+    steps = (2 * hq * np.ones(nv), 2 * hv, 2 * hu)
+    res = []
+    for k in range(3):
+        blk = out[2 * k * nv:2 * (k + 1) * nv]
+        res.append(np.ascontiguousarray(((blk[:nv] - blk[nv:]) / steps[k][:, None]).T))
+    return tuple(res)
+
+
+def _numerical(model, fn, q, v, u, fext, method, names):
+    """Complex-step / finite-difference Jacobians, looping over a leading batch axis."""
+    q, v, u = (np.asarray(x, dtype=np.float64) for x in (q, v, u))
+    f = None if fext is None else np.asarray(fext, dtype=np.float64)
+    for name, x, n in zip(names, (q, v, u), (model.nq, model.nv, model.nv)):
+        if x.ndim not in (1, 2) or x.shape[-1] != n:
+            raise ValueError(f"{name}: expected shape ({n},) or (B, {n}), got {x.shape}")
+    if q.ndim == 1:
+        return _stepped(model, fn, q, v, u, f, method)
+    per = [_stepped(model, fn, q[b], v[b], u[b], None if f is None else f[b], method)
+           for b in range(q.shape[0])]
+    return tuple(np.stack([p[k] for p in per]) for k in range(3))
+
+
+def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
+    """Partial derivatives of inverse dynamics tau = ID(q, v, a, fext).
+
+    q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
+    joint's body in the joint's local frame, or None. Returns RNEADerivatives(dtau_dq,
+    dtau_dv, dtau_da), each (nv, nv); dtau_dq is in the tangent space of q and
+    dtau_da = M(q). A leading batch axis on every argument gives (B, nv, nv) outputs.
+
+    method: "idsva" (default; Singh et al. 2022 Alg. 1, eqs. 30 and 32, O(N d)),
+    "complex_step" (RNEA on complex128, q stepped as integrate(q, i h e_k)) or
+    "finite_difference" (central differences, step eps^(1/3), on the manifold for q)."""
+    _check_method(method)
+    if method != "idsva":
+        return RNEADerivatives(*_numerical(model, rnea, q, v, a, fext, method,
+                                           ("q", "v", "a")))
+    if _fast(q, v, a, fext):
+        s = model._svv
+        d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
+        try:
+            _rnea_d_one(model.mi, model.mf, q, v, a, None, d1, d2, d3)
+            return _new(RNEADerivatives, (d1, d2, d3))
+        except ValueError:
+            pass
+    return _new(RNEADerivatives, _analytical(
+        model, cd.rnea_derivatives_one, cd.rnea_derivatives_batch, fext,
+        [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
+
+
+def aba_derivatives(model, q, v, tau, fext=None, method="idsva"):
+    """Partial derivatives of forward dynamics qdd = FD(q, v, tau, fext).
+
+    q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None. Returns
+    ABADerivatives(dqdd_dq, dqdd_dv, dqdd_dtau), each (nv, nv) (dqdd_dq in the tangent
+    space of q, dqdd_dtau = M^-1); a leading batch axis gives (B, nv, nv).
+
+    method: "idsva" (default): qdd = ABA(q, v, tau), the ID derivatives at (q, v, qdd) by
+    IDSVA, then dqdd/dq = -M^-1 dtau/dq and dqdd/dv = -M^-1 dtau/dv (Carpentier &
+    Mansard 2018 eq. 24) with M^-1 computed without M and multiplied densely (DMM);
+    "complex_step" (ABA on complex128) or "finite_difference" (central differences)."""
+    _check_method(method)
+    if method != "idsva":
+        return ABADerivatives(*_numerical(model, aba, q, v, tau, fext, method,
+                                          ("q", "v", "tau")))
+    if _fast(q, v, tau, fext):
+        s = model._svv
+        d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
+        try:
+            _aba_d_one(model.mi, model.mf, q, v, tau, None, d1, d2, d3)
+            return _new(ABADerivatives, (d1, d2, d3))
+        except ValueError:
+            pass
+    return _new(ABADerivatives, _analytical(
+        model, cd.aba_derivatives_one, cd.aba_derivatives_batch, fext,
+        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)]))
