@@ -13,42 +13,75 @@ j lie on one branch (one is the other's ancestor or descendant).
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import aba
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
-from .jit import kernel
+from .jit import helper, kernel
 from .minverse import minverse
+
+
+@helper
+def neg_minv_mul_column(mi, Minv, B1, B2, C1, C2, jt, j, buf1, buf2):
+    """Column j (a dof of joint jt) of C1 = -Minv B1 and C2 = -Minv B2:
+    -sum_k B[k, j] Minv[k, :] over the dofs k on joint jt's branch, ancestors (its own
+    dofs included) then descendants, so every inner loop is a contiguous row of Minv.
+    Columns are independent: the GPU spreads them over a block's threads (Plancher
+    2021 sec. IV-B). buf1, buf2: (nv,) scratch."""
+    nv = Minv.shape[0]
+    iv = mi[jt, MI_IV]
+    buf1[:] = 0.0
+    buf2[:] = 0.0
+    a = jt
+    while a > 0:
+        for k in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+            b1 = B1[k, j]
+            b2 = B2[k, j]
+            for c in range(nv):
+                m = Minv[k, c]
+                buf1[c] += b1 * m
+                buf2[c] += b2 * m
+        a = mi[a, MI_PARENT]
+    for k in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
+        b1 = B1[k, j]
+        b2 = B2[k, j]
+        for c in range(nv):
+            m = Minv[k, c]
+            buf1[c] += b1 * m
+            buf2[c] += b2 * m
+    for c in range(nv):
+        C1[c, j] = -buf1[c]
+        C2[c, j] = -buf2[c]
 
 
 @kernel
 def neg_minv_mul_tree(mi, Minv, B1, B2, C1, C2, buf1, buf2):
     """C1 = -Minv B1, C2 = -Minv B2 for symmetric Minv (nv, nv) and B1, B2 (nv, nv)
-    zero outside the branch pattern. Column j of C is -sum_k B[k, j] Minv[k, :] over the
-    dofs k on joint(j)'s branch: ancestors (its own dofs included) and descendants, so
-    every inner loop is a contiguous row of Minv. buf1, buf2: (nv,) scratch."""
-    nv = Minv.shape[0]
+    zero outside the branch pattern, column by column (neg_minv_mul_column).
+    buf1, buf2: (nv,) scratch."""
     for jt in range(1, mi[0, 0] + 1):
         iv = mi[jt, MI_IV]
         for j in range(iv, iv + mi[jt, MI_NV]):
-            buf1[:] = 0.0
-            buf2[:] = 0.0
-            a = jt
-            while a > 0:
-                for k in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                    b1 = B1[k, j]
-                    b2 = B2[k, j]
-                    for c in range(nv):
-                        m = Minv[k, c]
-                        buf1[c] += b1 * m
-                        buf2[c] += b2 * m
-                a = mi[a, MI_PARENT]
-            for k in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
-                b1 = B1[k, j]
-                b2 = B2[k, j]
-                for c in range(nv):
-                    m = Minv[k, c]
-                    buf1[c] += b1 * m
-                    buf2[c] += b2 * m
-            for c in range(nv):
-                C1[c, j] = -buf1[c]
-                C2[c, j] = -buf2[c]
+            neg_minv_mul_column(mi, Minv, B1, B2, C1, C2, jt, j, buf1, buf2)
+
+
+@kernel
+def id_derivatives_at_fd(mi, mf, q, v, tau, fext, ws, qdd, dtau_dq, dtau_dv, M):
+    """Alg. 3 lines 1-2 (Plancher 2021): qdd = ABA(q, v, tau, fext), then the ID
+    derivatives dtau_dq, dtau_dv (and M) by IDSVA at (q, v, qdd). ABA leaves world
+    placements, S, v, S qd and a (with qdd) in ws: IDSVA reuses them. No zeroing:
+    the backward pass writes every entry of the branch pattern, and
+    neg_minv_mul_tree reads no other."""
+    aba(mi, mf, q, v, tau, fext, ws, qdd)
+    idsva_dynamics_pass(mi, mf, fext, ws)
+    idsva_backward_pass(mi, ws, dtau_dq, dtau_dv, M)
+
+
+@kernel
+def neg_minv_times(mi, mf, q, ws, F, dtau_dq, dtau_dv, dqdd_dq, dqdd_dv, Minv, buf1,
+                   buf2):
+    """Alg. 3 line 3 (Carpentier & Mansard 2018 eq. 24): Minv = M(q)^-1 without M, then
+    dqdd_dq = -Minv dtau_dq and dqdd_dv = -Minv dtau_dv (dtau_* zero or unread outside
+    the branch pattern). ws: (workspace_rows, W_WIDTH), F: (njoints+1, nv, 6),
+    buf1, buf2: (nv,) scratch."""
+    minverse(mi, mf, q, ws, F, Minv)
+    neg_minv_mul_tree(mi, Minv, dtau_dq, dtau_dv, dqdd_dq, dqdd_dv, buf1, buf2)
 
 
 @kernel
@@ -56,11 +89,6 @@ def aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_dv, M
     """dqdd_dq, dqdd_dv and Minv = dqdd_dtau (each (nv, nv)) at (q, v, tau, fext).
     ws: (workspace_rows, W_WIDTH); qdd: (nv,) out; S3: (3, nv, nv) scratch (dtau_dq,
     dtau_dv, then M and the product's row buffers); F: (njoints+1, nv, 6) scratch."""
-    aba(mi, mf, q, v, tau, fext, ws, qdd)
-    # ABA leaves world placements, S, v, S qd and a (with qdd) in ws: IDSVA reuses them.
-    # No zeroing: the backward pass writes every entry of the branch pattern, the
-    # product reads no other
-    idsva_dynamics_pass(mi, mf, fext, ws)
-    idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
-    minverse(mi, mf, q, ws, F, Minv)
-    neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])
+    id_derivatives_at_fd(mi, mf, q, v, tau, fext, ws, qdd, S3[0], S3[1], S3[2])
+    neg_minv_times(mi, mf, q, ws, F, S3[0], S3[1], dqdd_dq, dqdd_dv, Minv, S3[2, 0],
+                   S3[2, 1])
