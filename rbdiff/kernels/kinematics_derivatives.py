@@ -1,0 +1,164 @@
+"""Derivatives of every joint's spatial velocity and acceleration with respect to q, v
+and a (Carpentier & Mansard 2018 sec. III-D: they are the motion sets of the RNEA
+chain-rule forward pass, Alg. 2 lines 3 and 5, and come from the same helpers,
+rnea_chain_rule.motion_derivatives_own / _anc). Pinocchio's
+computeForwardKinematicsDerivatives + getJoint{Velocity,Acceleration}Derivatives.
+
+World frame (reference WORLD, Pinocchio's pin.WORLD): v_i and a_i are body i's spatial
+velocity and acceleration expressed at the world origin in world axes (a_i = d v_i / dt,
+gravity excluded; it cancels in every derivative there). For a dof m of an ancestor
+joint of i, or of joint i itself (lambda = the parent of m's joint, j = m's joint), the
+recursion sums to
+  dv_i/dq_m = (v_lambda - v_i) x S_m                      dv_i/dv_m = da_i/da_m = S_m
+  da_i/dq_m = (a_lambda - a_i) x S_m + (v_lambda - v_i) x (v_lambda x S_m)
+  da_i/dv_m = (v_j + v_lambda - v_i) x S_m
+and every other column is zero.
+LOCAL: the derivatives of X_i^-1 v_i and X_i^-1 a_i (body frame): the world ones minus
+S_m x v_i (resp. S_m x a_i, gravity excluded), mapped by X_i^-1, because the body frame
+itself moves with dof m.
+LOCAL_WORLD_ALIGNED: Pinocchio's convention: the world-frame derivatives re-expressed at
+joint i's origin p_i with world axes (linear part + angular x p_i), p_i held fixed. This
+is not the derivative of getVelocity(..., LOCAL_WORLD_ALIGNED) itself, which would add
+omega_i x dp_i/dq_m to dv_dq.
+
+Note (checked against central differences of Pinocchio's own forwardKinematics):
+Pinocchio 3/4's getJointAccelerationDerivatives WORLD and LOCAL_WORLD_ALIGNED use
+v_j x S_m where (v_lambda x S_m) belongs in da_dq; the two differ for the columns of a
+multi-dof joint (spherical, free-flyer) that has a parent. We return the derivative.
+"""
+
+from ..model.layout import MF_GRAVITY, MI_IV, MI_NV, MI_PARENT
+from .fk import acceleration_joint, init_universe, placement_pass_joint, velocity_joint
+from .jit import helper, kernel
+from .rnea_chain_rule import (W_AJ, joint_accel_command, ld6, mcr, motion_derivatives_anc,
+                              motion_derivatives_own, store_motion, tsub)
+from .workspace import D_S, W_A, W_P, W_R, W_V, W_VJ
+
+WORLD = 0
+LOCAL = 1
+LOCAL_WORLD_ALIGNED = 2
+
+
+@helper
+def xinv(R, p, m):
+    """X^-1 m for the placement (R, p) (9- and 3-tuples): R^T (v - p x w), R^T w."""
+    w0, w1, w2 = m[3], m[4], m[5]
+    l0 = m[0] - (p[1] * w2 - p[2] * w1)
+    l1 = m[1] - (p[2] * w0 - p[0] * w2)
+    l2 = m[2] - (p[0] * w1 - p[1] * w0)
+    return (R[0] * l0 + R[3] * l1 + R[6] * l2,
+            R[1] * l0 + R[4] * l1 + R[7] * l2,
+            R[2] * l0 + R[5] * l1 + R[8] * l2,
+            R[0] * w0 + R[3] * w1 + R[6] * w2,
+            R[1] * w0 + R[4] * w1 + R[7] * w2,
+            R[2] * w0 + R[5] * w1 + R[8] * w2)
+
+
+@helper
+def at_point(p, m):
+    """The motion m (at the world origin) at the point p, same axes: v + w x p."""
+    return (m[0] + m[4] * p[2] - m[5] * p[1],
+            m[1] + m[5] * p[0] - m[3] * p[2],
+            m[2] + m[3] * p[1] - m[4] * p[0],
+            m[3], m[4], m[5])
+
+
+@helper
+def st_col(t, out, i, m):
+    """out[i, :, m] = t."""
+    out[i, 0, m] = t[0]
+    out[i, 1, m] = t[1]
+    out[i, 2, m] = t[2]
+    out[i, 3, m] = t[3]
+    out[i, 4, m] = t[4]
+    out[i, 5, m] = t[5]
+
+
+@helper
+def write_columns(i, m, s, dv, da, dav, reference, R, p, vi, ai,
+                  dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """Column m of joint i's five derivatives in the reference frame asked for (ai:
+    gravity excluded)."""
+    if reference == LOCAL:
+        sl = xinv(R, p, s)
+        st_col(xinv(R, p, tsub(dv, mcr(s, vi))), dv_dq, i - 1, m)
+        st_col(sl, dv_dv, i - 1, m)
+        st_col(xinv(R, p, tsub(da, mcr(s, ai))), da_dq, i - 1, m)
+        st_col(xinv(R, p, dav), da_dv, i - 1, m)
+        st_col(sl, da_da, i - 1, m)
+    elif reference == LOCAL_WORLD_ALIGNED:
+        sl = at_point(p, s)
+        st_col(at_point(p, dv), dv_dq, i - 1, m)
+        st_col(sl, dv_dv, i - 1, m)
+        st_col(at_point(p, da), da_dq, i - 1, m)
+        st_col(at_point(p, dav), da_dv, i - 1, m)
+        st_col(sl, da_da, i - 1, m)
+    else:
+        st_col(dv, dv_dq, i - 1, m)
+        st_col(s, dv_dv, i - 1, m)
+        st_col(da, da_dq, i - 1, m)
+        st_col(dav, da_dv, i - 1, m)
+        st_col(s, da_da, i - 1, m)
+
+
+@helper
+def joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
+                                 dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """Records (dv, da, dav) of body i for every dof of anc*(i) (the parent's record of
+    the same column, then Alg. 2 lines 3 and 5), written out as columns."""
+    n = mi[0, 0]
+    lam = mi[i, MI_PARENT]
+    iv = mi[i, MI_IV]
+    nvi = mi[i, MI_NV]
+    vl = ld6(ws[lam, W_V:W_V + 6])
+    vJ = ld6(ws[i, W_VJ:W_VJ + 6])
+    aJ = ld6(ws[i, W_AJ:W_AJ + 6])
+    vi = ld6(ws[i, W_V:W_V + 6])
+    a = ws[i, W_A:W_A + 6]     # gravity excluded: a_0 = -g adds -g to every a_i
+    ai = (a[0] + mf[0, MF_GRAVITY], a[1] + mf[0, MF_GRAVITY + 1],
+          a[2] + mf[0, MF_GRAVITY + 2], a[3], a[4], a[5])
+    Rw = ws[i, W_R:W_R + 9]
+    R = (Rw[0], Rw[1], Rw[2], Rw[3], Rw[4], Rw[5], Rw[6], Rw[7], Rw[8])
+    p = (ws[i, W_P], ws[i, W_P + 1], ws[i, W_P + 2])
+    r0 = off[i]
+    rl = off[lam] - nvi
+    for k in range(nvi):
+        s = ld6(ws[n + 1 + iv + k, D_S:D_S + 6])
+        dv, da, dav = motion_derivatives_own(s, vl, vJ, aJ)
+        store_motion(dv, da, dav, G[r0 + k])
+        write_columns(i, iv + k, s, dv, da, dav, reference, R, p, vi, ai,
+                      dv_dq, dv_dv, da_dq, da_dv, da_da)
+    pos = nvi
+    j = lam
+    while j > 0:
+        jv = mi[j, MI_IV]
+        for l in range(mi[j, MI_NV]):
+            s = ld6(ws[n + 1 + jv + l, D_S:D_S + 6])
+            dv, da, dav = motion_derivatives_anc(s, G[rl + pos], vl, vJ, aJ)
+            store_motion(dv, da, dav, G[r0 + pos])
+            write_columns(i, jv + l, s, dv, da, dav, reference, R, p, vi, ai,
+                          dv_dq, dv_dv, da_dq, da_dv, da_da)
+            pos += 1
+        j = mi[j, MI_PARENT]
+
+
+@kernel
+def kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off,
+                           dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """dv_dq, dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) (row i-1 is joint i),
+    every entry written. reference: WORLD, LOCAL or LOCAL_WORLD_ALIGNED; ws:
+    (workspace_rows, W_WIDTH); off (N+2,) int from rnea_chain_rule.record_offsets;
+    G (records, >= KIN_WIDTH)."""
+    dv_dq[:, :, :] = 0.0
+    dv_dv[:, :, :] = 0.0
+    da_dq[:, :, :] = 0.0
+    da_dv[:, :, :] = 0.0
+    da_da[:, :, :] = 0.0
+    init_universe(mf, ws)
+    for i in range(1, mi[0, 0] + 1):
+        placement_pass_joint(mi, mf, i, q, ws)
+        velocity_joint(mi, i, v, ws)
+        acceleration_joint(mi, i, a, ws)
+        joint_accel_command(mi, i, a, ws)
+        joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
+                                     dv_dq, dv_dv, da_dq, da_dv, da_da)
