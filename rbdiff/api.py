@@ -11,13 +11,17 @@ import numpy as np
 from . import cpu
 from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from .kernels.checks import QUAT_TOL
+from .kernels.jit import native
 
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
 _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
 # module globals: one dictionary lookup on the fast path instead of two
-_rnea_one, _aba_one = cpu.rnea_one, cpu.aba_one
-_crba_one, _minverse_one = cpu.crba_one, cpu.minverse_one
+# compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
+_rnea_one = native(cpu.rnea_one, "_rnea_one", globals())
+_aba_one = native(cpu.aba_one, "_aba_one", globals())
+_crba_one = native(cpu.crba_one, "_crba_one", globals())
+_minverse_one = native(cpu.minverse_one, "_minverse_one", globals())
 
 
 def _array(x, n, name):

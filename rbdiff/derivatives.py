@@ -15,12 +15,15 @@ import numpy as np
 
 from . import cpu_derivatives as cd
 from .api import _F64, _ND, _explain, _prepare, aba, rnea
+from .kernels.jit import native
 from .model.configuration import integrate
 
 METHODS = ("idsva", "complex_step", "finite_difference")
 _CS_STEP = 1e-20                               # complex step: no cancellation, any tiny h
 _FD_STEP = np.finfo(np.float64).eps ** (1 / 3)  # balances O(h^2) truncation and eps/h rounding
-_rnea_d_one, _aba_d_one = cd.rnea_derivatives_one, cd.aba_derivatives_one
+# compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
+_rnea_d_one = native(cd.rnea_derivatives_one, "_rnea_d_one", globals())
+_aba_d_one = native(cd.aba_derivatives_one, "_aba_d_one", globals())
 _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
 
 

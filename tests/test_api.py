@@ -125,3 +125,25 @@ def test_model_is_immutable():
         model.nv = 3
     with pytest.raises(ValueError):
         model.mf[1, 0] = 2.0
+
+
+def test_fast_path_takes_views_and_read_only_arrays():
+    """The fast path calls the compiled function without Numba's type dispatch: strided
+    views, reversed and read-only arrays must still give the contiguous result."""
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(3)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    ref = rbd.rnea(model, q, v, a)
+    dref = rbd.rnea_derivatives(model, q, v, a)
+    Q = np.zeros((model.nq, 3))
+    Q[:, 1] = q
+    rev = v[::-1].copy()[::-1]
+    frozen = a.copy()
+    frozen.setflags(write=False)
+    np.testing.assert_array_equal(rbd.rnea(model, Q[:, 1], rev, frozen), ref)
+    np.testing.assert_array_equal(rbd.crba(model, Q[:, 1]), rbd.crba(model, q))
+    for x, y in zip(rbd.rnea_derivatives(model, Q[:, 1], rev, frozen), dref):
+        np.testing.assert_array_equal(x, y)
+    qdd = rbd.aba(model, Q[:, 1], rev, ref)
+    np.testing.assert_allclose(qdd, a, atol=1e-10)

@@ -35,3 +35,27 @@ def entry(fn):
 
 def pentry(fn):
     return numba.njit(parallel=True, **_OPTS)(fn)
+
+
+def native(dispatcher, name, namespace):
+    """A stand-in for ``namespace[name]`` that, on its first call, compiles ``dispatcher``
+    for that call's argument types and rebinds ``namespace[name]`` to the compiled
+    function itself: later calls skip Numba's per-call type dispatch (~0.4 us).
+
+    The compiled function trusts its caller: it does not check dtypes or ndim, so only
+    fast paths that have checked them (float64, 1-D) may call it. Array arguments after
+    the first two (the model's own arrays) are compiled for any strides (layout 'A'), so
+    views and reversed arrays stay correct."""
+    def first_call(*args):
+        sig = []
+        for k, x in enumerate(args):
+            t = numba.typeof(x)
+            if k >= 2 and isinstance(t, numba.types.Array):
+                t = t.copy(layout="A", readonly=False)
+            sig.append(t)
+        sig = tuple(sig)
+        dispatcher.compile(sig)
+        fn = dispatcher.overloads[sig].entry_point
+        namespace[name] = fn
+        return fn(*args)
+    return first_call
