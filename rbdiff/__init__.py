@@ -17,6 +17,7 @@ from .kinematics import forward_kinematics
 from .kinematics import frame_jacobian
 from .kinematics import frame_placement
 from .kinematics import frame_placements
+from .kinematics import kinematics_derivatives
 from .model import models
 from .model.configuration import difference
 from .model.configuration import integrate

@@ -5,25 +5,40 @@ by IDSVA (Singh, Russell & Wensing 2022, Alg. 1, world frame, multi-DoF joints) 
 forward dynamics, Carpentier & Mansard 2018 eq. 24. Two numerical baselines share the
 signature: ``method="complex_step"`` (the RNEA / ABA kernels compiled for complex128,
 exact to rounding) and ``method="finite_difference"`` (central differences).
+``method="chain_rule"`` is the second analytical method: the chain rule applied to RNEA
+(Carpentier & Mansard 2018 Alg. 2 and 3, world frame, kernels/rnea_chain_rule.py).
+For forward dynamics, ``product`` picks how -M^-1 dtau/du (eq. 24) is formed: dense
+multiplication by M^-1 (``"dmm"``), ABA with zero velocity and gravity per column
+(``"aza"``, Singh et al. 2022 sec. V-A, kernels/aza.py), or ``"auto"``, the measured
+crossover (kernels/aza.py: AZA when the mean branch length reaches AZA_MIN_BRANCH dofs).
 Derivatives with respect to q are taken in the tangent space:
 d f(integrate(q, e)) / d e at e = 0, as Pinocchio does.
 """
 
+import weakref
 from typing import NamedTuple
 
 import numpy as np
 
 from . import cpu_derivatives as cd
 from .api import _F64, _ND, _explain, _prepare, aba, rnea
+from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge
 from .kernels.jit import native
 from .model.configuration import integrate
 
-METHODS = ("idsva", "complex_step", "finite_difference")
+METHODS = ("idsva", "chain_rule", "complex_step", "finite_difference")
+_ANALYTICAL = ("idsva", "chain_rule")
+PRODUCTS = ("auto", "dmm", "aza")
+_AUTO_AZA = weakref.WeakKeyDictionary()   # model -> product="auto" picks AZA
+_AUTO_LAST = [None, DMM]                    # the last model asked about, and its answer
 _CS_STEP = 1e-20                               # complex step: no cancellation, any tiny h
 _FD_STEP = np.finfo(np.float64).eps ** (1 / 3)  # balances O(h^2) truncation and eps/h rounding
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
 _rnea_d_one = native(cd.rnea_derivatives_one, "_rnea_d_one", globals())
 _aba_d_one = native(cd.aba_derivatives_one, "_aba_d_one", globals())
+_rnea_cr_one = native(cd.rnea_chain_rule_one, "_rnea_cr_one", globals())
+_aba_p_one = native(cd.aba_derivatives_product_one, "_aba_p_one", globals())
+_aba_cr_one = native(cd.aba_chain_rule_one, "_aba_cr_one", globals())
 _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
 
 
@@ -47,15 +62,33 @@ def _check_method(method):
                          f"got {method!r}")
 
 
-def _analytical(model, one, batch_fn, fext, named):
+def _product_code(model, product):
+    """aza.DMM or aza.AZA for the product keyword ("auto": the crossover, cached per model)."""
+    if product == "auto":
+        if model is _AUTO_LAST[0]:
+            return _AUTO_LAST[1]
+        code = _AUTO_AZA.get(model)
+        if code is None:
+            code = _AUTO_AZA[model] = AZA if mean_branch_ge(model.mi, AZA_MIN_BRANCH) else DMM
+        _AUTO_LAST[0], _AUTO_LAST[1] = model, code
+        return code
+    if product == "dmm":
+        return DMM
+    if product == "aza":
+        return AZA
+    raise ValueError(f"product: expected one of {', '.join(map(repr, PRODUCTS))}, "
+                     f"got {product!r}")
+
+
+def _analytical(model, one, batch_fn, fext, named, extra=()):
     """Validate, then run the single or batch entry into three new (nv, nv) or
-    (B, nv, nv) outputs."""
+    (B, nv, nv) outputs (``extra``: arguments after the outputs)."""
     arrays, f, batch, mf = _prepare(model, fext, named)
     shape = model._svv if batch is None else (batch,) + model._svv
     dt = arrays[0].dtype
     outs = (np.empty(shape, dt), np.empty(shape, dt), np.empty(shape, dt))
     try:
-        (one if batch is None else batch_fn)(model.mi, mf, *arrays, f, *outs)
+        (one if batch is None else batch_fn)(model.mi, mf, *arrays, f, *outs, *extra)
     except ValueError:
         raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
     return outs
@@ -125,26 +158,31 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
     dtau_da = M(q). A leading batch axis on every argument gives (B, nv, nv) outputs.
 
     method: "idsva" (default; Singh et al. 2022 Alg. 1, eqs. 30 and 32, O(N d)),
+    "chain_rule" (Carpentier & Mansard 2018 Alg. 2 and 3, eqs. 11-14, world frame:
+    motion and force sets carried through RNEA, O(N d); dtau_da by CRBA),
     "complex_step" (RNEA on complex128, q stepped as integrate(q, i h e_k)) or
     "finite_difference" (central differences, step eps^(1/3), on the manifold for q)."""
     _check_method(method)
-    if method != "idsva":
+    if method not in _ANALYTICAL:
         return RNEADerivatives(*_numerical(model, rnea, q, v, a, fext, method,
                                            ("q", "v", "a")))
+    idsva = method == "idsva"
     if _fast(q, v, a, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
         try:
-            _rnea_d_one(model.mi, model.mf, q, v, a, None, d1, d2, d3)
+            (_rnea_d_one if idsva else _rnea_cr_one)(model.mi, model.mf, q, v, a, None,
+                                                     d1, d2, d3)
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
     return _new(RNEADerivatives, _analytical(
-        model, cd.rnea_derivatives_one, cd.rnea_derivatives_batch, fext,
+        model, *((cd.rnea_derivatives_one, cd.rnea_derivatives_batch) if idsva
+                 else (cd.rnea_chain_rule_one, cd.rnea_chain_rule_batch)), fext,
         [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
 
 
-def aba_derivatives(model, q, v, tau, fext=None, method="idsva"):
+def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto"):
     """Partial derivatives of forward dynamics qdd = FD(q, v, tau, fext).
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None. Returns
@@ -153,20 +191,47 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva"):
 
     method: "idsva" (default): qdd = ABA(q, v, tau), the ID derivatives at (q, v, qdd) by
     IDSVA, then dqdd/dq = -M^-1 dtau/dq and dqdd/dv = -M^-1 dtau/dv (Carpentier &
-    Mansard 2018 eq. 24) with M^-1 computed without M and multiplied densely (DMM);
-    "complex_step" (ABA on complex128) or "finite_difference" (central differences)."""
+    Mansard 2018 eq. 24) with M^-1 computed without M; "chain_rule": the same with the
+    ID derivatives by the RNEA chain rule (Carpentier & Mansard 2018 Alg. 2 and 3);
+    "complex_step" (ABA on complex128) or "finite_difference" (central differences).
+
+    product (analytical methods; the numerical ones ignore it): how -M^-1 dtau/du is
+    formed. "dmm": dense rows of M^-1 times the tree-sparse columns of dtau/du; "aza":
+    ABA with zero velocity and gravity, one column at a time, reusing the articulated
+    inertias M^-1 already needed (Singh et al. 2022 sec. V-A); "auto" (default): AZA when
+    the mean branch length of the tree reaches kernels.aza.AZA_MIN_BRANCH dofs (the
+    measured crossover; on a serial chain the branch length is nv), DMM otherwise.
+    M^-1 is returned either way, so AZA saves only the product."""
     _check_method(method)
-    if method != "idsva":
+    code = _product_code(model, product)
+    if method not in _ANALYTICAL:
         return ABADerivatives(*_numerical(model, aba, q, v, tau, fext, method,
                                           ("q", "v", "tau")))
-    if _fast(q, v, tau, fext):
+    if method == "idsva" and code == DMM:
+        if _fast(q, v, tau, fext):
+            s = model._svv
+            d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
+            try:
+                _aba_d_one(model.mi, model.mf, q, v, tau, None, d1, d2, d3)
+                return _new(ABADerivatives, (d1, d2, d3))
+            except ValueError:
+                pass
+        one, batch_fn, fast, extra = (cd.aba_derivatives_one, cd.aba_derivatives_batch,
+                                      None, ())
+    elif method == "idsva":
+        one, batch_fn, fast, extra = (cd.aba_derivatives_product_one,
+                                      cd.aba_derivatives_product_batch, "_aba_p_one", (code,))
+    else:
+        one, batch_fn, fast, extra = (cd.aba_chain_rule_one, cd.aba_chain_rule_batch,
+                                      "_aba_cr_one", (code,))
+    if fast is not None and _fast(q, v, tau, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
         try:
-            _aba_d_one(model.mi, model.mf, q, v, tau, None, d1, d2, d3)
+            globals()[fast](model.mi, model.mf, q, v, tau, None, d1, d2, d3, *extra)
             return _new(ABADerivatives, (d1, d2, d3))
         except ValueError:
             pass
     return _new(ABADerivatives, _analytical(
-        model, cd.aba_derivatives_one, cd.aba_derivatives_batch, fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)]))
+        model, one, batch_fn, fext,
+        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra))

@@ -2,10 +2,11 @@
 updateFramePlacements and getFrameJacobian)."""
 
 from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
 
-from . import cpu
+from . import cpu, cpu_derivatives
 from .api import _explain, _prepare
 from .kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_WIDTH
 
@@ -100,3 +101,58 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
         return _act_inv(oMf, J.T).T
     J[:3] += np.cross(J[3:].T, oMf[:3, 3]).T
     return J
+
+
+class KinematicsDerivatives(NamedTuple):
+    """Partial derivatives of every joint's spatial velocity and acceleration, each
+    (njoints, 6, nv) or (B, njoints, 6, nv); [i - 1, :, k] is joint i's [linear, angular]
+    row pair against dof k (the universe, joint 0, is left out as in fext)."""
+    dv_dq: np.ndarray
+    dv_dv: np.ndarray
+    da_dq: np.ndarray
+    da_dv: np.ndarray
+    da_da: np.ndarray
+
+
+_REFERENCE_CODES = {"world": 0, "local": 1, "local_world_aligned": 2}
+
+
+def kinematics_derivatives(model, q, v, a, reference="world"):
+    """Derivatives of the spatial velocity v_i and acceleration a_i (gravity excluded) of
+    every joint with respect to q (tangent space), v and a (Carpentier & Mansard 2018
+    sec. III-D: the motion sets of the RNEA chain-rule forward pass, Alg. 2 lines 3, 5).
+
+    q (nq,), v (nv,), a (nv,). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq, da_dv,
+    da_da), each (njoints, 6, nv), [i - 1] for joint i; a leading batch axis gives
+    (B, njoints, 6, nv). Entries against dofs that are not joint i's or its ancestors'
+    are zero. As Pinocchio's computeForwardKinematicsDerivatives followed by
+    getJointVelocityDerivatives / getJointAccelerationDerivatives(model, data, i, rf):
+
+    reference="world" (pin.WORLD): v_i, a_i at the world origin in world axes; for a
+      dof k of joint j (j = i or an ancestor), lambda = j's parent, S_k its world column:
+      dv_dq = (v_lambda - v_i) x S_k, dv_dv = da_da = S_k,
+      da_dq = (a_lambda - a_i) x S_k + (v_lambda - v_i) x (v_lambda x S_k),
+      da_dv = (v_j + v_lambda - v_i) x S_k (kernels/kinematics_derivatives.py);
+    "local" (pin.LOCAL): the derivatives of v_i, a_i in joint i's own frame;
+    "local_world_aligned" (pin.LOCAL_WORLD_ALIGNED): the world-frame derivatives
+      re-expressed at joint i's origin with world axes, that origin held fixed (as
+      Pinocchio; not the derivative of the velocity of the moving origin).
+    Pinocchio's acceleration getter in WORLD and LOCAL_WORLD_ALIGNED differs from the true
+    da_dq in the columns of a multi-dof joint (spherical, free-flyer) that has a parent;
+    rbdiff returns the true derivative (checked against central differences)."""
+    if reference not in _REFERENCE_CODES:
+        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
+    arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
+    shape = (model.njoints, 6, model.nv)
+    if batch is not None:
+        shape = (batch,) + shape
+    outs = tuple(np.empty(shape, arrays[0].dtype) for _ in range(5))
+    one, many = cpu_derivatives.kinematics_derivatives_one, \
+        cpu_derivatives.kinematics_derivatives_batch
+    try:
+        (one if batch is None else many)(model.mi, mf, *arrays, _REFERENCE_CODES[reference],
+                                         *outs)
+    except ValueError:
+        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
+    return KinematicsDerivatives(*outs)
