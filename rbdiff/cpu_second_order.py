@@ -8,10 +8,11 @@ from numba import prange
 
 from .cpu import BAD_Q, BAD_STATE, _configurations_ok, state_ok
 from .kernels.checks import all_finite
+from .kernels.fdsva_so import fdsva_so
 from .kernels.idsva import IDSVA_WIDTH
 from .kernels.idsva_so import SC_SIZE, idsva_so
 from .kernels.jit import entry, pentry
-from .kernels.workspace import workspace_rows
+from .kernels.workspace import W_WIDTH, workspace_rows
 
 
 @entry
@@ -32,3 +33,34 @@ def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D):
         ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
         sc = np.empty(SC_SIZE, q.dtype)
         idsva_so(mi, mf, q[b], v[b], a[b], fext[b], ws, sc, Q[b], V[b], X[b], D[b])
+
+
+@entry
+def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
+    state_ok(mi, q, v, tau, fext)
+    nv = mi[0, 2]
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    sc = np.empty(SC_SIZE, q.dtype)
+    qdd = np.empty(nv, q.dtype)
+    Mt = np.empty((6, nv, nv), q.dtype)
+    F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    T = np.empty((5, nv, nv, nv), q.dtype)
+    fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT)
+
+
+@pentry
+def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
+    if not _configurations_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not (all_finite(v.ravel()) and all_finite(tau.ravel()) and all_finite(fext.ravel())):
+        raise ValueError(BAD_STATE)
+    nv = mi[0, 2]
+    for b in prange(q.shape[0]):
+        ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+        sc = np.empty(SC_SIZE, q.dtype)
+        qdd = np.empty(nv, q.dtype)
+        Mt = np.empty((6, nv, nv), q.dtype)
+        F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+        T = np.empty((5, nv, nv, nv), q.dtype)
+        fdsva_so(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, Mt, F, T,
+                 dQ[b], dV[b], dX[b], dT[b])

@@ -34,27 +34,87 @@ joint of the pair, whose motion moves both rigidly).
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, W_BC, add12,
-                    idsva_forward_pass, joint_terms)
+                    bc_mul, bct_mul_ang, body_bias_inertia, idsva_forward_pass,
+                    joint_fill, joint_terms)
 from .jit import helper, kernel
-from .spatial import add6, add13, inertia_dense, inertia_mul, mat6_vec
+from .spatial import add6, add13, force_cross, inertia_mul
 from .workspace import D_S, W_F, W_Y
 
 # scratch vector `sc` layout (caller allocates SC_SIZE scalars)
-SC_YD = 0           # 36: IC_i dense
-SC_BCD = 36         # 36: BC_i dense
-SC_A1 = 72          # 36: A1 of the current dof
-SC_A3 = 108         # 36: A3 of the current dof
-SC_T4 = 144         # 6: BC^T s, full (its linear half is zero)
-SC_W = 150          # 6: scratch
-SC_U = 156          # u-vectors of the current dof pair, 6 each, see U_* below
+SC_A1 = 0           # 13: A1 = Idot(IC, s), compact as an inertia [0, fl, B] (see a1_block)
+SC_A3 = 13          # 12: A3, compact like BC: [g, B22] for [[0, -2 [g]x], [0, B22]]
+SC_T4 = 25          # 6: BC^T s, full (its linear half is zero)
+SC_W = 31           # 6: scratch
+SC_U = 37           # u-vectors of the current dof pair, 6 each, see U_* below
 U_12, U_9, U_1, U_3, U_4, U_8, U_6, U_7, U_11 = 0, 6, 12, 18, 24, 30, 36, 42, 48
 SC_SIZE = SC_U + 54
 
 
-# ---- dense 6x6 helpers (row-major 36-arrays, unrolled) --------------------------------
+# ---- compact 6x6 blocks -------------------------------------------------------------------
 
 @helper
-def add_force_cross(v, f, out):
+def a1_block(Y, s, Ys, A1):
+    """A1 = Idot(Y, s) = crf(s) Y - Y crm(s) for a compact inertia Y, Ys = Y s. In the
+    world frame it is [[0, -[fl]x], [[fl]x, B]] with fl the linear half of Y s and
+    B = C + C^T + 2 (v.h) E, C = [w]x Io - h v^T (symmetric): the matrix of a compact
+    inertia [0, fl, B], so that inertia_mul applies it."""
+    vl0, vl1, vl2, w0, w1, w2 = s[0], s[1], s[2], s[3], s[4], s[5]
+    h0, h1, h2 = Y[1], Y[2], Y[3]
+    i0, i1, i2, i3, i4, i5, i6, i7, i8 = Y[4], Y[5], Y[6], Y[7], Y[8], Y[9], Y[10], Y[11], Y[12]
+    c00 = -w2 * i3 + w1 * i6 - h0 * vl0
+    c01 = -w2 * i4 + w1 * i7 - h0 * vl1
+    c02 = -w2 * i5 + w1 * i8 - h0 * vl2
+    c10 = w2 * i0 - w0 * i6 - h1 * vl0
+    c11 = w2 * i1 - w0 * i7 - h1 * vl1
+    c12 = w2 * i2 - w0 * i8 - h1 * vl2
+    c20 = -w1 * i0 + w0 * i3 - h2 * vl0
+    c21 = -w1 * i1 + w0 * i4 - h2 * vl1
+    c22 = -w1 * i2 + w0 * i5 - h2 * vl2
+    d = 2.0 * (vl0 * h0 + vl1 * h1 + vl2 * h2)
+    A1[0] = 0.0
+    A1[1] = Ys[0]
+    A1[2] = Ys[1]
+    A1[3] = Ys[2]
+    A1[4] = 2.0 * c00 + d
+    A1[5] = c01 + c10
+    A1[6] = c02 + c20
+    A1[7] = A1[5]
+    A1[8] = 2.0 * c11 + d
+    A1[9] = c12 + c21
+    A1[10] = A1[6]
+    A1[11] = A1[9]
+    A1[12] = 2.0 * c22 + d
+
+
+@helper
+def add_idot_bc(BC, s, A):
+    """A += Idot(BC, s) for BC and A compact ([[0, -2 [fl]x], [0, B22]]):
+    Idot(BC, s) = [[0, -2 [w x fl]x], [0, [w]x B22 - B22 [w]x - 2 [v]x [fl]x]], with
+    [v]x [fl]x = fl v^T - (v.fl) E."""
+    v0, v1, v2, w0, w1, w2 = s[0], s[1], s[2], s[3], s[4], s[5]
+    f0, f1, f2 = BC[0], BC[1], BC[2]
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = (BC[3], BC[4], BC[5], BC[6], BC[7], BC[8],
+                                          BC[9], BC[10], BC[11])
+    A[0] += w1 * f2 - w2 * f1
+    A[1] += w2 * f0 - w0 * f2
+    A[2] += w0 * f1 - w1 * f0
+    vf = 2.0 * (v0 * f0 + v1 * f1 + v2 * f2)
+    # [w]x B: row 0 = -w2 B[1] + w1 B[2], row 1 = w2 B[0] - w0 B[2], row 2 = -w1 B[0] + w0 B[1]
+    # B [w]x: col 0 = B[:,1] w2 - B[:,2] w1, col 1 = -B[:,0] w2 + B[:,2] w0,
+    #         col 2 = B[:,0] w1 - B[:,1] w0
+    A[3] += (-w2 * b3 + w1 * b6) - (b1 * w2 - b2 * w1) - 2.0 * f0 * v0 + vf
+    A[4] += (-w2 * b4 + w1 * b7) - (-b0 * w2 + b2 * w0) - 2.0 * f0 * v1
+    A[5] += (-w2 * b5 + w1 * b8) - (b0 * w1 - b1 * w0) - 2.0 * f0 * v2
+    A[6] += (w2 * b0 - w0 * b6) - (b4 * w2 - b5 * w1) - 2.0 * f1 * v0
+    A[7] += (w2 * b1 - w0 * b7) - (-b3 * w2 + b5 * w0) - 2.0 * f1 * v1 + vf
+    A[8] += (w2 * b2 - w0 * b8) - (b3 * w1 - b4 * w0) - 2.0 * f1 * v2
+    A[9] += (-w1 * b0 + w0 * b3) - (b7 * w2 - b8 * w1) - 2.0 * f2 * v0
+    A[10] += (-w1 * b1 + w0 * b4) - (-b6 * w2 + b8 * w0) - 2.0 * f2 * v1
+    A[11] += (-w1 * b2 + w0 * b5) - (b6 * w1 - b7 * w0) - 2.0 * f2 * v2 + vf
+
+
+@helper
+def force_cross_add(v, f, out):
     """out += v x* f."""
     out[0] += v[4] * f[2] - v[5] * f[1]
     out[1] += v[5] * f[0] - v[3] * f[2]
@@ -65,159 +125,56 @@ def add_force_cross(v, f, out):
 
 
 @helper
-def force_cross_to(v, f, out):
-    """out = v x* f."""
-    out[0] = v[4] * f[2] - v[5] * f[1]
-    out[1] = v[5] * f[0] - v[3] * f[2]
-    out[2] = v[3] * f[1] - v[4] * f[0]
-    out[3] = v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
-    out[4] = v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
-    out[5] = v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
-
-
-@helper
-def add_idot(A, s, out):
-    """out += Idot(A, s) = crf(s) A - A crm(s): columns of A crossed, plus rows of A
-    crossed (row r of -A crm(s) is crf(s) applied to row r of A)."""
-    add_force_cross(s, A[0:36:6], out[0:36:6])
-    add_force_cross(s, A[1:36:6], out[1:36:6])
-    add_force_cross(s, A[2:36:6], out[2:36:6])
-    add_force_cross(s, A[3:36:6], out[3:36:6])
-    add_force_cross(s, A[4:36:6], out[4:36:6])
-    add_force_cross(s, A[5:36:6], out[5:36:6])
-    add_force_cross(s, A[0:6], out[0:6])
-    add_force_cross(s, A[6:12], out[6:12])
-    add_force_cross(s, A[12:18], out[12:18])
-    add_force_cross(s, A[18:24], out[18:24])
-    add_force_cross(s, A[24:30], out[24:30])
-    add_force_cross(s, A[30:36], out[30:36])
-
-
-@helper
-def set_icrf(f, out):
-    """out = icrf(f) = -[[0, [fl]x], [[fl]x, [fn]x]] (icrf(f) m = m x* f)."""
-    l0, l1, l2, n0, n1, n2 = f[0], f[1], f[2], f[3], f[4], f[5]
+def force_cross_ang(v, f, out):
+    """out = v x* f for a force f whose linear half is zero."""
     out[0] = 0.0
     out[1] = 0.0
     out[2] = 0.0
-    out[3] = 0.0
-    out[4] = l2
-    out[5] = -l1
-    out[6] = 0.0
-    out[7] = 0.0
-    out[8] = 0.0
-    out[9] = -l2
-    out[10] = 0.0
-    out[11] = l0
-    out[12] = 0.0
-    out[13] = 0.0
-    out[14] = 0.0
-    out[15] = l1
-    out[16] = -l0
-    out[17] = 0.0
-    out[18] = 0.0
-    out[19] = l2
-    out[20] = -l1
-    out[21] = 0.0
-    out[22] = n2
-    out[23] = -n1
-    out[24] = -l2
-    out[25] = 0.0
-    out[26] = l0
-    out[27] = -n2
-    out[28] = 0.0
-    out[29] = n0
-    out[30] = l1
-    out[31] = -l0
-    out[32] = 0.0
-    out[33] = n1
-    out[34] = -n0
-    out[35] = 0.0
+    out[3] = v[4] * f[5] - v[5] * f[4]
+    out[4] = v[5] * f[3] - v[3] * f[5]
+    out[5] = v[3] * f[4] - v[4] * f[3]
 
 
 @helper
-def set_zero36(out):
-    for k in range(36):
-        out[k] = 0.0
+def inertia_mul_add(Y, m, out, alpha):
+    """out += alpha Y m for a compact inertia Y."""
+    ms, h0, h1, h2 = Y[0], Y[1], Y[2], Y[3]
+    out[0] += alpha * (ms * m[0] - (h1 * m[5] - h2 * m[4]))
+    out[1] += alpha * (ms * m[1] - (h2 * m[3] - h0 * m[5]))
+    out[2] += alpha * (ms * m[2] - (h0 * m[4] - h1 * m[3]))
+    out[3] += alpha * (h1 * m[2] - h2 * m[1] + Y[4] * m[3] + Y[5] * m[4] + Y[6] * m[5])
+    out[4] += alpha * (h2 * m[0] - h0 * m[2] + Y[7] * m[3] + Y[8] * m[4] + Y[9] * m[5])
+    out[5] += alpha * (h0 * m[1] - h1 * m[0] + Y[10] * m[3] + Y[11] * m[4] + Y[12] * m[5])
 
 
 @helper
-def bc_dense(BC, out):
-    """out = the 6x6 BC of its compact form [[0, -2 [fl]x], [0, B22]] (idsva.py)."""
-    f0, f1, f2 = BC[0], BC[1], BC[2]
-    for k in range(36):
-        out[k] = 0.0
-    out[4] = 2.0 * f2
-    out[5] = -2.0 * f1
-    out[9] = -2.0 * f2
-    out[11] = 2.0 * f0
-    out[15] = 2.0 * f1
-    out[16] = -2.0 * f0
-    out[21] = BC[3]
-    out[22] = BC[4]
-    out[23] = BC[5]
-    out[27] = BC[6]
-    out[28] = BC[7]
-    out[29] = BC[8]
-    out[33] = BC[9]
-    out[34] = BC[10]
-    out[35] = BC[11]
-
-
-@helper
-def mat6_tvec(A, x, out):
-    """out = A^T x for a row-major 6x6 A."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] = A[0] * x0 + A[6] * x1 + A[12] * x2 + A[18] * x3 + A[24] * x4 + A[30] * x5
-    out[1] = A[1] * x0 + A[7] * x1 + A[13] * x2 + A[19] * x3 + A[25] * x4 + A[31] * x5
-    out[2] = A[2] * x0 + A[8] * x1 + A[14] * x2 + A[20] * x3 + A[26] * x4 + A[32] * x5
-    out[3] = A[3] * x0 + A[9] * x1 + A[15] * x2 + A[21] * x3 + A[27] * x4 + A[33] * x5
-    out[4] = A[4] * x0 + A[10] * x1 + A[16] * x2 + A[22] * x3 + A[28] * x4 + A[34] * x5
-    out[5] = A[5] * x0 + A[11] * x1 + A[17] * x2 + A[23] * x3 + A[29] * x4 + A[35] * x5
-
-
-@helper
-def mat6_vec_add(A, x, out):
-    """out += A x for a row-major 6x6 A."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] += A[0] * x0 + A[1] * x1 + A[2] * x2 + A[3] * x3 + A[4] * x4 + A[5] * x5
-    out[1] += A[6] * x0 + A[7] * x1 + A[8] * x2 + A[9] * x3 + A[10] * x4 + A[11] * x5
-    out[2] += A[12] * x0 + A[13] * x1 + A[14] * x2 + A[15] * x3 + A[16] * x4 + A[17] * x5
-    out[3] += A[18] * x0 + A[19] * x1 + A[20] * x2 + A[21] * x3 + A[22] * x4 + A[23] * x5
-    out[4] += A[24] * x0 + A[25] * x1 + A[26] * x2 + A[27] * x3 + A[28] * x4 + A[29] * x5
-    out[5] += A[30] * x0 + A[31] * x1 + A[32] * x2 + A[33] * x3 + A[34] * x4 + A[35] * x5
-
-
-@helper
-def mat6_vec_sub(A, x, out):
-    """out -= A x for a row-major 6x6 A."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] -= A[0] * x0 + A[1] * x1 + A[2] * x2 + A[3] * x3 + A[4] * x4 + A[5] * x5
-    out[1] -= A[6] * x0 + A[7] * x1 + A[8] * x2 + A[9] * x3 + A[10] * x4 + A[11] * x5
-    out[2] -= A[12] * x0 + A[13] * x1 + A[14] * x2 + A[15] * x3 + A[16] * x4 + A[17] * x5
-    out[3] -= A[18] * x0 + A[19] * x1 + A[20] * x2 + A[21] * x3 + A[22] * x4 + A[23] * x5
-    out[4] -= A[24] * x0 + A[25] * x1 + A[26] * x2 + A[27] * x3 + A[28] * x4 + A[29] * x5
-    out[5] -= A[30] * x0 + A[31] * x1 + A[32] * x2 + A[33] * x3 + A[34] * x4 + A[35] * x5
+def bc_mul_add(BC, m, out):
+    """out += BC m for a compact BC-form block."""
+    m3, m4, m5 = m[3], m[4], m[5]
+    out[0] -= 2.0 * (BC[1] * m5 - BC[2] * m4)
+    out[1] -= 2.0 * (BC[2] * m3 - BC[0] * m5)
+    out[2] -= 2.0 * (BC[0] * m4 - BC[1] * m3)
+    out[3] += BC[3] * m3 + BC[4] * m4 + BC[5] * m5
+    out[4] += BC[6] * m3 + BC[7] * m4 + BC[8] * m5
+    out[5] += BC[9] * m3 + BC[10] * m4 + BC[11] * m5
 
 
 # ---- the backward pass ----------------------------------------------------------------
 
 @helper
-def dof_blocks(mi, i, ra, ws, sc):
+def dof_blocks(i, ra, ws, sc):
     """A1 = Idot(IC, s), A3 = 2 B(IC, psid) + Idot(BC, s) and T4 (full) of the dof in
     workspace row ra (a dof of joint i), from the subtree sums of joint i."""
     s = ws[ra, D_S:D_S + 6]
     psid = ws[ra, D_PSID:D_PSID + 6]
-    Yd = sc[SC_YD:SC_YD + 36]
-    A1 = sc[SC_A1:SC_A1 + 36]
-    A3 = sc[SC_A3:SC_A3 + 36]
+    Y = ws[i, W_Y:W_Y + 13]
     w = sc[SC_W:SC_W + 6]
-    set_zero36(A1)
-    add_idot(Yd, s, A1)
-    inertia_mul(ws[i, W_Y:W_Y + 13], psid, w)
-    set_icrf(w, A3)                          # 2 B(IC, psid) = Idot(IC, psid) + icrf(IC psid)
-    add_idot(Yd, psid, A3)
-    add_idot(sc[SC_BCD:SC_BCD + 36], s, A3)
+    A3 = sc[SC_A3:SC_A3 + 12]
+    inertia_mul(Y, s, w)
+    a1_block(Y, s, w, sc[SC_A1:SC_A1 + 13])
+    inertia_mul(Y, psid, w)
+    body_bias_inertia(Y, psid, w, A3)        # 2 B(IC, psid)
+    add_idot_bc(ws[i, W_BC:W_BC + 12], s, A3)
     T4 = sc[SC_T4:SC_T4 + 6]
     T4[0] = 0.0
     T4[1] = 0.0
@@ -229,123 +186,140 @@ def dof_blocks(mi, i, ra, ws, sc):
 
 @helper
 def pair_vectors(i, ra, rb, same, ws, sc):
-    """The u-vectors of dof a (row ra, joint i) and dof b (row rb, an ancestor joint of
-    i or i itself; same: b's joint is i)."""
+    """The u-vectors of dof a (row ra, joint i) and dof b (row rb, joint i or one of its
+    ancestors; same: b's joint is i)."""
     st = ws[rb, D_S:D_S + 6]
     pst = ws[rb, D_PSID:D_PSID + 6]
-    A1 = sc[SC_A1:SC_A1 + 36]
-    A3 = sc[SC_A3:SC_A3 + 36]
-    u = sc[SC_U:SC_U + 54]
+    A1 = sc[SC_A1:SC_A1 + 13]
+    A3 = sc[SC_A3:SC_A3 + 12]
     T1 = ws[ra, D_T1:D_T1 + 6]
-    u12 = u[U_12:U_12 + 6]
-    u9 = u[U_9:U_9 + 6]
-    u1 = u[U_1:U_1 + 6]
-    u3 = u[U_3:U_3 + 6]
-    u4 = u[U_4:U_4 + 6]
-    u8 = u[U_8:U_8 + 6]
-    u6 = u[U_6:U_6 + 6]
-    u7 = u[U_7:U_7 + 6]
-    u11 = u[U_11:U_11 + 6]
+    u12 = sc[SC_U + U_12:SC_U + U_12 + 6]
+    u9 = sc[SC_U + U_9:SC_U + U_9 + 6]
+    u1 = sc[SC_U + U_1:SC_U + U_1 + 6]
+    u3 = sc[SC_U + U_3:SC_U + U_3 + 6]
+    u4 = sc[SC_U + U_4:SC_U + U_4 + 6]
+    u8 = sc[SC_U + U_8:SC_U + U_8 + 6]
+    u6 = sc[SC_U + U_6:SC_U + U_6 + 6]
+    u7 = sc[SC_U + U_7:SC_U + U_7 + 6]
+    u11 = sc[SC_U + U_11:SC_U + U_11 + 6]
     w = sc[SC_W:SC_W + 6]
-    mat6_vec(A1, st, u12)
-    force_cross_to(st, T1, u9)
-    mat6_tvec(A3, st, u1)
+    inertia_mul(A1, st, u12)
+    force_cross(st, T1, u9)
+    u1[0] = 0.0
+    u1[1] = 0.0
+    u1[2] = 0.0
+    bct_mul_ang(A3, st, u1[3:6])
     # u3 = A3 psid_t + A1 psidd_t + s_t x* T3
-    force_cross_to(st, ws[ra, D_T3:D_T3 + 6], u3)
-    mat6_vec_add(A3, pst, u3)
-    mat6_vec_add(A1, ws[rb, D_PSIDD:D_PSIDD + 6], u3)
+    force_cross(st, ws[ra, D_T3:D_T3 + 6], u3)
+    bc_mul_add(A3, pst, u3)
+    inertia_mul_add(A1, ws[rb, D_PSIDD:D_PSIDD + 6], u3, 1.0)
     # w = psid_t x* T1; u8 = s_t x* T4 - A1 psid_t + w; u6 = A1 psid_t + w + s_t x* T2
-    force_cross_to(pst, T1, w)
-    force_cross_to(st, sc[SC_T4:SC_T4 + 6], u8)
+    force_cross(pst, T1, w)
+    force_cross_ang(st, sc[SC_T4:SC_T4 + 6], u8)
     add6(w, u8)
-    force_cross_to(st, ws[ra, D_T2:D_T2 + 6], u6)
+    inertia_mul_add(A1, pst, u8, -1.0)
+    force_cross(st, ws[ra, D_T2:D_T2 + 6], u6)
     add6(w, u6)
-    mat6_vec_add(A1, pst, u6)
-    mat6_vec_sub(A1, pst, u8)
+    inertia_mul_add(A1, pst, u6, 1.0)
     # u7 = A3 s_t + A1 phi_t
-    mat6_vec(A3, st, u7)
-    mat6_vec_add(A1, ws[rb, D_PHI:D_PHI + 6], u7)
+    bc_mul(A3, st, u7)
+    inertia_mul_add(A1, ws[rb, D_PHI:D_PHI + 6], u7, 1.0)
     if same:
         # u4 = s x* (IC s_t) + u9
         inertia_mul(ws[i, W_Y:W_Y + 13], st, w)
-        force_cross_to(ws[ra, D_S:D_S + 6], w, u4)
+        force_cross(ws[ra, D_S:D_S + 6], w, u4)
         add6(u9, u4)
-    for k in range(6):
-        u11[k] = u12[k] - u9[k]
+    u11[0] = u12[0] - u9[0]
+    u11[1] = u12[1] - u9[1]
+    u11[2] = u12[2] - u9[2]
+    u11[3] = u12[3] - u9[3]
+    u11[4] = u12[4] - u9[4]
+    u11[5] = u12[5] - u9[5]
+
+
+@helper
+def fill_dofs(n, a, b, c0, c1, same, below, ws, sc, Q, V, X, D):
+    """The listing's innermost loop over the dofs c in [c0, c1) of one joint k; same:
+    b's joint is a's, below: k is a strict ancestor of b's joint."""
+    u = sc[SC_U:SC_U + 54]
+    for c in range(c0, c1):
+        rc = n + 1 + c
+        sr = ws[rc, D_S:D_S + 6]
+        psr = ws[rc, D_PSID:D_PSID + 6]
+        psdr = ws[rc, D_PSIDD:D_PSIDD + 6]
+        phr = ws[rc, D_PHI:D_PHI + 6]
+        s0, s1, s2, s3, s4, s5 = sr[0], sr[1], sr[2], sr[3], sr[4], sr[5]
+        ds12 = (u[U_12] * s0 + u[U_12 + 1] * s1 + u[U_12 + 2] * s2 + u[U_12 + 3] * s3
+                + u[U_12 + 4] * s4 + u[U_12 + 5] * s5)
+        ds9 = (u[U_9] * s0 + u[U_9 + 1] * s1 + u[U_9 + 2] * s2 + u[U_9 + 3] * s3
+               + u[U_9 + 4] * s4 + u[U_9 + 5] * s5)
+        p1 = (u[U_11] * psr[0] + u[U_11 + 1] * psr[1] + u[U_11 + 2] * psr[2]
+              + u[U_11 + 3] * psr[3] + u[U_11 + 4] * psr[4] + u[U_11 + 5] * psr[5])
+        p2 = (u[U_8] * psr[0] + u[U_8 + 1] * psr[1] + u[U_8 + 2] * psr[2]
+              + u[U_8 + 3] * psr[3] + u[U_8 + 4] * psr[4] + u[U_8 + 5] * psr[5]
+              + u[U_9] * psdr[0] + u[U_9 + 1] * psdr[1] + u[U_9 + 2] * psdr[2]
+              + u[U_9 + 3] * psdr[3] + u[U_9 + 4] * psdr[4] + u[U_9 + 5] * psdr[5])
+        Q[a, b, c] = p2
+        X[a, c, b] = -p1
+        if not same:
+            qb = (u[U_1 + 3] * psr[3] + u[U_1 + 4] * psr[4] + u[U_1 + 5] * psr[5]
+                  + u[U_12] * psdr[0] + u[U_12 + 1] * psdr[1] + u[U_12 + 2] * psdr[2]
+                  + u[U_12 + 3] * psdr[3] + u[U_12 + 4] * psdr[4] + u[U_12 + 5] * psdr[5])
+            xb = (u[U_1 + 3] * s3 + u[U_1 + 4] * s4 + u[U_1 + 5] * s5
+                  + u[U_12] * phr[0] + u[U_12 + 1] * phr[1] + u[U_12 + 2] * phr[2]
+                  + u[U_12 + 3] * phr[3] + u[U_12 + 4] * phr[4] + u[U_12 + 5] * phr[5])
+            Q[b, c, a] = qb
+            Q[b, a, c] = qb
+            X[b, c, a] = p1
+            X[b, a, c] = xb
+            vb = ds12 - ds9
+            V[b, c, a] = vb
+            V[b, a, c] = vb
+            D[c, b, a] = ds12
+            D[b, c, a] = ds12
+        if below:
+            qc = (u[U_3] * s0 + u[U_3 + 1] * s1 + u[U_3 + 2] * s2 + u[U_3 + 3] * s3
+                  + u[U_3 + 4] * s4 + u[U_3 + 5] * s5)
+            xa = (u[U_8] * s0 + u[U_8 + 1] * s1 + u[U_8 + 2] * s2 + u[U_8 + 3] * s3
+                  + u[U_8 + 4] * s4 + u[U_8 + 5] * s5
+                  + u[U_9] * phr[0] + u[U_9 + 1] * phr[1] + u[U_9 + 2] * phr[2]
+                  + u[U_9 + 3] * phr[3] + u[U_9 + 4] * phr[4] + u[U_9 + 5] * phr[5])
+            xc = (u[U_6] * s0 + u[U_6 + 1] * s1 + u[U_6 + 2] * s2 + u[U_6 + 3] * s3
+                  + u[U_6 + 4] * s4 + u[U_6 + 5] * s5)
+            Q[a, c, b] = p2
+            Q[c, a, b] = qc
+            va = ds9 - ds12
+            V[a, b, c] = va
+            V[a, c, b] = va
+            X[a, b, c] = xa
+            X[c, b, a] = xc
+            D[c, a, b] = ds9
+            D[a, c, b] = ds9
+            if not same:
+                x7 = (u[U_7] * s0 + u[U_7 + 1] * s1 + u[U_7 + 2] * s2 + u[U_7 + 3] * s3
+                      + u[U_7 + 4] * s4 + u[U_7 + 5] * s5)
+                Q[c, b, a] = qc
+                vc = ds12 + ds9
+                V[c, a, b] = vc
+                V[c, b, a] = vc
+                X[c, a, b] = x7
+            else:
+                x4 = (u[U_4] * s0 + u[U_4 + 1] * s1 + u[U_4 + 2] * s2 + u[U_4 + 3] * s3
+                      + u[U_4 + 4] * s4 + u[U_4 + 5] * s5)
+                V[c, b, a] = x4
+        else:
+            V[a, b, c] = -ds12
 
 
 @helper
 def pair_fill(mi, n, a, b, j, same, ws, sc, Q, V, X, D):
-    """The listing's innermost loop: every dof c of j and of j's ancestors."""
-    u = sc[SC_U:SC_U + 54]
-    k = j
+    """Every dof c of joint j (the listing's k = j) and of j's ancestors (k != j)."""
+    jiv = mi[j, MI_IV]
+    fill_dofs(n, a, b, jiv, jiv + mi[j, MI_NV], same, False, ws, sc, Q, V, X, D)
+    k = mi[j, MI_PARENT]
     while k > 0:
         kiv = mi[k, MI_IV]
-        for c in range(kiv, kiv + mi[k, MI_NV]):
-            rc = n + 1 + c
-            sr = ws[rc, D_S:D_S + 6]
-            psr = ws[rc, D_PSID:D_PSID + 6]
-            psdr = ws[rc, D_PSIDD:D_PSIDD + 6]
-            phr = ws[rc, D_PHI:D_PHI + 6]
-            ds12 = 0.0 * sr[0]
-            ds9 = 0.0 * sr[0]
-            p1 = 0.0 * sr[0]
-            p2 = 0.0 * sr[0]
-            for e in range(6):
-                ds12 += u[U_12 + e] * sr[e]
-                ds9 += u[U_9 + e] * sr[e]
-                p1 += u[U_11 + e] * psr[e]
-                p2 += u[U_8 + e] * psr[e] + u[U_9 + e] * psdr[e]
-            Q[a, b, c] = p2
-            X[a, c, b] = -p1
-            if not same:
-                qb = 0.0 * sr[0]
-                xb = 0.0 * sr[0]
-                for e in range(6):
-                    qb += u[U_1 + e] * psr[e] + u[U_12 + e] * psdr[e]
-                    xb += u[U_1 + e] * sr[e] + u[U_12 + e] * phr[e]
-                Q[b, c, a] = qb
-                Q[b, a, c] = qb
-                X[b, c, a] = p1
-                X[b, a, c] = xb
-                vb = ds12 - ds9
-                V[b, c, a] = vb
-                V[b, a, c] = vb
-                D[c, b, a] = ds12
-                D[b, c, a] = ds12
-            if k != j:
-                qc = 0.0 * sr[0]
-                xa = 0.0 * sr[0]
-                xc = 0.0 * sr[0]
-                for e in range(6):
-                    qc += u[U_3 + e] * sr[e]
-                    xa += u[U_8 + e] * sr[e] + u[U_9 + e] * phr[e]
-                    xc += u[U_6 + e] * sr[e]
-                Q[a, c, b] = p2
-                Q[c, a, b] = qc
-                va = ds9 - ds12
-                V[a, b, c] = va
-                V[a, c, b] = va
-                X[a, b, c] = xa
-                X[c, b, a] = xc
-                D[c, a, b] = ds9
-                D[a, c, b] = ds9
-                if not same:
-                    x7 = 0.0 * sr[0]
-                    for e in range(6):
-                        x7 += u[U_7 + e] * sr[e]
-                    Q[c, b, a] = qc
-                    vc = ds12 + ds9
-                    V[c, a, b] = vc
-                    V[c, b, a] = vc
-                    X[c, a, b] = x7
-                else:
-                    x4 = 0.0 * sr[0]
-                    for e in range(6):
-                        x4 += u[U_4 + e] * sr[e]
-                    V[c, b, a] = x4
-            else:
-                V[a, b, c] = -ds12
+        fill_dofs(n, a, b, kiv, kiv + mi[k, MI_NV], same, True, ws, sc, Q, V, X, D)
         k = mi[k, MI_PARENT]
 
 
@@ -353,19 +327,30 @@ def pair_fill(mi, n, a, b, j, same, ws, sc, Q, V, X, D):
 def joint_so(mi, i, ws, sc, Q, V, X, D):
     """Every entry of the four tensors whose deepest dof belongs to joint i."""
     n = mi[0, 0]
-    inertia_dense(ws[i, W_Y:W_Y + 13], sc[SC_YD:SC_YD + 36])
-    bc_dense(ws[i, W_BC:W_BC + 12], sc[SC_BCD:SC_BCD + 36])
     iv = mi[i, MI_IV]
     for a in range(iv, iv + mi[i, MI_NV]):
         ra = n + 1 + a
-        dof_blocks(mi, i, ra, ws, sc)
-        j = i
+        dof_blocks(i, ra, ws, sc)
+        for b in range(iv, iv + mi[i, MI_NV]):
+            pair_vectors(i, ra, n + 1 + b, True, ws, sc)
+            pair_fill(mi, n, a, b, i, True, ws, sc, Q, V, X, D)
+        j = mi[i, MI_PARENT]
         while j > 0:
             jiv = mi[j, MI_IV]
             for b in range(jiv, jiv + mi[j, MI_NV]):
-                pair_vectors(i, ra, n + 1 + b, j == i, ws, sc)
-                pair_fill(mi, n, a, b, j, j == i, ws, sc, Q, V, X, D)
+                pair_vectors(i, ra, n + 1 + b, False, ws, sc)
+                pair_fill(mi, n, a, b, j, False, ws, sc, Q, V, X, D)
             j = mi[j, MI_PARENT]
+
+
+@helper
+def subtree_to_parent(mi, i, ws):
+    """IC, BC and f of joint i's subtree join its parent's."""
+    lam = mi[i, MI_PARENT]
+    if lam > 0:
+        add13(ws[i, W_Y:W_Y + 13], ws[lam, W_Y:W_Y + 13])
+        add12(ws[i, W_BC:W_BC + 12], ws[lam, W_BC:W_BC + 12])
+        add6(ws[i, W_F:W_F + 6], ws[lam, W_F:W_F + 6])
 
 
 @kernel
@@ -375,11 +360,18 @@ def idsva_so_backward_pass(mi, ws, sc, Q, V, X, D):
     for i in range(mi[0, 0], 0, -1):
         joint_terms(mi, i, ws)
         joint_so(mi, i, ws, sc, Q, V, X, D)
-        lam = mi[i, MI_PARENT]
-        if lam > 0:
-            add13(ws[i, W_Y:W_Y + 13], ws[lam, W_Y:W_Y + 13])
-            add12(ws[i, W_BC:W_BC + 12], ws[lam, W_BC:W_BC + 12])
-            add6(ws[i, W_F:W_F + 6], ws[lam, W_F:W_F + 6])
+        subtree_to_parent(mi, i, ws)
+
+
+@kernel
+def idsva_fo_so_backward_pass(mi, ws, sc, dtau_dq, dtau_dv, M, Q, V, X, D):
+    """The same pass that also fills the first-order derivatives (IDSVA's joint_fill:
+    dtau_dq, dtau_dv and M on the branch pattern only, no zeroing), as FDSVA-SO needs."""
+    for i in range(mi[0, 0], 0, -1):
+        joint_terms(mi, i, ws)
+        joint_fill(mi, i, ws, dtau_dq, dtau_dv, M)
+        joint_so(mi, i, ws, sc, Q, V, X, D)
+        subtree_to_parent(mi, i, ws)
 
 
 # ---- zeros ------------------------------------------------------------------------------

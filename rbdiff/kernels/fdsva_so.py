@@ -1,0 +1,126 @@
+"""FDSVA-SO: second-order derivatives of forward dynamics from those of inverse dynamics
+(Singh, Russell & Wensing 2023, eq. 46; restated in DESIGN.md section 5):
+
+    qdd = ABA(q, v, tau, fext),  everything below at (q, v, qdd)
+    d2qdd/dq2    = -Minv (Q + D.P + swap23(D.P))        P  = dqdd/dq
+    d2qdd/dv2    = -Minv V
+    d2qdd/dqdv   = -Minv (X + swap23(D.Pv))             Pv = dqdd/dv
+    d2qdd/dtaudq = -Minv (D.Minv)
+
+with Q, V, X, D = d2tau/dq2, d2tau/dv2, d2tau/dqdv, dM/dq by IDSVA-SO (idsva_so.py),
+P and Pv by FDSVA first order (aba_derivatives.py: -Minv times IDSVA's dtau/dq, dtau/dv),
+Minv without forming M (minverse.py). Tensors are (nv, nv, nv), output index first;
+swap23(T)[i, j, k] = T[i, k, j]; (D.P)[i, j, k] = sum_l D[i, l, k] P[l, j]; the products
+with Minv act on the output index.
+
+Products are dense tensor-matrix products (DTM, the paper's choice for the outer term):
+the inner products D.P skip the rows D[i, l, :] that dM/dq's pattern makes zero (dofs i
+and l off one branch) and, within a row, the dofs outside the range that can be nonzero,
+so their cost is O(nnz(D) nv); the outer products -Minv T are dense, O(nv^4).
+"""
+
+from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
+from .aba import aba
+from .aba_derivatives import neg_minv_mul_tree
+from .idsva import idsva_dynamics_pass
+from .idsva_so import idsva_fo_so_backward_pass, zero_unwritten
+from .jit import helper, kernel
+from .minverse import minverse
+
+
+@helper
+def _row_times_matrix(D, P, out, i, l, lo, hi):
+    """out[i, j, lo:hi] += P[l, j] D[i, l, lo:hi] for every j."""
+    for j in range(P.shape[1]):
+        p = P[l, j]
+        for k in range(lo, hi):
+            out[i, j, k] += p * D[i, l, k]
+
+
+@kernel
+def tensor_matrix(mi, D, P, out):
+    """out = D.P: out[i, j, k] = sum_l D[i, l, k] P[l, j] (singh-2023 eq. 46's inner
+    products) for D = dM/dq (nv, nv, nv) and any P (nv, nv). D[i, l, k] = dM_il/dq_k
+    vanishes unless the joints of i, l and k lie on one branch and k is strictly below
+    the shallower of i's and l's joints (s) and at most in the subtree of the deeper (d):
+    k in [iv_s + nv_s, iv_d + nvsub_d)."""
+    n = mi[0, 0]
+    for ji in range(1, n + 1):
+        iv = mi[ji, MI_IV]
+        end = iv + mi[ji, MI_NVSUB]
+        for i in range(iv, iv + mi[ji, MI_NV]):
+            out[i, :, :] = 0.0
+            jl = ji                                   # l on joint i or above: d = ji
+            while jl > 0:
+                l0 = mi[jl, MI_IV]
+                l1 = l0 + mi[jl, MI_NV]
+                for l in range(l0, l1):
+                    _row_times_matrix(D, P, out, i, l, l1, end)
+                jl = mi[jl, MI_PARENT]
+            jl = ji + 1                               # l strictly below: s = ji
+            while jl <= n and mi[jl, MI_IV] < end:
+                l0 = mi[jl, MI_IV]
+                hi = l0 + mi[jl, MI_NVSUB]
+                for l in range(l0, l0 + mi[jl, MI_NV]):
+                    _row_times_matrix(D, P, out, i, l, iv + mi[ji, MI_NV], hi)
+                jl += 1
+
+
+@kernel
+def add_sym23(DP, T):
+    """T[i, j, k] += DP[i, j, k] + DP[i, k, j]."""
+    nv = T.shape[0]
+    for i in range(nv):
+        for j in range(nv):
+            for k in range(nv):
+                T[i, j, k] += DP[i, j, k] + DP[i, k, j]
+
+
+@kernel
+def add_swap23(DP, T):
+    """T[i, j, k] += DP[i, k, j]."""
+    nv = T.shape[0]
+    for i in range(nv):
+        for j in range(nv):
+            for k in range(nv):
+                T[i, j, k] += DP[i, k, j]
+
+
+@kernel
+def neg_minv_tensor(Minv, T, out):
+    """out[i] = -sum_l Minv[i, l] T[l] (the outer products of eq. 46): a rank-nv update
+    of contiguous (nv, nv) slices."""
+    nv = T.shape[0]
+    for i in range(nv):
+        out[i, :, :] = 0.0
+        for l in range(nv):
+            m = Minv[i, l]
+            for j in range(nv):
+                for k in range(nv):
+                    out[i, j, k] -= m * T[l, j, k]
+
+
+@kernel
+def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT):
+    """d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv, d2qdd/dtaudq (dQ, dV, dX, dT, each (nv, nv, nv),
+    every entry written) at (q, v, tau, fext). Scratch: ws (workspace_rows, W_WIDTH),
+    sc (SC_SIZE,), qdd (nv,), Mt (6, nv, nv), F (njoints + 1, nv, 6),
+    T (5, nv, nv, nv)."""
+    Q, V, X, D, DP = T[0], T[1], T[2], T[3], T[4]
+    zero_unwritten(mi, Q, V, X, D)
+    aba(mi, mf, q, v, tau, fext, ws, qdd)
+    # ABA leaves world placements, S, v, S qd and a (with qdd) in ws, as IDSVA needs
+    idsva_dynamics_pass(mi, mf, fext, ws)
+    idsva_fo_so_backward_pass(mi, ws, sc, Mt[0], Mt[1], Mt[2], Q, V, X, D)
+    Minv = Mt[3]
+    minverse(mi, mf, q, ws, F, Minv)
+    neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
+    tensor_matrix(mi, D, Mt[4], DP)
+    add_sym23(DP, Q)
+    neg_minv_tensor(Minv, Q, dQ)
+    neg_minv_tensor(Minv, V, dV)
+    tensor_matrix(mi, D, Mt[5], DP)
+    add_swap23(DP, X)
+    neg_minv_tensor(Minv, X, dX)
+    tensor_matrix(mi, D, Minv, DP)
+    neg_minv_tensor(Minv, DP, dT)
