@@ -4,6 +4,8 @@ and return caller-owned arrays.
 Every function takes a single state (q of shape (nq,), ...) or a batch with a leading
 axis (q of shape (B, nq), ...), computed on all cores. Inputs may be float64, float32
 (computed in float32) or complex128 (complex step); mixed inputs are promoted.
+Arrays on a CUDA device (``__cuda_array_interface__``: Numba, CuPy, PyTorch) are computed
+there by rbdiff.gpu and the results stay there (Numba device arrays).
 """
 
 import numpy as np
@@ -107,6 +109,23 @@ def _explain(model, named, fext):
     return ValueError("invalid input")
 
 
+def _on_device(*xs):
+    """True when an argument lives on a CUDA device (``__cuda_array_interface__``, or a
+    Numba device array, the simulator's included). Asked only after the NumPy fast
+    paths, so it costs them nothing."""
+    for x in xs:
+        if type(x) is not _ND and x is not None and (
+                hasattr(x, "__cuda_array_interface__") or hasattr(x, "__cuda_ndarray__")):
+            return True
+    return False
+
+
+def _gpu(name, *args, **kwargs):
+    """rbdiff.gpu.<name>(*args, **kwargs); numba.cuda is imported on first use only."""
+    from . import gpu
+    return getattr(gpu, name)(*args, **kwargs)
+
+
 def _call(model, one, batch_fn, fext, named, out_shape):
     """Validate and run the single or batch entry point into a new output array of shape
     (B,) + out_shape or out_shape; explain a refusal precisely. Functions of (q, v, a/tau)
@@ -139,6 +158,8 @@ def rnea(model, q, v, a, fext=None):
             return tau
         except ValueError:
             pass
+    if _on_device(q, v, a, fext):
+        return _gpu("rnea", model, q, v, a, fext)
     return _call(model, cpu.rnea_one, cpu.rnea_batch, fext,
                  [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], model._sv)
 
@@ -158,6 +179,8 @@ def aba(model, q, v, tau, fext=None):
             return qdd
         except ValueError:
             pass
+    if _on_device(q, v, tau, fext):
+        return _gpu("aba", model, q, v, tau, fext)
     return _call(model, cpu.aba_one, cpu.aba_batch, fext,
                  [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], model._sv)
 
@@ -172,6 +195,8 @@ def crba(model, q):
             return M
         except ValueError:
             pass
+    if _on_device(q):
+        return _gpu("crba", model, q)
     return _call(model, cpu.crba_one, cpu.crba_batch, None, [("q", q, model.nq)], model._svv)
 
 
@@ -185,12 +210,16 @@ def minverse(model, q):
             return Minv
         except ValueError:
             pass
+    if _on_device(q):
+        return _gpu("minverse", model, q)
     return _call(model, cpu.minverse_one, cpu.minverse_batch, None, [("q", q, model.nq)],
                  model._svv)
 
 
 def nonlinear_effects(model, q, v):
     """C(q, v) v + g(q) (nv,) = rnea(q, v, 0). Batch: (B, nv)."""
+    if _on_device(q, v):
+        return _gpu("nonlinear_effects", model, q, v)
     v = np.asarray(v)
     return rnea(model, q, v, np.zeros(v.shape, dtype=v.dtype if v.dtype.kind in "fc"
                                       else np.float64))
@@ -198,6 +227,8 @@ def nonlinear_effects(model, q, v):
 
 def gravity(model, q):
     """Generalised gravity g(q) (nv,) = rnea(q, 0, 0). Batch: (B, nv)."""
+    if _on_device(q):
+        return _gpu("gravity", model, q)
     q = np.asarray(q)
     shape = q.shape[:-1] + (model.nv,)
     dt = q.dtype if q.dtype.kind in "fc" else np.float64

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import cpu_derivatives as cd
-from .api import _F64, _ND, _explain, _prepare, aba, rnea
+from .api import _F64, _ND, _explain, _gpu, _on_device, _prepare, aba, rnea
 from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge
 from .kernels.jit import native
 from .model.configuration import integrate
@@ -176,6 +176,8 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
+    if _on_device(q, v, a, fext):
+        return _gpu("rnea_derivatives", model, q, v, a, fext, method=method)
     return _new(RNEADerivatives, _analytical(
         model, *((cd.rnea_derivatives_one, cd.rnea_derivatives_batch) if idsva
                  else (cd.rnea_chain_rule_one, cd.rnea_chain_rule_batch)), fext,
@@ -232,6 +234,9 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto")
             return _new(ABADerivatives, (d1, d2, d3))
         except ValueError:
             pass
+    if _on_device(q, v, tau, fext):
+        return _gpu("aba_derivatives", model, q, v, tau, fext, method=method,
+                    product=product)
     return _new(ABADerivatives, _analytical(
         model, one, batch_fn, fext,
         [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra))

@@ -1,0 +1,25 @@
+"""rbdiff on a CUDA GPU (numba-cuda), from the same kernels as the CPU.
+
+``rbdiff.gpu.rnea``, ``crba``, ``aba``, ``minverse``, ``rnea_derivatives`` and
+``aba_derivatives`` take states on a CUDA device (anything with
+``__cuda_array_interface__``: Numba device arrays, CuPy, PyTorch CUDA tensors; host
+NumPy arrays are copied over) and return Numba device arrays; ``out=`` fills the
+caller's device buffers instead. The public functions ``rbdiff.rnea`` etc. route a
+device argument here. How the kernels are built: :mod:`rbdiff.gpu.compile`; how they
+are launched (partitions, fine-grained variant, workspaces): :mod:`rbdiff.gpu.launch`;
+arguments: :mod:`rbdiff.gpu.dispatch`. Install with ``pip install rbdiff[gpu]``;
+without a GPU, ``NUMBA_ENABLE_CUDASIM=1`` runs everything in Numba's CUDA simulator.
+"""
+
+from .dispatch import aba
+from .dispatch import aba_derivatives
+from .dispatch import crba
+from .dispatch import gravity
+from .dispatch import is_device_array
+from .dispatch import minverse
+from .dispatch import nonlinear_effects
+from .dispatch import rnea
+from .dispatch import rnea_derivatives
+from .launch import LAYOUTS
+from .launch import PARTITIONS
+from .launch import set_workspace_budget
