@@ -62,7 +62,7 @@ def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau):
 
 # ---- chain rule (Carpentier & Mansard 2018 Alg. 2/3), AZA product, kinematics ----------
 
-from .kernels.aza import aba_derivatives_aza, use_aza                     # noqa: E402
+from .kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza          # noqa: E402
 from .kernels.kinematics_derivatives import kinematics_derivatives       # noqa: E402
 from .kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH,               # noqa: E402
                                       aba_derivatives_chain_rule, record_offsets,
@@ -97,11 +97,12 @@ def aba_derivatives_product_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     or AZA)."""
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    aza = use_aza(mi, product)
+    ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
     qdd = np.empty(nv, q.dtype)
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
-    if use_aza(mi, product):
+    if aza:
         aba_derivatives_aza(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
     else:
         aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
@@ -115,8 +116,9 @@ def aba_derivatives_product_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product
         raise ValueError(BAD_STATE)
     nv = mi[0, 2]
     aza = use_aza(mi, product)
+    width = AZA_WIDTH if aza else W_WIDTH
     for b in prange(q.shape[0]):
-        ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+        ws = np.empty((workspace_rows(mi), width), q.dtype)
         qdd = np.empty(nv, q.dtype)
         S3 = np.empty((3, nv, nv), q.dtype)
         F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
@@ -132,14 +134,15 @@ def aba_derivatives_product_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product
 def aba_chain_rule_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    aza = use_aza(mi, product)
+    ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
     off = np.empty(mi[0, 0] + 2, np.int64)
     G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
     qdd = np.empty(nv, q.dtype)
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F, dq, dv, dtau,
-                               use_aza(mi, product))
+                               aza)
 
 
 @pentry
@@ -150,8 +153,9 @@ def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
         raise ValueError(BAD_STATE)
     nv = mi[0, 2]
     aza = use_aza(mi, product)
+    width = AZA_WIDTH if aza else W_WIDTH
     for b in prange(q.shape[0]):
-        ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+        ws = np.empty((workspace_rows(mi), width), q.dtype)
         off = np.empty(mi[0, 0] + 2, np.int64)
         G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
         qdd = np.empty(nv, q.dtype)

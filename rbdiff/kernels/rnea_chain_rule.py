@@ -350,11 +350,15 @@ def aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F,
     """dqdd_dq, dqdd_dv and Minv = dqdd_dtau (each (nv, nv)) at (q, v, tau, fext):
     qdd = ABA, the chain-rule ID derivatives at (q, v, qdd), M^-1 without M, then
     Carpentier & Mansard 2018 eq. 24 by DMM (neg_minv_mul_tree) or, with use_aza, by
-    the ABA-zero algorithm (aza.py). S3: (3, nv, nv) scratch; F: (njoints+1, nv, 6)."""
+    the ABA-zero algorithm (aza.py). ws: (workspace_rows, W_WIDTH), or aza.AZA_WIDTH
+    with use_aza; S3: (3, nv, nv) scratch; F: (njoints+1, nv, 6)."""
     aba(mi, mf, q, v, tau, fext, ws, qdd)
-    # ABA leaves world placements, S, v, vJ and a (with qdd) in ws. No zeroing of S3:
-    # the backward pass writes every entry of the branch pattern, the product reads no other
+    # ABA leaves world placements, S, v, vJ and a (with qdd) in ws. DMM needs no zeroing
+    # of S3: the backward pass writes every entry of the branch pattern, DMM reads no other
     chain_rule_dynamics_pass(mi, mf, qdd, fext, ws, G, off)
+    if use_aza:                 # AZA's sweeps read whole columns
+        S3[0, :, :] = 0.0
+        S3[1, :, :] = 0.0
     chain_rule_backward_pass(mi, ws, G, off, S3[0], S3[1])
     minverse(mi, mf, q, ws, F, Minv)
     if use_aza:
