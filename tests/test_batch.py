@@ -1,0 +1,156 @@
+"""Batches equal loops: every public function called once on a leading batch axis returns,
+item by item, what a loop of single calls returns (the batch entry points run the same
+kernels under ``prange``). Oracle: the single-call path, itself checked against
+Pinocchio in test_dynamics.py / test_idsva.py. The GPU functions' batches (and their
+``out=`` buffers) are checked the same way in the CUDA simulator, test_gpu_sim.py.
+
+The public CPU functions have no ``out=`` argument (outputs are always new arrays);
+``rbdiff.gpu`` has one.
+"""
+
+import numpy as np
+import pytest
+
+import rbdiff as rbd
+from rbdiff.model.robots import example_robot_data_dir
+
+B = 4
+
+
+def _model(key):
+    if key == "iiwa14":
+        return rbd.load_robot("iiwa14")
+    if key == "hyq+ff":
+        if example_robot_data_dir() is None:
+            pytest.skip("example-robot-data is not installed")
+        return rbd.load_robot("hyq", floating_base=True)
+    seed = int(key.split("-")[1])
+    return rbd.models.random_tree(8, seed, floating_base=seed % 2 == 0)
+
+
+MODELS = ["iiwa14", "hyq+ff", "tree-0", "tree-1"]
+_CACHE = {}
+
+
+@pytest.fixture(params=MODELS)
+def model(request):
+    if request.param not in _CACHE:
+        _CACHE[request.param] = _model(request.param)
+    return _CACHE[request.param]
+
+
+def _states(model, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    q = np.stack([rbd.random_configuration(model, rng) for _ in range(B)])
+    v, u = rng.normal(size=(2, B, model.nv))
+    f = rng.normal(size=(B, model.njoints, 6))
+    return tuple(np.ascontiguousarray(x, dtype=dtype) for x in (q, v, u, f))
+
+
+def _same(batched, looped):
+    """Item b of the batched result equals the b-th single call's, bit for bit (the
+    same compiled kernel on the same numbers); tuples field by field."""
+    if isinstance(batched, tuple):
+        assert type(batched) is type(looped[0])
+        for k in range(len(batched)):
+            _same(batched[k], [x[k] for x in looped])
+        return
+    assert isinstance(batched, np.ndarray) and batched.shape == (B,) + looped[0].shape
+    assert batched.dtype == looped[0].dtype
+    np.testing.assert_array_equal(batched, np.stack(looped))
+
+
+def _check(fn, *batch_args, **kw):
+    batched = fn(*batch_args, **kw)
+    model, rest = batch_args[0], batch_args[1:]
+    looped = [fn(model, *(None if x is None else x[b] for x in rest), **kw) for b in range(B)]
+    _same(batched, looped)
+    return batched
+
+
+@pytest.mark.parametrize("with_fext", [False, True])
+@pytest.mark.parametrize("name", ["rnea", "aba"])
+def test_dynamics(model, name, with_fext):
+    q, v, u, f = _states(model)
+    _check(getattr(rbd, name), model, q, v, u, f if with_fext else None)
+
+
+@pytest.mark.parametrize("name", ["crba", "minverse", "gravity"])
+def test_functions_of_q(model, name):
+    q, _, _, _ = _states(model)
+    _check(getattr(rbd, name), model, q)
+
+
+def test_nonlinear_effects(model):
+    q, v, _, _ = _states(model)
+    _check(rbd.nonlinear_effects, model, q, v)
+
+
+@pytest.mark.parametrize("with_fext", [False, True])
+@pytest.mark.parametrize("method", ["idsva", "chain_rule"])
+def test_rnea_derivatives(model, method, with_fext):
+    q, v, a, f = _states(model, 1)
+    _check(rbd.rnea_derivatives, model, q, v, a, f if with_fext else None, method=method)
+
+
+@pytest.mark.parametrize("with_fext", [False, True])
+@pytest.mark.parametrize("method,product", [("idsva", "dmm"), ("idsva", "aza"),
+                                            ("idsva", "auto"), ("chain_rule", "auto")])
+def test_aba_derivatives(model, method, product, with_fext):
+    q, v, tau, f = _states(model, 2)
+    _check(rbd.aba_derivatives, model, q, v, tau, f if with_fext else None, method=method,
+           product=product)
+
+
+@pytest.mark.parametrize("method", ["complex_step", "finite_difference"])
+def test_numerical_derivatives(method):
+    model = _model("tree-1")
+    q, v, u, _ = _states(model, 3)
+    _check(rbd.rnea_derivatives, model, q, v, u, None, method=method)
+    _check(rbd.aba_derivatives, model, q, v, u, None, method=method)
+
+
+@pytest.mark.parametrize("reference", ["world", "local", "local_world_aligned"])
+def test_kinematics_derivatives(model, reference):
+    q, v, a, _ = _states(model, 4)
+    _check(rbd.kinematics_derivatives, model, q, v, a, reference=reference)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_other_dtypes(model, dtype):
+    """float32 and complex128 batches take the same entry points as float64."""
+    q, v, u, f = _states(model, 5)
+    q, v, u, f = (x.astype(dtype) for x in (q, v, u, f))
+    out = _check(rbd.aba, model, q, v, u, f)
+    assert out.dtype == dtype
+    if dtype == np.float32:
+        _check(rbd.aba_derivatives, model, q, v, u, f)
+        _check(rbd.rnea_derivatives, model, q, v, u, None)
+
+
+def test_configuration_ops(model):
+    q, v, _, _ = _states(model, 6)
+    q2 = _check(rbd.integrate, model, q, v)
+    _check(rbd.difference, model, q, q2)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="forward_kinematics takes one configuration (kinematics.py); "
+                          "DESIGN.md asks every function to take a batch")
+def test_forward_kinematics(model):
+    q, v, a, _ = _states(model, 7)
+    batched = rbd.forward_kinematics(model, q, v, a)
+    looped = [rbd.forward_kinematics(model, q[b], v[b], a[b]) for b in range(B)]
+    for k in range(3):
+        np.testing.assert_array_equal(batched[k], np.stack([x[k] for x in looped]))
+
+
+def test_batch_of_one_and_mismatch(model):
+    """A batch of one is a batch (leading axis kept); mismatched batch sizes are refused."""
+    q, v, u, _ = _states(model, 8)
+    one = rbd.aba_derivatives(model, q[:1], v[:1], u[:1])
+    assert one.dqdd_dq.shape == (1, model.nv, model.nv)
+    np.testing.assert_array_equal(one.dqdd_dq[0],
+                                  rbd.aba_derivatives(model, q[0], v[0], u[0]).dqdd_dq)
+    with pytest.raises(ValueError, match="batch size"):
+        rbd.rnea(model, q, v[:2], u)

@@ -1,0 +1,322 @@
+"""The GPU backend in Numba's CUDA simulator: device arrays in, device arrays out, equal to
+the CPU (itself checked against Pinocchio) and to Pinocchio directly, for every function,
+every aba_derivatives partition, the fine-grained variant, both workspace layouts,
+float64 and float32, with and without external forces.
+
+The simulator must be switched on before Numba is imported, so under a plain ``pytest``
+run this file holds a single test that runs the file again in a fresh interpreter with
+``NUMBA_ENABLE_CUDASIM=1`` (the other test files keep their process untouched); the
+cases below are collected only there (or when the whole run has the variable set).
+In the simulator the device functions run as Python, so the tests also check that the
+frames executed are those rebuilt by rbdiff.gpu.compile, not the CPU dispatchers.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+if not SIM:
+    def test_gpu_backend_in_simulator():
+        """Run the simulator cases in a subprocess; fail with their report."""
+        pytest.importorskip("numba.cuda")
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        r = subprocess.run([sys.executable, "-m", "pytest", os.path.abspath(__file__),
+                            "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-x",
+                            "--rootdir", ROOT],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+        assert r.returncode == 0, r.stdout[-8000:] + r.stderr[-4000:]
+        assert " passed" in r.stdout and " failed" not in r.stdout, r.stdout[-4000:]
+
+else:
+    import threading
+
+    from numba import cuda
+    from numba.core.dispatcher import Dispatcher
+
+    import rbdiff as rbd
+    from rbdiff import gpu
+    from rbdiff.gpu import compile as gcompile
+    from rbdiff.gpu import launch
+
+    from conftest import full, random_state, rel_err, robot_pair, tree_pair, pin_fext
+
+    import pinocchio as pin
+
+    B = 3
+    F64_TOL = 1e-11        # the simulator evaluates the same statements in Python
+    F32_TOL = 2e-3         # float32 on the device vs float64 on the CPU (relative)
+    _PAIRS = {}
+
+    def _pair(key):
+        if key not in _PAIRS:
+            _PAIRS[key] = robot_pair("iiwa14", False) if key == "iiwa14" else \
+                tree_pair(int(key[-1]), n=7, floating=True)
+        return _PAIRS[key]
+
+    @pytest.fixture(params=["iiwa14", "tree-2"])
+    def pair(request):
+        """iiwa14, and a random tree with a free-flyer root and every joint type."""
+        return _pair(request.param)
+
+    def _states(model, pm, seed=0, dtype=np.float64):
+        rng = np.random.default_rng(seed)
+        st = [random_state(pm, rng) for _ in range(B)]
+        q, v, u = (np.stack([s[k] for s in st]) for k in range(3))
+        f = rng.normal(size=(B, model.njoints, 6))
+        return tuple(np.ascontiguousarray(x, dtype=dtype) for x in (q, v, u, f))
+
+    def _dev(*xs):
+        return tuple(None if x is None else cuda.to_device(x) for x in xs)
+
+    def _host(x):
+        assert gpu.is_device_array(x) and not isinstance(x, np.ndarray), type(x)
+        return x.copy_to_host()
+
+    def _close(got, ref, tol):
+        got = _host(got)
+        assert got.shape == ref.shape
+        assert rel_err(got, ref) < tol, rel_err(got, ref)
+
+    # -- every function: device in, device out, equal to the CPU --------------------------
+
+    @pytest.mark.parametrize("with_fext", [False, True])
+    @pytest.mark.parametrize("name", ["rnea", "aba"])
+    def test_dynamics(pair, name, with_fext):
+        model, pm = pair
+        q, v, u, f = _states(model, pm)
+        f = f if with_fext else None
+        out = getattr(rbd, name)(model, *_dev(q, v, u, f))
+        _close(out, getattr(rbd, name)(model, q, v, u, f), F64_TOL)
+
+    @pytest.mark.parametrize("name", ["crba", "minverse", "gravity"])
+    def test_functions_of_q(pair, name):
+        model, pm = pair
+        q, v, _, _ = _states(model, pm, 1)
+        _close(getattr(rbd, name)(model, *_dev(q)), getattr(rbd, name)(model, q), F64_TOL)
+        _close(rbd.nonlinear_effects(model, *_dev(q, v)), rbd.nonlinear_effects(model, q, v),
+               F64_TOL)
+
+    @pytest.mark.parametrize("with_fext", [False, True])
+    def test_rnea_derivatives(pair, with_fext):
+        model, pm = pair
+        q, v, a, f = _states(model, pm, 2)
+        f = f if with_fext else None
+        got = rbd.rnea_derivatives(model, *_dev(q, v, a, f))
+        assert type(got) is rbd.derivatives.RNEADerivatives
+        for g, r in zip(got, rbd.rnea_derivatives(model, q, v, a, f)):
+            _close(g, r, F64_TOL)
+
+    @pytest.mark.parametrize("partition", launch.PARTITIONS)
+    def test_aba_derivatives_partitions(pair, partition):
+        """Plancher Alg. 3 split / fused / completely fused: all equal the CPU, and the
+        first one Pinocchio's computeABADerivatives (external forces included)."""
+        model, pm = pair
+        q, v, tau, f = _states(model, pm, 3)
+        got = gpu.aba_derivatives(model, *_dev(q, v, tau, f), partition=partition)
+        ref = rbd.aba_derivatives(model, q, v, tau, f, product="dmm")
+        for g, r in zip(got, ref):
+            _close(g, r, F64_TOL)
+        data = pm.createData()
+        pin.computeABADerivatives(pm, data, q[0], v[0], tau[0], pin_fext(model, f[0]))
+        for g, r in zip(got, (data.ddq_dq, data.ddq_dv, full(data.Minv))):
+            assert rel_err(_host(g)[0], np.array(r)) < 1e-9
+
+    @pytest.mark.parametrize("threads_per_eval", [2, 3])
+    def test_aba_derivatives_fine_grained(pair, threads_per_eval):
+        """Alg. 4-style variant: M^-1 beside ABA+IDSVA, columns over the block's threads
+        (a barrier between): equal to the CPU."""
+        model, pm = pair
+        q, v, tau, _ = _states(model, pm, 4)
+        got = rbd.gpu.aba_derivatives(model, *_dev(q, v, tau), threads_per_eval=threads_per_eval)
+        for g, r in zip(got, rbd.aba_derivatives(model, q, v, tau, product="dmm")):
+            _close(g, r, F64_TOL)
+
+    @pytest.mark.parametrize("kind", ["completely_fused", "split", "columns", "rnea_d"])
+    def test_blocked_layout(kind):
+        """The batch-first workspace layout gives the same numbers."""
+        model, pm = _pair("tree-2")
+        q, v, u, f = _states(model, pm, 5)
+        dq, dv, du, df = _dev(q, v, u, f)
+        if kind == "rnea_d":
+            got = gpu.rnea_derivatives(model, dq, dv, du, df, layout="blocked")
+            ref = rbd.rnea_derivatives(model, q, v, u, f)
+        else:
+            got = gpu.aba_derivatives(
+                model, dq, dv, du, df, layout="blocked",
+                partition="completely_fused" if kind == "columns" else kind,
+                threads_per_eval=2 if kind == "columns" else 1)
+            ref = rbd.aba_derivatives(model, q, v, u, f, product="dmm")
+        for g, r in zip(got, ref):
+            _close(g, r, F64_TOL)
+
+    @pytest.mark.parametrize("name", ["rnea", "aba", "minverse", "rnea_derivatives",
+                                      "aba_derivatives", "fine_grained"])
+    def test_float32(name):
+        """float32 device arrays compute in float32 (results float32) near float64."""
+        model, pm = _pair("iiwa14")
+        q, v, u, _ = _states(model, pm, 6)
+        args = (q,) if name == "minverse" else (q, v, u)
+        kw = {}
+        if name == "fine_grained":
+            name, kw = "aba_derivatives", dict(threads_per_eval=2)
+        got = getattr(gpu, name)(model, *_dev(*(x.astype(np.float32) for x in args)), **kw)
+        ref = getattr(rbd, name)(model, *args)
+        for g, r in (zip(got, ref) if isinstance(ref, tuple) else [(got, ref)]):
+            assert g.dtype == np.float32
+            _close(g, r, F32_TOL)
+
+    # -- batches, out= buffers, chunks, single states --------------------------------------
+
+    def test_batch_equals_loop_with_out_buffers():
+        """Device batch == loop of single device calls; out= buffers are filled in place
+        and returned, and reused across calls."""
+        model, pm = _pair("tree-2")
+        q, v, tau, f = _states(model, pm, 7)
+        dq, dv, dt, df = _dev(q, v, tau, f)
+        nv = model.nv
+        outs = tuple(cuda.device_array((B, nv, nv)) for _ in range(3))
+        got = gpu.aba_derivatives(model, dq, dv, dt, df, out=outs)
+        assert all(g is o for g, o in zip(got, outs))
+        for b in range(B):
+            single = tuple(cuda.device_array((nv, nv)) for _ in range(3))
+            one = rbd.gpu.aba_derivatives(model, dq[b], dv[b], dt[b], df[b], out=single)
+            for k in range(3):
+                np.testing.assert_array_equal(_host(one[k]), _host(outs[k])[b])
+        tau_out = cuda.device_array((B, nv))
+        assert gpu.rnea(model, dq, dv, dt, df, out=tau_out) is tau_out
+        loop = [_host(rbd.rnea(model, dq[b], dv[b], dt[b], df[b])) for b in range(B)]
+        np.testing.assert_array_equal(_host(tau_out), np.stack(loop))
+        M_out = cuda.device_array((B, nv, nv))
+        gpu.crba(model, dq, out=M_out)
+        np.testing.assert_array_equal(_host(M_out),
+                                      np.stack([_host(rbd.crba(model, dq[b]))
+                                                for b in range(B)]))
+        np.testing.assert_allclose(_host(M_out), rbd.crba(model, q), rtol=0, atol=1e-12)
+
+    def test_chunks_within_the_workspace_budget():
+        """A budget smaller than the batch's workspaces: the batch runs in chunks."""
+        model, pm = _pair("iiwa14")
+        q, v, tau, _ = _states(model, pm, 8)
+        per = sum(int(np.prod(s)) for s in launch.scratch_shapes(model, "split").values())
+        launch.set_workspace_budget(per * 8)            # one evaluation per launch
+        try:
+            assert launch.slots_per_launch(model, "split", np.float64) == 1
+            got = gpu.aba_derivatives(model, *_dev(q, v, tau), partition="split")
+        finally:
+            launch.set_workspace_budget(None)
+        for g, r in zip(got, rbd.aba_derivatives(model, q, v, tau, product="dmm")):
+            _close(g, r, F64_TOL)
+
+    def test_single_state_and_host_inputs():
+        """A 1-D state gives unbatched device outputs; host arrays mixed in are copied."""
+        model, pm = _pair("iiwa14")
+        q, v, a, _ = _states(model, pm, 9)
+        tau = rbd.rnea(model, cuda.to_device(q[0]), v[0], a[0])
+        assert tuple(tau.shape) == (model.nv,)
+        _close(tau, rbd.rnea(model, q[0], v[0], a[0]), F64_TOL)
+        d = rbd.aba_derivatives(model, cuda.to_device(q[1]), v[1], a[1])
+        for g, r in zip(d, rbd.aba_derivatives(model, q[1], v[1], a[1], product="dmm")):
+            assert tuple(g.shape) == (model.nv, model.nv)
+            _close(g, r, F64_TOL)
+
+    # -- bad input -------------------------------------------------------------------------
+
+    def test_bad_input():
+        model, pm = _pair("iiwa14")
+        q, v, a, f = _states(model, pm)
+        dq, dv, da, df = _dev(q, v, a, f)
+        with pytest.raises(ValueError, match=r"v: expected shape \(7,\) or \(B, 7\)"):
+            gpu.rnea(model, dq, cuda.to_device(np.ascontiguousarray(v[:, :3])), da)
+        with pytest.raises(ValueError, match="batch size 2 differs"):
+            gpu.aba(model, dq, dv[:2], da)
+        with pytest.raises(TypeError, match="different dtypes"):
+            gpu.aba(model, dq, cuda.to_device(v.astype(np.float32)), da)
+        with pytest.raises(ValueError, match="fext: expected shape"):
+            gpu.rnea(model, dq, dv, da, df[:, :2])
+        with pytest.raises(ValueError, match="partition: expected one of"):
+            gpu.aba_derivatives(model, dq, dv, da, partition="bogus")
+        with pytest.raises(ValueError, match="needs partition='completely_fused'"):
+            gpu.aba_derivatives(model, dq, dv, da, partition="split", threads_per_eval=2)
+        with pytest.raises(ValueError, match="threads_per_eval"):
+            gpu.aba_derivatives(model, dq, dv, da, threads_per_eval=0)
+        with pytest.raises(ValueError, match="layout"):
+            gpu.rnea(model, dq, dv, da, layout="diagonal")
+        with pytest.raises(ValueError, match="CPU only"):
+            rbd.rnea_derivatives(model, dq, dv, da, method="chain_rule")
+        with pytest.raises(ValueError, match="CPU only"):
+            rbd.aba_derivatives(model, dq, dv, da, product="aza")
+        with pytest.raises(TypeError, match="must be a device array"):
+            gpu.rnea(model, dq, dv, da, out=np.empty((B, model.nv)))
+        with pytest.raises(ValueError, match=r"out: tau must have shape \(3, 7\)"):
+            gpu.rnea(model, dq, dv, da, out=cuda.device_array((B, model.nv + 1)))
+        with pytest.raises(ValueError, match="expected 3 arrays"):
+            gpu.rnea_derivatives(model, dq, dv, da, out=(cuda.device_array((B, 7, 7)),))
+
+    def test_public_functions_route_cuda_array_interface(monkeypatch):
+        """Anything with __cuda_array_interface__ (CuPy, PyTorch) goes to rbdiff.gpu;
+        NumPy input never does."""
+        calls = []
+        monkeypatch.setattr(gpu, "rnea", lambda *a, **k: calls.append(a) or "gpu")
+        model, pm = _pair("iiwa14")
+        q, v, a, _ = _states(model, pm)
+
+        class Foreign:
+            __cuda_array_interface__ = {}
+        assert rbd.rnea(model, Foreign(), v, a) == "gpu"
+        assert rbd.rnea(model, q, v, Foreign()) == "gpu"
+        n = len(calls)
+        rbd.rnea(model, q, v, a)
+        rbd.rnea(model, q[0], v[0], a[0])
+        assert len(calls) == n == 2
+
+    # -- the device functions are the kernels' own source, rebuilt ---------------------------
+
+    def test_device_functions_are_rebuilt_kernels():
+        """Every device function was built from an rbdiff kernel's code object, and its
+        globals reference device functions only (no CPU dispatcher)."""
+        graph = gcompile.device_graph()
+        assert "rbdiff.kernels.aba_derivatives.aba_derivatives" in graph
+        assert "rbdiff.kernels.idsva.idsva_backward_pass" in graph
+        for name, (cpu_fn, dev) in graph.items():
+            fn = gcompile.python_function(dev)
+            assert fn.__code__ is cpu_fn.py_func.__code__, name
+            assert fn.__globals__ is not cpu_fn.py_func.__globals__, name
+            for k, obj in fn.__globals__.items():
+                assert not isinstance(obj, Dispatcher), (name, k)
+        with pytest.raises(TypeError, match="not an rbdiff kernel"):
+            gcompile.device(launch.model_state)
+
+    def test_simulator_runs_the_rebuilt_functions():
+        """Profile one launch: every rbdiff kernel frame executed has the rebuilt globals
+        (a CPU dispatcher would run machine code and leave no Python frame at all), and
+        the frames cover the three steps of Alg. 3."""
+        model, pm = _pair("iiwa14")
+        q, v, tau, _ = _states(model, pm, 10)
+        args = _dev(q, v, tau)
+        seen = {}
+
+        def prof(frame, event, arg):
+            if event == "call" and os.sep + "kernels" + os.sep in frame.f_code.co_filename:
+                seen.setdefault(frame.f_code.co_name, set()).add(id(frame.f_globals))
+
+        threading.setprofile(prof)
+        sys.setprofile(prof)
+        try:
+            gpu.aba_derivatives(model, *args)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
+        assert {"aba_forward_pass", "idsva_backward_pass", "minverse_forward_pass",
+                "neg_minv_mul_column"} <= set(seen)
+        module_globals = {id(sys.modules[m].__dict__) for m in sys.modules
+                          if m.startswith("rbdiff.kernels")}
+        for name, globs in seen.items():
+            assert not (globs & module_globals), name
