@@ -131,6 +131,9 @@ def build_parser():
              "minverse); see bench-core --help")
     _forward(sub, "bench", "rbdiff.bench.suite", "benchmark report: Table I, scaling, "
              "accuracy (report.md, PNGs, results.json); see bench --help")
+    _forward(sub, "bench-gpu", "rbdiff.bench.gpu", "GPU aba_derivatives vs CPU batch, "
+             "Pinocchio and JAX for N = 1..65536 (report.md, results.json, PNG); see "
+             "bench-gpu --help")
     return parser
 
 

@@ -320,3 +320,29 @@ else:
                           if m.startswith("rbdiff.kernels")}
         for name, globs in seen.items():
             assert not (globs & module_globals), name
+
+    # -- the GPU benchmark script runs (tiny) --------------------------------------------
+
+    def test_bench_gpu_tiny(tmp_path):
+        """python -m rbdiff.bench.gpu --tiny: report, JSON rows for every timing kind and
+        variant, the GPU-vs-CPU check, and 'not installed' JAX rows without JAX."""
+        import json
+
+        from rbdiff.bench import gpu as bench
+        from rbdiff.cli import main
+        assert main(["bench-gpu", "--tiny", "--out", str(tmp_path)]) == 0
+        out = json.loads((tmp_path / "results.json").read_text())
+        report = (tmp_path / "report.md").read_text()
+        assert "## iiwa14 (nv = 7)" in report and "CUDA simulator" in report
+        rows = out["rows"]
+        assert {r["N"] for r in rows} == {1, 2}
+        kinds = {(r["what"], r["variant"]) for r in rows if r["seconds"] is not None}
+        for v in bench.VARIANTS:
+            assert ("gpu_device", v) in kinds and ("gpu_end_to_end", v) in kinds
+        assert any(w == "cpu_batch" for w, _ in kinds)
+        assert any(w == "pinocchio_loop" for w, _ in kinds)
+        usable, why = bench.jax_status()
+        if not usable:
+            assert all(r["variant"] == why for r in rows if r["what"] == "jax")
+        errs = out["checks"][0]["max_rel_err"]
+        assert set(errs) == set(bench.VARIANTS) and max(errs.values()) < 1e-12

@@ -22,4 +22,5 @@ from .dispatch import rnea
 from .dispatch import rnea_derivatives
 from .launch import LAYOUTS
 from .launch import PARTITIONS
+from .launch import release
 from .launch import set_workspace_budget

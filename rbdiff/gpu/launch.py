@@ -159,6 +159,16 @@ def model_state(model):
     return st
 
 
+def release(model=None):
+    """Drop the device arrays and workspaces kept for ``model`` (all models: None); the
+    memory returns to the device when Numba's deferred deallocations run."""
+    with _lock:
+        if model is None:
+            _STATES.clear()
+        else:
+            _STATES.pop(model, None)
+
+
 # ---------------------------------------------------------------------------------------
 # kernels: each factory closes over device functions and two compile-time constants,
 # FEXT (external forces given) and LAST (interleaved workspace layout); Numba prunes the
