@@ -1,0 +1,198 @@
+"""rbd.kinematics_derivatives (kernels/kinematics_derivatives.py) against Pinocchio's
+computeForwardKinematicsDerivatives + getJointVelocityDerivatives /
+getJointAccelerationDerivatives in WORLD, LOCAL and LOCAL_WORLD_ALIGNED, against complex
+step through rbdiff's own forward kinematics, and against central differences of
+Pinocchio's forwardKinematics where Pinocchio's getter and its own kinematics disagree."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import rbdiff as rbd
+from conftest import _TREES, random_state, rel_err
+from pin_bridge import frame_rotations
+from rbdiff.kernels.workspace import W_A, W_P, W_V
+from rbdiff.kinematics import KinematicsDerivatives, _workspace
+
+PIN_FRAMES = {"world": pin.WORLD, "local": pin.LOCAL,
+              "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+NAMES = KinematicsDerivatives._fields
+
+
+def _pin_getters(pm, q, v, a, rf):
+    """(5, njoints, 6, nv): dv_dq, dv_dv, da_dq, da_dv, da_da from Pinocchio."""
+    d = pm.createData()
+    pin.computeForwardKinematicsDerivatives(pm, d, q, v, a)
+    out = np.zeros((5, pm.njoints - 1, 6, pm.nv))
+    for i in range(1, pm.njoints):
+        dvq, dvv = (np.array(x) for x in pin.getJointVelocityDerivatives(pm, d, i, rf))
+        _, daq, dav, daa = (np.array(x) for x in
+                            pin.getJointAccelerationDerivatives(pm, d, i, rf))
+        out[:, i - 1] = dvq, dvv, daq, dav, daa
+    return out
+
+
+def _to_pin_local(model, x):
+    """Bridged random trees put a continuous joint's frame in a rotated frame (pin_bridge):
+    express LOCAL rows in Pinocchio's joint frames."""
+    if id(model) not in _TREES:
+        return x
+    Ra = frame_rotations(model)
+    out = x.copy()
+    for i in range(1, model.njoints + 1):
+        out[..., i - 1, :3, :] = Ra[i].T @ x[..., i - 1, :3, :]
+        out[..., i - 1, 3:, :] = Ra[i].T @ x[..., i - 1, 3:, :]
+    return out
+
+
+def _multi_dof_below_root(model):
+    """Columns of spherical / free-flyer joints that have a parent: there Pinocchio's
+    WORLD and LOCAL_WORLD_ALIGNED da_dq use v_j x S where (v_parent x S) belongs."""
+    cols = np.zeros(model.nv, bool)
+    for i in range(1, model.njoints + 1):
+        if model.nvs[i] > 1 and model.parents[i] > 0:
+            cols[model.idx_v[i]:model.idx_v[i] + model.nvs[i]] = True
+    return cols
+
+
+@pytest.mark.parametrize("reference", list(PIN_FRAMES))
+def test_matches_pinocchio(pair, reference):
+    model, pm = pair
+    q, v, a = random_state(pm, np.random.default_rng(61))
+    got = rbd.kinematics_derivatives(model, q, v, a, reference=reference)
+    assert isinstance(got, KinematicsDerivatives)
+    ref = _pin_getters(pm, q, v, a, PIN_FRAMES[reference])
+    skip = _multi_dof_below_root(model) if reference != "local" else np.zeros(model.nv, bool)
+    for k, (x, r) in enumerate(zip(got, ref)):
+        assert x.shape == (model.njoints, 6, model.nv)
+        if reference == "local":
+            x = _to_pin_local(model, x)
+        if NAMES[k] == "da_dq":
+            x, r = x[..., ~skip], r[..., ~skip]
+        assert rel_err(x, r) < 1e-9, NAMES[k]
+
+
+def test_da_dq_against_pinocchio_forward_kinematics(pair):
+    """Every da_dq column, those Pinocchio's getter gets wrong included, against central
+    differences (on the manifold) of Pinocchio's own forwardKinematics: oMi.act(a_i)."""
+    model, pm = pair
+    q, v, a = random_state(pm, np.random.default_rng(62))
+    d = pm.createData()
+
+    def oa(qq):
+        pin.forwardKinematics(pm, d, qq, v, a)
+        return np.array([d.oMi[i].act(d.a[i]).vector for i in range(1, pm.njoints)])
+
+    h = 1e-6
+    fd = np.zeros((pm.njoints - 1, 6, pm.nv))
+    for k in range(pm.nv):
+        e = np.zeros(pm.nv)
+        e[k] = h
+        fd[:, :, k] = (oa(pin.integrate(pm, q, e)) - oa(pin.integrate(pm, q, -e))) / (2 * h)
+    got = rbd.kinematics_derivatives(model, q, v, a).da_dq
+    assert rel_err(got, fd) < 1e-7
+    skip = _multi_dof_below_root(model)
+    if skip.any():   # the getter's discrepancy is real, and not ours
+        pins = _pin_getters(pm, q, v, a, pin.WORLD)[2]
+        assert rel_err(pins[..., skip], fd[..., skip]) > 1e-3
+
+
+def _complex_step(model, q, v, a, reference):
+    """(5, njoints, 6, nv) by complex step through rbdiff's forward kinematics (complex128):
+    q stepped as integrate(q, i h e_k), v and a as v + i h e_k."""
+    n, nv, h = model.njoints, model.nv, 1e-20
+    p_real = _workspace(model, q, v, a)[1:n + 1, W_P:W_P + 3]
+
+    def motions(qq, vv, aa):
+        if reference == "local":
+            fk = rbd.forward_kinematics(model, qq, vv, aa)
+            return fk.velocities[1:], fk.accelerations[1:]
+        ws = _workspace(model, qq, vv, aa)
+        vw = ws[1:n + 1, W_V:W_V + 6].copy()
+        aw = ws[1:n + 1, W_A:W_A + 6].copy()
+        aw[:, :3] += model.gravity
+        if reference == "local_world_aligned":   # at joint i's origin, held fixed
+            vw[:, :3] += np.cross(vw[:, 3:], p_real)
+            aw[:, :3] += np.cross(aw[:, 3:], p_real)
+        return vw, aw
+
+    out = np.zeros((5, n, 6, nv))
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = h
+        vq, aq = motions(rbd.integrate(model, q.astype(complex), 1j * e), v, a)
+        vv, av = motions(q.astype(complex), v + 1j * e, a)
+        _, aa = motions(q.astype(complex), v, a + 1j * e)
+        out[0, :, :, k], out[1, :, :, k] = vq.imag / h, vv.imag / h
+        out[2, :, :, k], out[3, :, :, k], out[4, :, :, k] = aq.imag / h, av.imag / h, aa.imag / h
+    return out
+
+
+@pytest.mark.parametrize("reference", list(PIN_FRAMES))
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_complex_step(seed, reference):
+    model = rbd.models.random_tree(10, seed, floating_base=seed % 2 == 0)
+    rng = np.random.default_rng(seed)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    got = rbd.kinematics_derivatives(model, q, v, a, reference=reference)
+    ref = _complex_step(model, q, v, a, reference)
+    for k, (x, r) in enumerate(zip(got, ref)):
+        assert rel_err(x, r) < 1e-12, NAMES[k]
+
+
+def test_motion_sets_are_the_chain_rule_ones():
+    """Sec. III-D: the world-frame derivatives are the motion sets of the RNEA chain-rule
+    forward pass (its NumPy reference, test_rnea_chain_rule)."""
+    from test_rnea_chain_rule import chain_rule_reference
+    model = rbd.models.random_tree(10, 5, floating_base=True)
+    rng = np.random.default_rng(5)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    _, _, dV, dA, dAv = chain_rule_reference(model, q, v, a)
+    got = rbd.kinematics_derivatives(model, q, v, a)
+    for x, r in ((got.dv_dq, dV), (got.da_dq, dA), (got.da_dv, dAv)):
+        assert rel_err(x, np.transpose(r[1:], (0, 2, 1))) < 1e-12
+
+
+def test_float32():
+    model = rbd.models.random_tree(10, 2, floating_base=True)
+    rng = np.random.default_rng(7)
+    q = rbd.random_configuration(model, rng).astype(np.float32)
+    v, a = rng.normal(size=(2, model.nv)).astype(np.float32)
+    for reference in PIN_FRAMES:
+        ref = rbd.kinematics_derivatives(model, q.astype(float), v.astype(float),
+                                         a.astype(float), reference)
+        got = rbd.kinematics_derivatives(model, q, v, a, reference)
+        for x, r in zip(got, ref):
+            assert x.dtype == np.float32
+            assert rel_err(x, r) < 2e-5
+
+
+def test_batch_equals_loop(pair):
+    model, pm = pair
+    rng = np.random.default_rng(63)
+    states = [random_state(pm, rng) for _ in range(3)]
+    q, v, a = (np.stack([s[k] for s in states]) for k in range(3))
+    for reference in PIN_FRAMES:
+        batch = rbd.kinematics_derivatives(model, q, v, a, reference)
+        for b in range(3):
+            one = rbd.kinematics_derivatives(model, q[b], v[b], a[b], reference)
+            for x, y in zip(batch, one):
+                assert x.shape == (3, model.njoints, 6, model.nv)
+                np.testing.assert_array_equal(x[b], y)
+
+
+def test_bad_input_explained():
+    model = rbd.models.random_tree(6, 1, floating_base=True)
+    z = np.zeros(model.nv)
+    with pytest.raises(ValueError, match="reference.*'world'.*got 'body'"):
+        rbd.kinematics_derivatives(model, rbd.neutral(model), z, z, reference="body")
+    q = rbd.neutral(model)
+    q[3:7] = [1.0, 1.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="quaternion"):
+        rbd.kinematics_derivatives(model, q, z, z)
+    with pytest.raises(ValueError, match="a contains NaN"):
+        rbd.kinematics_derivatives(model, rbd.neutral(model), z, np.full(model.nv, np.nan))
+    with pytest.raises(ValueError, match="shape"):
+        rbd.kinematics_derivatives(model, rbd.neutral(model), z[:-1], z)
