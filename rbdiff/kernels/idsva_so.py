@@ -312,34 +312,28 @@ def fill_dofs(n, a, b, c0, c1, same, below, ws, sc, Q, V, X, D):
 
 
 @helper
-def pair_fill(mi, n, a, b, j, same, ws, sc, Q, V, X, D):
-    """Every dof c of joint j (the listing's k = j) and of j's ancestors (k != j)."""
-    jiv = mi[j, MI_IV]
-    fill_dofs(n, a, b, jiv, jiv + mi[j, MI_NV], same, False, ws, sc, Q, V, X, D)
-    k = mi[j, MI_PARENT]
-    while k > 0:
-        kiv = mi[k, MI_IV]
-        fill_dofs(n, a, b, kiv, kiv + mi[k, MI_NV], same, True, ws, sc, Q, V, X, D)
-        k = mi[k, MI_PARENT]
-
-
-@helper
 def joint_so(mi, i, ws, sc, Q, V, X, D):
-    """Every entry of the four tensors whose deepest dof belongs to joint i."""
+    """Every entry of the four tensors whose deepest dof belongs to joint i: for each dof
+    a of joint i, each dof b of joint i or an ancestor j, each dof c of j or an ancestor
+    k. (One call site per helper, with the listing's conditions j != i and k != j as
+    runtime flags: one copy of the loop body keeps the compile time reasonable.)"""
     n = mi[0, 0]
     iv = mi[i, MI_IV]
     for a in range(iv, iv + mi[i, MI_NV]):
         ra = n + 1 + a
         dof_blocks(i, ra, ws, sc)
-        for b in range(iv, iv + mi[i, MI_NV]):
-            pair_vectors(i, ra, n + 1 + b, True, ws, sc)
-            pair_fill(mi, n, a, b, i, True, ws, sc, Q, V, X, D)
-        j = mi[i, MI_PARENT]
+        j = i
         while j > 0:
+            same = j == i
             jiv = mi[j, MI_IV]
             for b in range(jiv, jiv + mi[j, MI_NV]):
-                pair_vectors(i, ra, n + 1 + b, False, ws, sc)
-                pair_fill(mi, n, a, b, j, False, ws, sc, Q, V, X, D)
+                pair_vectors(i, ra, n + 1 + b, same, ws, sc)
+                k = j
+                while k > 0:
+                    kiv = mi[k, MI_IV]
+                    fill_dofs(n, a, b, kiv, kiv + mi[k, MI_NV], same, k != j, ws, sc,
+                              Q, V, X, D)
+                    k = mi[k, MI_PARENT]
             j = mi[j, MI_PARENT]
 
 
