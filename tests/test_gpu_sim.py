@@ -4,9 +4,11 @@ every aba_derivatives partition, the fine-grained variant, both workspace layout
 float64 and float32, with and without external forces.
 
 The simulator must be switched on before Numba is imported, so under a plain ``pytest``
-run this file holds a single test that runs the file again in a fresh interpreter with
-``NUMBA_ENABLE_CUDASIM=1`` (the other test files keep their process untouched); the
-cases below are collected only there (or when the whole run has the variable set).
+run this file holds three runner tests: the cases below in a fresh interpreter with
+``NUMBA_ENABLE_CUDASIM=1`` (the other test files keep their process untouched), the
+same cases on a real GPU where there is one, and an offline compile of every launch
+kernel to PTX where numba-cuda is installed. The cases are collected only in those
+subprocesses (or when the whole run has ``NUMBA_ENABLE_CUDASIM=1`` set).
 In the simulator the device functions run as Python, so the tests also check that the
 frames executed are those rebuilt by rbdiff.gpu.compile, not the CPU dispatchers.
 """
@@ -19,14 +21,25 @@ import numpy as np
 import pytest
 
 SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+ON_GPU = os.environ.get("RBDIFF_TEST_ON_GPU") == "1"     # set by the runner below
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-if not SIM:
-    def test_gpu_backend_in_simulator():
-        """Run the simulator cases in a subprocess; fail with their report."""
-        pytest.importorskip("numba.cuda")
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+if not (SIM or ON_GPU):
+    import importlib.util
+
+    def _python(code, **env):
+        """Run code in a fresh interpreter (the repository importable); its stdout."""
+        env = dict(os.environ, **env)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=1500)
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+        return r.stdout
+
+    def _run_cases(**env):
+        """Run this file's cases in a subprocess; fail with their report."""
+        env = dict(os.environ, **env)
         env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
         r = subprocess.run([sys.executable, "-m", "pytest", os.path.abspath(__file__),
                             "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-x",
@@ -34,6 +47,45 @@ if not SIM:
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
         assert r.returncode == 0, r.stdout[-8000:] + r.stderr[-4000:]
         assert " passed" in r.stdout and " failed" not in r.stdout, r.stdout[-4000:]
+
+    def test_gpu_backend_in_simulator():
+        """The cases below in Numba's CUDA simulator (no GPU needed)."""
+        if importlib.util.find_spec("numba.cuda") is None:
+            pytest.skip("numba.cuda is not available")
+        _run_cases(NUMBA_ENABLE_CUDASIM="1")
+
+    def test_gpu_backend_on_a_gpu():
+        """The same cases on a real CUDA GPU, where there is one."""
+        if importlib.util.find_spec("numba.cuda") is None:
+            pytest.skip("numba.cuda is not available")
+        found = _python("from numba import cuda; print(cuda.is_available())",
+                        NUMBA_ENABLE_CUDASIM="0")
+        if found.strip().splitlines()[-1:] != ["True"]:
+            pytest.skip("no CUDA GPU")
+        _run_cases(RBDIFF_TEST_ON_GPU="1", NUMBA_ENABLE_CUDASIM="0")
+
+    def test_kernels_compile_for_a_gpu():
+        """Every launch kernel and the device functions it calls through the real CUDA
+        typing and NVVM (to PTX for sm_90), no GPU needed: numba-cuda and its NVVM wheel
+        are (pip install rbdiff[gpu]). The simulator runs Python and types nothing."""
+        if importlib.util.find_spec("numba_cuda") is None:
+            pytest.skip("numba-cuda is not installed")
+        code = (
+            "import numpy as np, rbdiff as rbd\n"
+            "from numba.cuda.cudadrv import nvvm\n"
+            "try:\n    nvvm.NVVM()\n"
+            "except Exception as e:\n    print('NO_NVVM', e); raise SystemExit(0)\n"
+            "from rbdiff.gpu.launch import compile_ptx, _FACTORIES\n"
+            "m = rbd.models.random_tree(5, 3, floating_base=True)\n"
+            "s = compile_ptx(m, dtypes=(np.float64,), layouts=('interleaved',))\n"
+            "s.update(compile_ptx(m, names=['completely_fused', 'columns'],\n"
+            "                     dtypes=(np.float32,), layouts=('blocked',)))\n"
+            "assert len(s) == 2 * len(_FACTORIES) - 3 + 4 and min(s.values()) > 10000\n"
+            "print('COMPILED', len(s))\n")
+        out = _python(code, NUMBA_ENABLE_CUDASIM="0")
+        if "NO_NVVM" in out:
+            pytest.skip("NVVM not found: " + out.strip()[-200:])
+        assert "COMPILED" in out, out
 
 else:
     import threading
@@ -294,6 +346,7 @@ else:
         with pytest.raises(TypeError, match="not an rbdiff kernel"):
             gcompile.device(launch.model_state)
 
+    @pytest.mark.skipif(not SIM, reason="device code leaves no Python frames on a GPU")
     def test_simulator_runs_the_rebuilt_functions():
         """Profile one launch: every rbdiff kernel frame executed has the rebuilt globals
         (a CPU dispatcher would run machine code and leave no Python frame at all), and

@@ -512,3 +512,76 @@ def launch_aba_derivatives(model, q, v, tau, fext, outs, layout, partition,
                     mi, mf, qs, vs, ts, f, p["ws"], p["qdd"], p["D"])
             kernel("neg_minv", has_f, layout)[g, t](
                 mi, mf, qs, p["ws"], p["F"], p["D"], p["buf"], d1, d2, d3)
+
+
+# ---------------------------------------------------------------------------------------
+# compile without a GPU
+
+
+def _example_args(model, name, dtype, layout, fext, threads_per_eval=2, B=2):
+    """Host arrays with the types (dtype, rank, layout) the launcher passes to kernel
+    ``name``: numba.typeof of them is the kernel's signature."""
+    kind = {"split_aba": "split", "split_idsva": "split", "neg_minv": "split"}.get(name, name)
+    shapes = scratch_shapes(model, kind, threads_per_eval)
+    p = {k: np.zeros(s + (B,) if layout == "interleaved" else (B,) + s, dtype)
+         for k, s in shapes.items()}
+    nq, nv, n = model.nq, model.nv, model.njoints
+    mi, mf = np.ascontiguousarray(model.mi), np.ascontiguousarray(model.mf, dtype)
+    q, v, u = np.zeros((B, nq), dtype), np.zeros((B, nv), dtype), np.zeros((B, nv), dtype)
+    f = np.zeros((B, n, 6) if fext else (1, 1, 6), dtype)
+    out1, M = np.zeros((B, nv), dtype), np.zeros((B, nv, nv), dtype)
+    return {
+        "rnea": (mi, mf, q, v, u, f, p.get("ws"), out1),
+        "aba": (mi, mf, q, v, u, f, p.get("ws"), out1),
+        "crba": (mi, mf, q, p.get("ws"), M),
+        "minverse": (mi, mf, q, p.get("ws"), p.get("F"), M),
+        "rnea_derivatives": (mi, mf, q, v, u, f, p.get("ws"), M, M, M),
+        "completely_fused": (mi, mf, q, v, u, f, p.get("ws"), p.get("qdd"), p.get("S3"),
+                             p.get("F"), M, M, M),
+        "split_aba": (mi, mf, q, v, u, f, p.get("ws"), p.get("qdd")),
+        "split_idsva": (mi, mf, q, v, f, p.get("ws"), p.get("qdd"), p.get("D")),
+        "fused": (mi, mf, q, v, u, f, p.get("ws"), p.get("qdd"), p.get("D")),
+        "neg_minv": (mi, mf, q, p.get("ws"), p.get("F"), p.get("D"), p.get("buf"), M, M, M),
+        "columns": (mi, mf, q, v, u, f, p.get("ws"), p.get("ws2"), p.get("qdd"), p.get("D"),
+                    p.get("F"), p.get("buf"), M, M, M),
+    }[name]
+
+
+def compile_ptx(model, cc=(9, 0), names=None, dtypes=(np.float64, np.float32),
+                layouts=LAYOUTS, log=None):
+    """Compile launch kernels (all by default) to PTX for compute capability ``cc``, with
+    every device function they call, for each dtype, layout and with/without external
+    forces: the full CUDA typing and NVVM path, no GPU needed (numba-cuda and its NVVM
+    wheel are). Returns {(name, dtype, layout, fext): PTX size in bytes}; raises what
+    the compiler raises.
+
+    Without a GPU, device functions are compiled for ``cc`` instead of the current
+    device's: run this in a process that launches nothing afterwards."""
+    from numba import typeof
+    import numba.cuda.dispatcher as cuda_dispatcher
+
+    class _Offline:
+        compute_capability = tuple(cc)
+
+    saved = cuda_dispatcher.get_current_device
+    if not cuda.is_available():
+        cuda_dispatcher.get_current_device = _Offline
+    sizes = {}
+    try:
+        for name in names or _FACTORIES:
+            for dt in dtypes:
+                for layout in layouts:
+                    fexts = (False,) if name in ("crba", "minverse", "neg_minv") else \
+                        (False, True)
+                    for fx in fexts:
+                        sig = tuple(typeof(a) for a in
+                                    _example_args(model, name, dt, layout, fx))
+                        ptx, _ = cuda.compile_ptx(kernel(name, fx, layout).py_func, sig,
+                                                  cc=tuple(cc))
+                        key = (name, np.dtype(dt).name, layout, fx)
+                        sizes[key] = len(ptx)
+                        if log:
+                            log(f"{key}: {len(ptx)} bytes of PTX")
+    finally:
+        cuda_dispatcher.get_current_device = saved
+    return sizes
