@@ -56,7 +56,7 @@ from .fk import (acceleration_joint, init_universe, placement_pass_joint, veloci
 from .jit import helper, kernel
 from .minverse import minverse
 from .spatial import axpy6, force_act, set6
-from .workspace import D_S, D_U, W_A, W_C, W_F, W_P, W_PA, W_R, W_T, W_V, W_VJ, W_Y
+from .workspace import D_S, D_U, W_A, W_C, W_F, W_P, W_PA, W_R, W_V, W_VJ, W_Y
 
 # joint rows: aJ = S_i qdd_i (ABA's bias-acceleration columns, free here)
 W_AJ = W_C
