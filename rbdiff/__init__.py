@@ -30,3 +30,12 @@ from .model.robots import robot_names
 from .model.urdf import load_urdf
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """``rbdiff.gpu`` on first use: the GPU backend imports numba.cuda (~50 ms), which a
+    CPU user need not pay for at ``import rbdiff``."""
+    if name == "gpu":
+        import importlib
+        return importlib.import_module(".gpu", __name__)
+    raise AttributeError(f"module 'rbdiff' has no attribute {name!r}")
