@@ -14,7 +14,7 @@ from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import aba
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .jit import helper, kernel
-from .minverse import minverse
+from .minverse import minverse, minverse_factored
 
 
 @helper
@@ -86,9 +86,13 @@ def neg_minv_times(mi, mf, q, ws, F, dtau_dq, dtau_dv, dqdd_dq, dqdd_dv, Minv, b
 
 @kernel
 def aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_dv, Minv):
-    """dqdd_dq, dqdd_dv and Minv = dqdd_dtau (each (nv, nv)) at (q, v, tau, fext).
+    """dqdd_dq, dqdd_dv and Minv = dqdd_dtau (each (nv, nv)) at (q, v, tau, fext): Alg. 3
+    with M^-1 taken from ABA's own factorisation (minverse_factored) before IDSVA
+    overwrites it, so the bodies are placed and factorised once.
     ws: (workspace_rows, W_WIDTH); qdd: (nv,) out; S3: (3, nv, nv) scratch (dtau_dq,
     dtau_dv, then M and the product's row buffers); F: (njoints+1, nv, 6) scratch."""
-    id_derivatives_at_fd(mi, mf, q, v, tau, fext, ws, qdd, S3[0], S3[1], S3[2])
-    neg_minv_times(mi, mf, q, ws, F, S3[0], S3[1], dqdd_dq, dqdd_dv, Minv, S3[2, 0],
-                   S3[2, 1])
+    aba(mi, mf, q, v, tau, fext, ws, qdd)
+    minverse_factored(mi, ws, F, Minv)
+    idsva_dynamics_pass(mi, mf, fext, ws)
+    idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
+    neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])

@@ -6,51 +6,60 @@ from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import articulated_joint
 from .crba import body_inertias
 from .fk import placement_pass
-from .jit import kernel
+from .jit import helper, kernel
 from .spatial import add36, inertia_dense
 from .workspace import D_S, D_T, D_U, D_UDINV, W_DINV, W_IA, W_Y
 
 
-@kernel
-def minverse_backward_pass(mi, ws, F, Minv):
-    """Minv[i, i] = Dinv_i; Minv[i, subtree] = -Dinv_i S_i^T Fcrb[subtree];
+@helper
+def minverse_backward_joint(mi, i, ws, F, Minv):
+    """Joint i's step of the backward pass, given its factorisation (U, Dinv in ws):
+    Minv[i, i] = Dinv_i; Minv[i, subtree] = -Dinv_i S_i^T Fcrb[subtree];
     Fcrb[i..subtree] += U_i Minv[i, i..subtree] (Fcrb = F[0], one world force per column)."""
     n = mi[0, 0]
-    for i in range(n, 0, -1):
-        iv = mi[i, MI_IV]
-        nvi = mi[i, MI_NV]
-        end = iv + mi[i, MI_NVSUB]
-        articulated_joint(mi, i, ws)
+    iv = mi[i, MI_IV]
+    nvi = mi[i, MI_NV]
+    end = iv + mi[i, MI_NVSUB]
+    for k in range(nvi):
+        for l in range(nvi):
+            Minv[iv + k, iv + l] = ws[i, W_DINV + nvi * k + l]
+    for col in range(iv + nvi, end):
+        f0, f1, f2 = F[0, col, 0], F[0, col, 1], F[0, col, 2]
+        f3, f4, f5 = F[0, col, 3], F[0, col, 4], F[0, col, 5]
+        for l in range(nvi):
+            r = n + 1 + iv + l
+            ws[r, D_T] = (ws[r, D_S] * f0 + ws[r, D_S + 1] * f1 + ws[r, D_S + 2] * f2
+                          + ws[r, D_S + 3] * f3 + ws[r, D_S + 4] * f4
+                          + ws[r, D_S + 5] * f5)
         for k in range(nvi):
+            x = 0.0 * Minv[0, 0]
             for l in range(nvi):
-                Minv[iv + k, iv + l] = ws[i, W_DINV + nvi * k + l]
-        for col in range(iv + nvi, end):
-            f0, f1, f2 = F[0, col, 0], F[0, col, 1], F[0, col, 2]
-            f3, f4, f5 = F[0, col, 3], F[0, col, 4], F[0, col, 5]
-            for l in range(nvi):
-                r = n + 1 + iv + l
-                ws[r, D_T] = (ws[r, D_S] * f0 + ws[r, D_S + 1] * f1 + ws[r, D_S + 2] * f2
-                              + ws[r, D_S + 3] * f3 + ws[r, D_S + 4] * f4
-                              + ws[r, D_S + 5] * f5)
-            for k in range(nvi):
-                x = 0.0 * Minv[0, 0]
-                for l in range(nvi):
-                    x += ws[i, W_DINV + nvi * k + l] * ws[n + 1 + iv + l, D_T]
-                Minv[iv + k, col] = -x
+                x += ws[i, W_DINV + nvi * k + l] * ws[n + 1 + iv + l, D_T]
+            Minv[iv + k, col] = -x
+    if mi[i, MI_PARENT] > 0:
+        for k in range(nvi):
+            r = n + 1 + iv + k
+            u0, u1, u2 = ws[r, D_U], ws[r, D_U + 1], ws[r, D_U + 2]
+            u3, u4, u5 = ws[r, D_U + 3], ws[r, D_U + 4], ws[r, D_U + 5]
+            for col in range(iv, end):
+                m = Minv[iv + k, col]
+                F[0, col, 0] += u0 * m
+                F[0, col, 1] += u1 * m
+                F[0, col, 2] += u2 * m
+                F[0, col, 3] += u3 * m
+                F[0, col, 4] += u4 * m
+                F[0, col, 5] += u5 * m
+
+
+@kernel
+def minverse_backward_pass(mi, ws, F, Minv):
+    """Factorise each joint (articulated_joint: U, D^-1, and IA passed to the parent),
+    then its step of the unit-torque backward pass (minverse_backward_joint)."""
+    for i in range(mi[0, 0], 0, -1):
+        articulated_joint(mi, i, ws)
+        minverse_backward_joint(mi, i, ws, F, Minv)
         lam = mi[i, MI_PARENT]
         if lam > 0:
-            for k in range(nvi):
-                r = n + 1 + iv + k
-                u0, u1, u2 = ws[r, D_U], ws[r, D_U + 1], ws[r, D_U + 2]
-                u3, u4, u5 = ws[r, D_U + 3], ws[r, D_U + 4], ws[r, D_U + 5]
-                for col in range(iv, end):
-                    m = Minv[iv + k, col]
-                    F[0, col, 0] += u0 * m
-                    F[0, col, 1] += u1 * m
-                    F[0, col, 2] += u2 * m
-                    F[0, col, 3] += u3 * m
-                    F[0, col, 4] += u4 * m
-                    F[0, col, 5] += u5 * m
             add36(ws[i, W_IA:W_IA + 36], ws[lam, W_IA:W_IA + 36])
 
 
@@ -100,6 +109,15 @@ def minverse_forward_pass(mi, ws, F, Minv):
 
 
 @kernel
+def mirror_upper(Minv):
+    """Copy the upper triangle of Minv (nv, nv) into its lower triangle."""
+    nv = Minv.shape[0]
+    for r in range(nv):
+        for c in range(r):
+            Minv[r, c] = Minv[c, r]
+
+
+@kernel
 def minverse(mi, mf, q, ws, F, Minv):
     """Minv (nv, nv) = M(q)^-1; F: (njoints+1, nv, 6) scratch."""
     placement_pass(mi, mf, q, ws)
@@ -111,7 +129,17 @@ def minverse(mi, mf, q, ws, F, Minv):
     Minv[:, :] = 0.0      # entries outside a joint's subtree are only ever updated
     minverse_backward_pass(mi, ws, F, Minv)
     minverse_forward_pass(mi, ws, F, Minv)
-    nv = mi[0, 2]
-    for r in range(nv):
-        for c in range(r):
-            Minv[r, c] = Minv[c, r]
+    mirror_upper(Minv)
+
+
+@kernel
+def minverse_factored(mi, ws, F, Minv):
+    """Minv (nv, nv) from the articulated-body factorisation that ABA's backward pass
+    leaves in ws (world S, U, D^-1 and U D^-1 of every joint): the same two passes as
+    minverse without placing the bodies or factorising again. F: (njoints+1, nv, 6)."""
+    F[0, :, :] = 0.0
+    Minv[:, :] = 0.0
+    for i in range(mi[0, 0], 0, -1):
+        minverse_backward_joint(mi, i, ws, F, Minv)
+    minverse_forward_pass(mi, ws, F, Minv)
+    mirror_upper(Minv)
