@@ -22,8 +22,8 @@ _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
 _rnea_one = native(cpu.rnea_one, "_rnea_one", globals())
 _aba_one = native(cpu.aba_one, "_aba_one", globals())
-_crba_one = native(cpu.crba_one, "_crba_one", globals())
-_minverse_one = native(cpu.minverse_one, "_minverse_one", globals())
+_crba_one = native(cpu.crba_one, "_crba_one", globals(), inputs=(2,))
+_minverse_one = native(cpu.minverse_one, "_minverse_one", globals(), inputs=(2,))
 
 
 def _array(x, n, name):

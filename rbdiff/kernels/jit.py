@@ -37,20 +37,21 @@ def pentry(fn):
     return numba.njit(parallel=True, **_OPTS)(fn)
 
 
-def native(dispatcher, name, namespace):
+def native(dispatcher, name, namespace, inputs=(2, 3, 4)):
     """A stand-in for ``namespace[name]`` that, on its first call, compiles ``dispatcher``
     for that call's argument types and rebinds ``namespace[name]`` to the compiled
     function itself: later calls skip Numba's per-call type dispatch (~0.4 us).
 
-    The compiled function trusts its caller: it does not check dtypes or ndim, so only
-    fast paths that have checked them (float64, 1-D) may call it. Array arguments after
-    the first two (the model's own arrays) are compiled for any strides (layout 'A'), so
-    views and reversed arrays stay correct."""
+    The compiled function trusts its caller: it does not check dtypes, ndim or layout,
+    so only fast paths that have checked dtype and ndim may call it. The user's arrays
+    (positions ``inputs``) are compiled for any strides (layout 'A'), so views stay
+    correct; the model's arrays and the outputs the fast path allocates stay C-contiguous
+    (strided 2-D outputs would slow the inner loops)."""
     def first_call(*args):
         sig = []
         for k, x in enumerate(args):
             t = numba.typeof(x)
-            if k >= 2 and isinstance(t, numba.types.Array):
+            if k in inputs and isinstance(t, numba.types.Array):
                 t = t.copy(layout="A", readonly=False)
             sig.append(t)
         sig = tuple(sig)
