@@ -3,6 +3,7 @@ two rounds per measurement), run in-process into tmp_path; and the bench's own f
 differences, complex step and Pinocchio twins against Pinocchio."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,11 @@ import rbdiff as rbd
 from rbdiff import cli
 from rbdiff.bench import models as bm
 from rbdiff.bench import report as rp
+from rbdiff.bench import accuracy_n as sec_ac  # noqa: F401  (imported: part of the suite)
+from rbdiff.bench import common as cm
+from rbdiff.bench import first_order as sec_fo
+from rbdiff.bench import precision as sec_pr
+from rbdiff.bench import second_order as sec_so
 from rbdiff.bench import suite
 
 pin = pytest.importorskip("pinocchio")
@@ -157,3 +163,189 @@ def test_mjcf_twin_is_well_formed():
     assert bm.mujoco_comparable(model)
     q = rbd.random_configuration(model, np.random.default_rng(5))
     np.testing.assert_array_equal(bm.mujoco_q(model, q), q)
+
+
+# ------------------------------------------------------------------ derivative sections
+
+NEW_SECTIONS = ("first_order", "second_order", "accuracy_n", "precision")
+
+
+def test_derivative_sections_in_report(tiny):
+    text = (tiny / "report.md").read_text()
+    for heading in ("## 4. First-order methods: IDSVA vs chain rule, DMM vs AZA",
+                    "### Measured DMM/AZA crossover",
+                    "## 5. Second-order derivatives (singh-2023 Fig. 7, Table III)",
+                    "next to singh-2023 Table III",
+                    "### Robots: rbdiff vs Pinocchio's C++",
+                    "## 6. Accuracy vs N: every method against the complex step",
+                    "### rnea_second_order_derivatives (second order ID): RMSRE / MAE",
+                    "### aba_second_order_derivatives (second order FD): RMSRE / MAE",
+                    "## 7. Numeric types: float32 against float64"):
+        assert heading in text, heading
+    for word in ("IDSVA-SO", "Finite-Diff-1", "Finite-Diff-2", "complex step", "FDSVA-SO",
+                 "AZA / DMM", "chain rule / IDSVA", "3.08 (IDSVA-SO)", "1.45 (IDSVA-SO)",
+                 "gcc-9.0 50 (AVX off) / 450 (AVX on)", "RMSRE f32 vs f64", "| iiwa14 |"):
+        assert word in text, word
+    for name in ("first_order_methods.png", "second_order_scaling.png", "accuracy_vs_n.png",
+                 "precision_float32.png"):
+        assert f"]({name})" in text, name
+        data = (tiny / name).read_bytes()
+        assert data.startswith(PNG) and len(data) > 1000, name
+
+
+def test_derivative_sections_json(tiny):
+    data = json.loads((tiny / "results.json").read_text())
+    assert set(NEW_SECTIONS) <= set(data["config"]["sections"])
+    fo = data["first_order"]
+    assert {(p["family"], p["n"]) for p in fo["points"]} == {(f, n) for f in bm.FAMILIES
+                                                             for n in (2, 4)}
+    for p in fo["points"]:
+        for k, *_ in sec_fo.METHODS:
+            assert p[k] > 0, (p, k)
+        assert p["aza_over_dmm"] == pytest.approx(p["aba_aza"] / p["aba_dmm"])
+        assert p["auto"] == "dmm"                # L = N <= 4 < AZA_MIN_BRANCH
+        assert p["mean_branch"] == (p["n"] if p["family"] == "serial_chain"
+                                    else {2: 2.0, 4: 3.0}[p["n"]])
+    assert set(fo["crossover"]) == set(bm.FAMILIES)
+    assert len(fo["slopes"]) == 2 * len(sec_fo.METHODS)
+
+    so = data["second_order"]
+    assert {(p["family"], p["n"]) for p in so["points"]} == {(f, n) for f in bm.FAMILIES
+                                                             for n in (2, 4)}
+    for p in so["points"]:
+        for k, *_ in sec_so.METHODS:             # tiny caps the baselines at N = 4
+            assert p[k] > 0, (p, k)
+        assert p["fd1"] > p["idsva_so"]          # second differences: 16 nv^2 RNEA calls
+    (robot,) = so["robots"]
+    assert robot["robot"] == "iiwa14" and robot["idsva_so"] > 0 and robot["fdsva_so"] > 0
+    if so["anchor"]["used"]:                     # only when already built: never compiled
+        assert robot["cpp_so"] > 0 and robot["so_ratio"] > 0
+    else:
+        assert so["anchor"]["reason"]
+        assert "cpp_so" not in robot
+
+    ac = data["accuracy_n"]
+    assert {(p["family"], p["n"]) for p in ac["points"]} == {(f, n) for f in bm.FAMILIES
+                                                             for n in (2, 4)}
+    for p in ac["points"]:
+        # analytical methods agree with the complex step to rounding; finite differences
+        # are many orders of magnitude worse (against the same reference)
+        for group in ("rnea_fo", "aba_fo"):
+            for m in ("idsva", "chain_rule"):
+                assert p[group][m]["rmsre"] < 1e-12 and p[group][m]["mae"] < 1e-12
+            assert 1e-13 < p[group]["fd"]["mae"] < 1e-5
+        for group in ("rnea_so", "aba_so"):
+            assert p[group]["idsva"]["rmsre"] < 1e-12 and p[group]["idsva"]["mae"] < 1e-12
+            assert p[group]["fd2"]["mae"] > 100 * p[group]["idsva"]["mae"]
+        assert p["rnea_so"]["fd1"]["mae"] > p["rnea_so"]["fd2"]["mae"]   # FD-1 worst
+
+    pr = data["precision"]
+    rows = pr["rows"]
+    assert {r["func"] for r in rows} == {k for k, *_ in sec_pr.FUNCS}
+    for r in rows:
+        assert r["dtype_ok"] and r["dtype32"] == ["float32"]
+        assert 1e-9 < r["mae32_rel"] < 1e-3      # float32 rounding, not float64's
+        assert r["rmsre64_cs"] < 1e-8
+        assert r["t32"] > 0 and r["t64"] > 0 and r["ratio"] == pytest.approx(
+            r["t32"] / r["t64"])
+
+
+def test_only_derivative_section_and_cpp_flags(tmp_path):
+    assert suite.main(["--tiny", "--only", "first_order", "--out", str(tmp_path),
+                       "--no-progress", "--no-cpp"]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert "first_order" in data and "second_order" not in data and "table" not in data
+    text = (tmp_path / "report.md").read_text()
+    assert "## 4. First-order methods" in text and "## 5." not in text
+    p = argparse_ns(cpp=True)
+    assert suite.config_from_args(p).cpp is True
+    assert suite.config_from_args(argparse_ns(no_cpp=True)).cpp is False
+    assert suite.config_from_args(argparse_ns()).cpp is None
+    with pytest.raises(SystemExit):
+        suite.main(["--cpp", "--no-cpp", "--out", str(tmp_path)])
+
+
+def argparse_ns(**kw):
+    import argparse
+    d = dict(tiny=True, quick=False, no_progress=True, no_mujoco=True, robots=None,
+             only=None, sizes=None, repeats=None, cpp=False, no_cpp=False)
+    d.update(kw)
+    return argparse.Namespace(**d)
+
+
+def test_anchor_is_not_compiled_by_quick_or_tiny(tmp_path, monkeypatch):
+    import subprocess
+
+    from rbdiff.bench import anchor
+    ran = []
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))      # an empty cache
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    assert sec_so.anchor_cached() is False
+    assert anchor.subprocess is subprocess                    # restored afterwards
+    for mode in ("tiny", "quick"):
+        use, why = sec_so.anchor_status(replace(suite.PRESETS[mode], cpp=None))
+        assert use is False and why
+    assert sec_so.anchor_status(replace(suite.PRESETS["tiny"], cpp=False))[0] is False
+    assert not ran                                # nothing was compiled or run
+    if anchor.available() is None:
+        assert "--cpp" in why
+        assert sec_so.anchor_status(replace(suite.PRESETS["tiny"], cpp=True)) == (True, None)
+        assert sec_so.anchor_status(replace(suite.PRESETS["full"], cpp=None)) == (True, None)
+
+
+def test_timed_slow_and_failing_callables():
+    import time as _time
+    cfg = replace(suite.PRESETS["quick"], repeats=5, min_time=1e-4)
+    errors = []
+
+    def bad():
+        raise ValueError("boom")
+
+    t = cm.timed({"fast": lambda: None, "slow": lambda: _time.sleep(cm.SLOW * 1.2),
+                  "bad": bad}, cfg, errors, dict(n=1))
+    assert set(t) == {"fast", "slow"}
+    assert t["fast"]["number"] > 1 and t["fast"]["rounds"] == 5
+    assert t["slow"]["number"] == 1 and t["slow"]["rounds"] == 5   # budget caps at repeats
+    assert t["slow"]["median"] >= cm.SLOW * 1.2
+    assert errors == [dict(n=1, name="bad", error="ValueError: boom")]
+
+
+def test_crossover():
+    ns = [2, 4, 8, 16]
+    c = cm.crossover(ns, [1.0] * 4, [2.0, 0.5, 1.5, 0.5])     # faster for good from 16
+    r0, r1 = np.log(1.5), np.log(0.5)
+    assert c["kind"] == "between" and (c["lo"], c["hi"]) == (8, 16)
+    assert c["n"] == pytest.approx(np.exp(np.log(8) + np.log(2) * r0 / (r0 - r1)))
+    assert 8 < c["n"] < 16
+    assert cm.crossover(ns, [1.0] * 4, [0.5, 0.5, 0.5, 2.0])["kind"] == "never"
+    assert cm.crossover(ns, [1.0] * 4, [0.5] * 4)["kind"] == "always"
+    assert cm.crossover(ns, [None] * 4, [0.5] * 4)["kind"] == "none"
+    assert "between N = 8 and 16" in cm.crossover_text(c)
+
+
+def test_errors_treat_zeros_to_rounding_as_structural_zeros():
+    ref = np.array([1.0, 2.0, 0.0, 1e-20])
+    x = np.array([1.0 + 1e-6, 2.0, 1e-18, 0.0])
+    e = cm.errors([x], [ref])
+    assert e["mae"] == pytest.approx(1e-6)
+    assert e["rmsre"] == pytest.approx(np.sqrt(1e-12 / 4))     # zeros count 0, stay in n
+    assert e["mre"] == pytest.approx(1e-6)
+    assert e["mae_zeros"] == pytest.approx(1e-18) and e["zeros"] == 0.5
+    # per tensor: the scale of a large tensor does not make a small one's entries zeros
+    e2 = cm.errors([x, 1e6 * ref], [ref, 1e6 * ref])
+    assert e2["rmsre"] == pytest.approx(np.sqrt(1e-12 / 8)) and e2["zeros"] == 0.5
+    with pytest.raises(ValueError):
+        cm.errors([x], [ref[:3]])
+
+
+def test_mean_branch_matches_the_auto_product():
+    from rbdiff import derivatives
+    from rbdiff.kernels.aza import AZA, AZA_MIN_BRANCH
+    for family, n in (("serial_chain", AZA_MIN_BRANCH - 1), ("serial_chain", AZA_MIN_BRANCH),
+                      ("binary_tree", 31)):
+        model = bm.synthetic(family, n)
+        L = sec_fo.mean_branch(model)
+        assert (L >= AZA_MIN_BRANCH) == (derivatives._product_code(model, "auto") == AZA)
+    assert sec_fo.mean_branch(bm.synthetic("serial_chain", 10)) == 10
+    # binary tree of 3: branches of dofs 1, 2, 3 hold 3, 2, 2 dofs
+    assert sec_fo.mean_branch(bm.synthetic("binary_tree", 3)) == pytest.approx(7 / 3)

@@ -195,3 +195,79 @@ def plot_accuracy(path, heat, heat_title, curves, floor, title,
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     p.close(fig)
+
+
+def plot_panels(path, panels, ncols=2, title=""):
+    """A grid of line plots (log-log unless a panel says otherwise). ``panels``: dicts
+    with title, xlabel, ylabel, curves [(label, xs, ys, style[, colour index])] (None or
+    non-positive y values are skipped), optional vlines / hlines [(label, value)], logx,
+    logy."""
+    p = plt()
+    n = max(1, len(panels))
+    ncols = max(1, min(ncols, n))
+    nrows = -(-n // ncols)
+    fig, axes = p.subplots(nrows, ncols, figsize=(6.2 * ncols, 4.4 * nrows), squeeze=False)
+    for ax, pan in zip(axes.ravel(), panels):
+        for j, (label, xs, ys, style, *color) in enumerate(pan["curves"]):
+            pts = [(x, y) for x, y in zip(xs, ys)
+                   if y is not None and np.isfinite(y) and y > 0]
+            if not pts:
+                continue
+            k = color[0] if color else j
+            ax.plot([a for a, _ in pts], [b for _, b in pts], style, ms=3.5,
+                    color=_COLORS[k % len(_COLORS)], label=label)
+        for label, x in pan.get("vlines", ()):
+            ax.axvline(x, color="k", lw=1.0, ls="--", label=label)
+        for label, y in pan.get("hlines", ()):
+            ax.axhline(y, color="gray", lw=0.8, ls=":")
+        if pan.get("logx", True):
+            ax.set_xscale("log")
+            xs = sorted({x for _, xv, yv, *_ in pan["curves"] for x, y in zip(xv, yv)
+                         if y is not None and x > 0})
+            if 0 < len(xs) <= 16:          # label the measured N, not 2x10^0, 3x10^0, ...
+                from matplotlib.ticker import NullFormatter
+                ax.set_xticks(xs)
+                ax.set_xticklabels([f"{x:g}" for x in xs], fontsize=7)
+                ax.xaxis.set_minor_formatter(NullFormatter())
+        if pan.get("logy", True):
+            ax.set_yscale("log")
+        ax.set_xlabel(pan.get("xlabel", ""))
+        ax.set_ylabel(pan.get("ylabel", ""))
+        ax.set_title(pan.get("title", ""), fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5, loc="best")
+    for ax in axes.ravel()[len(panels):]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97) if title else None)
+    fig.savefig(path, dpi=110)
+    p.close(fig)
+
+
+def plot_bars(path, groups, series, values, panels, title=""):
+    """Grouped log-scale bars, one panel per entry of ``panels`` [(key, ylabel)]:
+    ``values[key][series][group]`` (None: no bar) for each group on the x axis."""
+    p = plt()
+    fig, axes = p.subplots(1, len(panels), figsize=(max(5.5, 1.1 * len(groups) + 3)
+                                                    * len(panels), 4.6), squeeze=False)
+    x = np.arange(len(groups))
+    w = 0.8 / max(1, len(series))
+    for ax, (key, ylabel) in zip(axes[0], panels):
+        for j, s in enumerate(series):
+            vals = [values[key].get(s, {}).get(g) for g in groups]
+            ax.bar(x + (j - (len(series) - 1) / 2) * w,
+                   [v if v is not None and v > 0 else 0.0 for v in vals], width=w, label=s,
+                   color=_COLORS[j % len(_COLORS)])
+        ax.set_yscale("log")
+        ax.set_xticks(x)
+        ax.set_xticklabels(groups, fontsize=7, rotation=20)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97) if title else None)
+    fig.savefig(path, dpi=110)
+    p.close(fig)

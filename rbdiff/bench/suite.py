@@ -1,5 +1,5 @@
 """The full benchmark: ``python -m rbdiff bench [--quick] [--out DIR] [--robots ...]
-[--only table,scaling,accuracy]``.
+[--only table,scaling,accuracy,first_order,second_order,accuracy_n,precision] [--cpp]``.
 
 Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.json``
 (every raw number) and the PNG figures:
@@ -15,6 +15,17 @@ Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.
     external force the exact dtau/dv (and dqdd/dv) is zero; what finite differences
     return instead, vs the step size; plus the error of finite differences at a
     generic state vs the step (truncation vs rounding).
+(d) ``first_order`` (bench/first_order.py): rnea_derivatives by IDSVA vs the chain
+    rule, aba_derivatives with the DMM vs the AZA product (and FDCR) on the scaling
+    sizes: times, slopes next to singh-2022 / singh-2023, the measured crossover.
+(e) ``second_order`` (bench/second_order.py): IDSVA-SO vs Finite-Diff-1, Finite-Diff-2
+    and complex step, FDSVA-SO, on chains and trees (slopes next to singh-2023 Table
+    III); per robot, rbdiff vs Pinocchio's C++ via the optional anchor (bench/anchor.py;
+    --cpp builds it, --quick / --tiny use it only when already built).
+(f) ``accuracy_n`` (bench/accuracy_n.py): RMSRE and MAE of every first- and
+    second-order method against the complex step vs N (singh-2023 Fig. 12 and 20).
+(g) ``precision`` (bench/precision.py): the first-order derivative kernels in float32
+    against float64: errors and time ratio per robot.
 
 All timings are single-threaded (Numba's thread count is set to 1 while timing, like
 the paper's single-core protocol) and interleaved round-robin in this process
@@ -35,8 +46,12 @@ from pathlib import Path
 import numpy as np
 
 import rbdiff as rbd
+from rbdiff.bench import accuracy_n as sec_accuracy_n
+from rbdiff.bench import first_order as sec_first_order
 from rbdiff.bench import models as bm
+from rbdiff.bench import precision as sec_precision
 from rbdiff.bench import report as rp
+from rbdiff.bench import second_order as sec_second_order
 from rbdiff.bench.timing import interleaved
 
 try:
@@ -59,7 +74,12 @@ try:
 except ImportError:
     tqdm = None
 
-SECTIONS = ("table", "scaling", "accuracy")
+SECTIONS = ("table", "scaling", "accuracy", "first_order", "second_order", "accuracy_n",
+            "precision")
+# the derivative sections: modules with total(cfg), run(cfg, bar, out), figures(sec,
+# outdir) and report(sec, files, cfg) (bench/common.py)
+SECTION_MODULES = {"first_order": sec_first_order, "second_order": sec_second_order,
+                   "accuracy_n": sec_accuracy_n, "precision": sec_precision}
 ROBOTS = ("iiwa14", "hyq", "solo12", "g1", "talos_full_v2")
 EPS = np.finfo(float).eps
 FD_STEP = float(np.cbrt(EPS))     # central differences: truncation h^2 ~ rounding eps/h
@@ -161,6 +181,18 @@ class Config:
     seed: int = 0
     progress: bool = True
     mujoco: bool = True
+    # second_order: sizes, fit range, caps of the numerical baselines (O(N^3) and more),
+    # robots; cpp: C++ anchor (None: full mode builds it, quick / tiny use it only when
+    # built; True: build if needed; False: never)
+    so_sizes: tuple = (2, 3, 5, 8, 12, 20, 32, 50, 80, 110)
+    so_fit_min_n: int = 12
+    so_fd1_max: int = 110
+    so_numeric_max: int = 110
+    so_robots: tuple = ("panda", "hyq", "talos_full_v2")
+    cpp: object = None
+    # accuracy_n: sizes, cap of Finite-Diff-1
+    acc_sizes: tuple = (2, 3, 5, 8, 12, 20, 32, 50, 80, 110)
+    acc_fd1_max: int = 110
     notes: list = field(default_factory=list)
 
 
@@ -170,10 +202,15 @@ PRESETS = {
                     repeats=15, min_time=4e-3,
                     accuracy_cases=(("robot", "iiwa14"), ("robot", "hyq"),
                                     ("serial_chain", 32)),
-                    steps=tuple(float(h) for h in np.logspace(-14, -1, 14))),
+                    steps=tuple(float(h) for h in np.logspace(-14, -1, 14)),
+                    so_sizes=(2, 4, 8, 16, 32, 64), so_fit_min_n=8, so_fd1_max=32,
+                    so_numeric_max=32, so_robots=("panda", "hyq"),
+                    acc_sizes=(2, 4, 8, 16, 32), acc_fd1_max=32),
     "tiny": Config(mode="tiny", robots=("iiwa14",), sizes=(2, 4), fit_min_n=2, repeats=2,
                    min_time=2e-4, accuracy_cases=(("robot", "iiwa14"),),
-                   steps=(1e-10, 1e-8, 1e-6, 1e-4, 1e-2)),
+                   steps=(1e-10, 1e-8, 1e-6, 1e-4, 1e-2), so_sizes=(2, 4),
+                   so_fit_min_n=2, so_fd1_max=4, so_numeric_max=4, so_robots=("iiwa14",),
+                   acc_sizes=(2, 4), acc_fd1_max=4),
 }
 
 
@@ -863,6 +900,10 @@ def write_report(out, outdir, files):
         lines += report_scaling(out, files)
     if "accuracy" in out:
         lines += report_accuracy(out, files)
+    cfg = out["config"]
+    for name, mod in SECTION_MODULES.items():
+        if name in out:
+            lines += mod.report(out[name], files, cfg)
     if out["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in out["notes"]] + [""]
     (outdir / "report.md").write_text("\n".join(lines))
@@ -928,6 +969,9 @@ def make_figures(out, outdir):
         rp.plot_accuracy(outdir / files["accuracy_error"], None, "", curves, 1e-18,
                          "Generic state: error of [dtau/dq, dtau/dv] vs complex step",
                          ylabel="max |error| / max(1, max |reference|)", hlines=hlines)
+    for name, mod in SECTION_MODULES.items():
+        if name in out:
+            files.update(mod.figures(out[name], outdir))
     return files
 
 
@@ -941,6 +985,9 @@ def _total(cfg):
         n += len(cfg.families) * len(cfg.sizes) * len(SCALING_ALGS)
     if "accuracy" in cfg.sections:
         n += len(cfg.accuracy_cases)
+    for name, mod in SECTION_MODULES.items():
+        if name in cfg.sections:
+            n += mod.total(cfg)
     return n
 
 
@@ -992,6 +1039,9 @@ def run(cfg, outdir):
             out["scaling"] = run_scaling(cfg, bar, out)
         if "accuracy" in cfg.sections:
             out["accuracy"] = run_accuracy(cfg, bar, out)
+        for name, mod in SECTION_MODULES.items():
+            if name in cfg.sections:
+                out[name] = mod.run(cfg, bar, out)
     finally:
         numba.set_num_threads(threads)
         bar.close()
@@ -1020,6 +1070,8 @@ def config_from_args(args):
         changes["sizes"] = tuple(args.sizes)
     if args.repeats:
         changes["repeats"] = args.repeats
+    if args.cpp or args.no_cpp:
+        changes["cpp"] = bool(args.cpp)
     return replace(cfg, **changes)
 
 
@@ -1028,7 +1080,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m rbdiff bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
-                   help="N up to 128, fewer points and rounds (a few minutes on 2 cores)")
+                   help="N up to 128 (second order up to 64), fewer points and rounds (a "
+                        "few minutes on 2 cores)")
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="bench_out", metavar="DIR",
                    help="output directory (default: bench_out)")
@@ -1041,6 +1094,12 @@ def main(argv=None):
                    help="numbers of bodies of the scaling section")
     p.add_argument("--repeats", type=int, metavar="R", help="interleaved rounds")
     p.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo peer")
+    cpp = p.add_mutually_exclusive_group()
+    cpp.add_argument("--cpp", action="store_true",
+                     help="second_order: time Pinocchio's C++ via bench/anchor.py, building "
+                          "it if needed (about 4 minutes once; the full mode does by "
+                          "default, --quick / --tiny only use an already built one)")
+    cpp.add_argument("--no-cpp", action="store_true", help="never use the C++ anchor")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     from rbdiff.model.robots import robot_names
