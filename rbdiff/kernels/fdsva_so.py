@@ -23,7 +23,7 @@ from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
 from .idsva import idsva_dynamics_pass
-from .idsva_so import idsva_fo_so_backward_pass, zero_unwritten
+from .idsva_so import idsva_fo_so_backward_pass, zero_fill
 from .jit import helper, kernel
 from .minverse import minverse
 
@@ -107,7 +107,7 @@ def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT):
     sc (SC_SIZE,), qdd (nv,), Mt (6, nv, nv), F (njoints + 1, nv, 6),
     T (5, nv, nv, nv)."""
     Q, V, X, D, DP = T[0], T[1], T[2], T[3], T[4]
-    zero_unwritten(mi, Q, V, X, D)
+    zero_fill(Q, V, X, D)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     # ABA leaves world placements, S, v, S qd and a (with qdd) in ws, as IDSVA needs
     idsva_dynamics_pass(mi, mf, fext, ws)

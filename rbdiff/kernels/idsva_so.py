@@ -26,13 +26,13 @@ reduce to (u2 = u12, u5 = u8, u10 = u12 + u9, u11 = u12 - u9):
   u7 = A3 s_t + A1 phi_t
 External forces need nothing beyond f (as in first order): checked against complex step.
 
-Entries the listing does not write are zero and are written as zeros by
-``zero_unwritten`` (Q, V, X: triples of dofs whose joints do not lie on one root-leaf
-path; D additionally where the derivative dof is an ancestor of, or in, the shallower
-joint of the pair, whose motion moves both rigidly).
+Entries the listing does not write are zero: triples of dofs whose joints do not lie on
+one root-leaf path, and for D those whose derivative dof is in or above the shallower
+joint of the other two (its motion moves both rigidly). ``zero_fill`` clears the tensors
+first.
 """
 
-from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
+from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, W_BC, add12,
                     bc_mul, bct_mul_ang, body_bias_inertia, idsva_forward_pass,
                     joint_fill, joint_terms)
@@ -370,70 +370,17 @@ def idsva_fo_so_backward_pass(mi, ws, sc, dtau_dq, dtau_dv, M, Q, V, X, D):
 
 # ---- zeros ------------------------------------------------------------------------------
 
-@helper
-def _zero_rows(T, x0, x1, y0, y1, lo, hi):
-    """T[x, y, lo:hi] = 0 for x in [x0, x1), y in [y0, y1)."""
-    if hi > lo:
-        for x in range(x0, x1):
-            for y in range(y0, y1):
-                for z in range(lo, hi):
-                    T[x, y, z] = 0.0
-
-
 @kernel
-def zero_unwritten(mi, Q, V, X, D):
-    """Zeros exactly where the backward pass writes nothing: rows T[x, y, :] of dofs x, y
-    of joints jx, jy. Off one branch (neither joint an ancestor of the other) the row is
-    zero; else, with d the deeper and s the shallower joint, Q, V and X vanish outside
-    the dofs of d's ancestors and subtree, and D outside those strictly below s."""
-    n = mi[0, 0]
-    nv = mi[0, 2]
-    for jx in range(1, n + 1):
-        x0 = mi[jx, MI_IV]
-        x1 = x0 + mi[jx, MI_NV]
-        for jy in range(1, n + 1):
-            y0 = mi[jy, MI_IV]
-            y1 = y0 + mi[jy, MI_NV]
-            # deeper / shallower: depth-first numbering, so an ancestor has the lower id
-            d = jx if jx > jy else jy
-            s = jy if jx > jy else jx
-            dv = mi[d, MI_IV]
-            if not (dv >= mi[s, MI_IV] and dv < mi[s, MI_IV] + mi[s, MI_NVSUB]):
-                _zero_rows(Q, x0, x1, y0, y1, 0, nv)
-                _zero_rows(V, x0, x1, y0, y1, 0, nv)
-                _zero_rows(X, x0, x1, y0, y1, 0, nv)
-                _zero_rows(D, x0, x1, y0, y1, 0, nv)
-                continue
-            top = dv + mi[d, MI_NVSUB]
-            _zero_rows(Q, x0, x1, y0, y1, top, nv)
-            _zero_rows(V, x0, x1, y0, y1, top, nv)
-            _zero_rows(X, x0, x1, y0, y1, top, nv)
-            _zero_rows(D, x0, x1, y0, y1, top, nv)
-            # Q, V, X: gaps between the dof ranges of d's ancestors
-            hi = dv
-            k = mi[d, MI_PARENT]
-            while k > 0:
-                lo = mi[k, MI_IV] + mi[k, MI_NV]
-                _zero_rows(Q, x0, x1, y0, y1, lo, hi)
-                _zero_rows(V, x0, x1, y0, y1, lo, hi)
-                _zero_rows(X, x0, x1, y0, y1, lo, hi)
-                hi = mi[k, MI_IV]
-                k = mi[k, MI_PARENT]
-            _zero_rows(Q, x0, x1, y0, y1, 0, hi)
-            _zero_rows(V, x0, x1, y0, y1, 0, hi)
-            _zero_rows(X, x0, x1, y0, y1, 0, hi)
-            # D: nonzero only for dofs strictly below s on the path to d, or in subtree(d)
-            if d == s:
-                _zero_rows(D, x0, x1, y0, y1, 0, dv + mi[d, MI_NV])
-            else:
-                hi = dv
-                k = mi[d, MI_PARENT]
-                while k != s:
-                    lo = mi[k, MI_IV] + mi[k, MI_NV]
-                    _zero_rows(D, x0, x1, y0, y1, lo, hi)
-                    hi = mi[k, MI_IV]
-                    k = mi[k, MI_PARENT]
-                _zero_rows(D, x0, x1, y0, y1, 0, hi)
+def zero_fill(Q, V, X, D):
+    """Q = V = X = D = 0 (memset). The listing writes every entry of a triple of dofs whose
+    joints lie on one root-leaf path (but for D where the derivative dof moves both other
+    dofs rigidly); the rest is zero. Writing only those zeros was measured slower than
+    this fill on every robot (panda 3.8 vs 1.7 us, talos 360 vs 120 us on the development
+    machine): they form many short row segments."""
+    Q[:] = 0.0
+    V[:] = 0.0
+    X[:] = 0.0
+    D[:] = 0.0
 
 
 @kernel
@@ -441,6 +388,6 @@ def idsva_so(mi, mf, q, v, a, fext, ws, sc, Q, V, X, D):
     """Q = d2tau/dq2, V = d2tau/dv2, X = d2tau/dqdv, D = dM/dq (each (nv, nv, nv), every
     entry written) at (q, v, a, fext). ws: (workspace_rows, >= IDSVA_WIDTH); sc: (SC_SIZE,)
     scratch; fext (njoints, 6) local-frame forces, (0, 6) or None."""
-    zero_unwritten(mi, Q, V, X, D)
+    zero_fill(Q, V, X, D)
     idsva_forward_pass(mi, mf, q, v, a, fext, ws)
     idsva_so_backward_pass(mi, ws, sc, Q, V, X, D)
