@@ -5,6 +5,7 @@ Conventions are Pinocchio's (see README): joint order and configuration layout a
 twist, spatial vectors [linear, angular], fext in each joint's local frame.
 """
 
+from . import metrics
 from .api import aba
 from .api import crba
 from .api import gravity
@@ -28,6 +29,8 @@ from .model.model import ModelBuilder
 from .model.robots import load_robot
 from .model.robots import robot_names
 from .model.urdf import load_urdf
+from .second_order import aba_second_order_derivatives
+from .second_order import rnea_second_order_derivatives
 
 __version__ = "0.1.0"
 
