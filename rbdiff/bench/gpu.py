@@ -136,8 +136,9 @@ def _jax_fd_jacobian(model, robot, floating):
     jax.config.update("jax_enable_x64", True)
     names = [model.names[i] for i in range(1, model.njoints + 1)
              if int(model.nvs[i]) == 1]
-    root = _root_link(robot_path(robot))
-    kd = KinDynComputations(str(robot_path(robot)), names, root)
+    urdf, root = _urdf_for_adam(robot_path(robot))
+    grav = jnp.array(np.concatenate([model.gravity, np.zeros(3)]), dtype=jnp.float64)
+    kd = KinDynComputations(urdf, names, root_link=root, gravity=grav)
     kd.set_frame_velocity_representation(adam.Representations.BODY_FIXED_REPRESENTATION)
     nj = len(names)
 
@@ -159,12 +160,24 @@ def _jax_fd_jacobian(model, robot, floating):
     return jac, nj
 
 
-def _root_link(path):
+def _urdf_for_adam(path):
+    """(URDF text, root link) for adam: an <inertial> without <origin> gets the identity
+    one, which URDF implies and adam's parser does not (hyq's file has such links);
+    transmissions and a link's non-geometry tags are dropped."""
     import xml.etree.ElementTree as ET
     root = ET.parse(path).getroot()
-    links = {ln.get("name") for ln in root.iter("link")}
-    children = {j.find("child").get("link") for j in root.iter("joint")}
-    return sorted(links - children)[0]
+    for t in root.findall("transmission"):      # not dynamics; adam's parser warns on
+        root.remove(t)                          # them, and on a link's extra tags
+    for link in root.findall("link"):
+        for child in list(link):
+            if child.tag not in ("inertial", "visual", "collision"):
+                link.remove(child)
+    for inertial in root.iter("inertial"):
+        if inertial.find("origin") is None:
+            ET.SubElement(inertial, "origin", xyz="0 0 0", rpy="0 0 0")
+    links = {ln.get("name") for ln in root.findall("link")}
+    children = {j.find("child").get("link") for j in root.findall("joint")}
+    return ET.tostring(root, encoding="unicode"), sorted(links - children)[0]
 
 
 def _homogeneous_jnp(p, quat):
@@ -379,7 +392,7 @@ def make_figure(out, outdir):
             pts = [(N, b["seconds"]) for N, b in pts if b is not None]
             if pts:
                 ax.loglog(*zip(*pts), style, label=what.replace("_", " "))
-        ax.set_title(robot)
+        ax.set_title(robot + (" (CUDA simulator)" if out["meta"]["simulator"] else ""))
         ax.set_xlabel("N evaluations")
         ax.set_ylabel("seconds")
         ax.grid(True, which="both", alpha=0.3)

@@ -43,8 +43,8 @@ from ..kernels import idsva as _idsva
 from ..kernels import minverse as _minverse
 from ..kernels import rnea as _rnea
 from ..kernels.idsva import IDSVA_WIDTH
-from ..model.layout import MI_IV, MI_NV
 from ..kernels.workspace import W_WIDTH
+from ..model.layout import MI_IV, MI_NV
 from .compile import device
 
 LAYOUTS = ("interleaved", "blocked")
@@ -87,7 +87,8 @@ def scratch_shapes(model, kind, threads_per_eval=1):
 def workspace_budget():
     """Bytes of device memory the workspaces of one call may take: WORKSPACE_FRACTION
     of the free memory when first asked (at least 256 MiB), or what
-    :func:`set_workspace_budget` set. Larger batches run in chunks."""
+    :func:`set_workspace_budget` set. Larger batches run in chunks. Each kernel kind
+    keeps its own pool per model (until :func:`release`), each within the budget."""
     if _budget[0] is None:
         try:
             free = cuda.current_context().get_memory_info()[0]
@@ -128,6 +129,8 @@ class _ModelState:
         key = (kind, np.dtype(dtype), layout, threads_per_eval)
         cur = self.pools.get(key)
         if cur is None or cur[0] < slots:
+            self.pools.pop(key, None)       # the old pool goes before the new one comes
+            cur = None
             slots = max(slots, min(cap, 1 << (slots - 1).bit_length()))
             shapes = scratch_shapes(model, kind, threads_per_eval)
             arrays = {name: cuda.device_array(
