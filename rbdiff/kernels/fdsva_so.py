@@ -28,76 +28,87 @@ from .jit import helper, kernel
 from .minverse import minverse
 
 
+GEMM_BLOCK = 256    # columns of the flattened (nv, nv^2) tensor per block of the outer product
+
+
 @helper
-def _row_times_matrix(D, P, out, i, l, lo, hi):
-    """out[i, j, lo:hi] += P[l, j] D[i, l, lo:hi] for every j."""
-    for j in range(P.shape[1]):
-        p = P[l, j]
-        for k in range(lo, hi):
-            out[i, j, k] += p * D[i, l, k]
+def _row_times_matrix_t(D, P, E, i, l, lo, hi):
+    """E[i, k, :] += D[i, l, k] P[l, :] for k in [lo, hi) (contiguous rows of P and E)."""
+    nv = P.shape[1]
+    for k in range(lo, hi):
+        d = D[i, l, k]
+        for j in range(nv):
+            E[i, k, j] += d * P[l, j]
 
 
 @kernel
-def tensor_matrix(mi, D, P, out):
-    """out = D.P: out[i, j, k] = sum_l D[i, l, k] P[l, j] (singh-2023 eq. 46's inner
-    products) for D = dM/dq (nv, nv, nv) and any P (nv, nv). D[i, l, k] = dM_il/dq_k
-    vanishes unless the joints of i, l and k lie on one branch and k is strictly below
-    the shallower of i's and l's joints (s) and at most in the subtree of the deeper (d):
-    k in [iv_s + nv_s, iv_d + nvsub_d)."""
+def tensor_matrix_t(mi, D, P, E):
+    """E = swap23(D.P): E[i, k, j] = sum_l D[i, l, k] P[l, j] (singh-2023 eq. 46's inner
+    products, transposed so that the innermost loop runs along rows of P) for D = dM/dq
+    (nv, nv, nv) and any P (nv, nv). D[i, l, k] = dM_il/dq_k vanishes unless the joints
+    of i, l and k lie on one branch and k is strictly below the shallower of i's and l's
+    joints (s) and at most in the subtree of the deeper (d): k in [iv_s + nv_s,
+    iv_d + nvsub_d); only those rows and ranges are read, O(nnz(D) nv) in all."""
     n = mi[0, 0]
     for ji in range(1, n + 1):
         iv = mi[ji, MI_IV]
         end = iv + mi[ji, MI_NVSUB]
         for i in range(iv, iv + mi[ji, MI_NV]):
-            out[i, :, :] = 0.0
+            E[i, :, :] = 0.0
             jl = ji                                   # l on joint i or above: d = ji
             while jl > 0:
                 l0 = mi[jl, MI_IV]
                 l1 = l0 + mi[jl, MI_NV]
                 for l in range(l0, l1):
-                    _row_times_matrix(D, P, out, i, l, l1, end)
+                    _row_times_matrix_t(D, P, E, i, l, l1, end)
                 jl = mi[jl, MI_PARENT]
             jl = ji + 1                               # l strictly below: s = ji
             while jl <= n and mi[jl, MI_IV] < end:
                 l0 = mi[jl, MI_IV]
                 hi = l0 + mi[jl, MI_NVSUB]
                 for l in range(l0, l0 + mi[jl, MI_NV]):
-                    _row_times_matrix(D, P, out, i, l, iv + mi[ji, MI_NV], hi)
+                    _row_times_matrix_t(D, P, E, i, l, iv + mi[ji, MI_NV], hi)
                 jl += 1
 
 
 @kernel
-def add_sym23(DP, T):
-    """T[i, j, k] += DP[i, j, k] + DP[i, k, j]."""
+def add_sym23(E, T):
+    """T[i, j, k] += E[i, j, k] + E[i, k, j]."""
     nv = T.shape[0]
     for i in range(nv):
         for j in range(nv):
             for k in range(nv):
-                T[i, j, k] += DP[i, j, k] + DP[i, k, j]
+                T[i, j, k] += E[i, j, k] + E[i, k, j]
 
 
 @kernel
-def add_swap23(DP, T):
-    """T[i, j, k] += DP[i, k, j]."""
+def swap23(E, T):
+    """T[i, j, k] = E[i, k, j]."""
     nv = T.shape[0]
     for i in range(nv):
         for j in range(nv):
             for k in range(nv):
-                T[i, j, k] += DP[i, k, j]
+                T[i, j, k] = E[i, k, j]
 
 
 @kernel
 def neg_minv_tensor(Minv, T, out):
-    """out[i] = -sum_l Minv[i, l] T[l] (the outer products of eq. 46): a rank-nv update
-    of contiguous (nv, nv) slices."""
+    """out[i] = -sum_l Minv[i, l] T[l] (the outer products of eq. 46) as a GEMM on the
+    flattened (nv, nv^2) tensors, in column blocks of GEMM_BLOCK that stay in cache."""
     nv = T.shape[0]
-    for i in range(nv):
-        out[i, :, :] = 0.0
-        for l in range(nv):
-            m = Minv[i, l]
-            for j in range(nv):
-                for k in range(nv):
-                    out[i, j, k] -= m * T[l, j, k]
+    R = nv * nv
+    T2 = T.reshape(nv, R)
+    O2 = out.reshape(nv, R)
+    for r0 in range(0, R, GEMM_BLOCK):
+        r1 = min(r0 + GEMM_BLOCK, R)
+        for i in range(nv):
+            o = O2[i, r0:r1]
+            o[:] = 0.0
+            for l in range(nv):
+                m = -Minv[i, l]
+                t = T2[l, r0:r1]
+                for r in range(r1 - r0):
+                    o[r] += m * t[r]
 
 
 @kernel
@@ -106,7 +117,7 @@ def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT):
     every entry written) at (q, v, tau, fext). Scratch: ws (workspace_rows, W_WIDTH),
     sc (SC_SIZE,), qdd (nv,), Mt (6, nv, nv), F (njoints + 1, nv, 6),
     T (5, nv, nv, nv)."""
-    Q, V, X, D, DP = T[0], T[1], T[2], T[3], T[4]
+    Q, V, X, D, E = T[0], T[1], T[2], T[3], T[4]
     zero_fill(Q, V, X, D)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     # ABA leaves world placements, S, v, S qd and a (with qdd) in ws, as IDSVA needs
@@ -115,12 +126,23 @@ def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT):
     Minv = Mt[3]
     minverse(mi, mf, q, ws, F, Minv)
     neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
-    tensor_matrix(mi, D, Mt[4], DP)
-    add_sym23(DP, Q)
+    tensor_matrix_t(mi, D, Mt[4], E)          # swap23(D.P)
+    add_sym23(E, Q)                           # Q + D.P + swap23(D.P)
     neg_minv_tensor(Minv, Q, dQ)
     neg_minv_tensor(Minv, V, dV)
-    tensor_matrix(mi, D, Mt[5], DP)
-    add_swap23(DP, X)
+    tensor_matrix_t(mi, D, Mt[5], E)          # swap23(D.Pv)
+    add_tensor(E, X)
     neg_minv_tensor(Minv, X, dX)
-    tensor_matrix(mi, D, Minv, DP)
-    neg_minv_tensor(Minv, DP, dT)
+    tensor_matrix_t(mi, D, Minv, E)           # swap23(D.Minv)
+    neg_minv_tensor(Minv, E, Q)               # swap23(d2qdd/dtaudq), Q as scratch
+    swap23(Q, dT)
+
+
+@kernel
+def add_tensor(E, T):
+    """T += E."""
+    nv = T.shape[0]
+    for i in range(nv):
+        for j in range(nv):
+            for k in range(nv):
+                T[i, j, k] += E[i, j, k]
