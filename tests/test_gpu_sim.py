@@ -297,8 +297,9 @@ else:
             gpu.aba_derivatives(model, dq, dv, da, partition="bogus")
         with pytest.raises(ValueError, match="needs partition='completely_fused'"):
             gpu.aba_derivatives(model, dq, dv, da, partition="split", threads_per_eval=2)
-        with pytest.raises(ValueError, match="threads_per_eval"):
-            gpu.aba_derivatives(model, dq, dv, da, threads_per_eval=0)
+        for bad in (0, launch.MAX_THREADS_PER_EVAL + 1):
+            with pytest.raises(ValueError, match="threads_per_eval"):
+                gpu.aba_derivatives(model, dq, dv, da, threads_per_eval=bad)
         with pytest.raises(ValueError, match="layout"):
             gpu.rnea(model, dq, dv, da, layout="diagonal")
         with pytest.raises(ValueError, match="CPU only"):

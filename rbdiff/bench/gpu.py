@@ -417,7 +417,13 @@ def _meta(argv):
                 python=platform.python_version(), numpy=np.__version__,
                 numba=numba.__version__, device=device,
                 simulator=bool(config.ENABLE_CUDASIM),
-                command="python -m rbdiff.bench.gpu " + " ".join(argv))
+                command="python -m rbdiff.bench.gpu " + " ".join(argv),
+                max_registers=_max_registers())
+
+
+def _max_registers():
+    from rbdiff.gpu import launch
+    return launch._max_registers[0]
 
 
 def run(robots, sizes, repeats, pin_max, outdir, argv=(), variants=tuple(VARIANTS),
@@ -460,6 +466,9 @@ def main(argv=None):
                    help="largest Pinocchio loop timed; beyond it, extrapolated")
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), metavar="V",
                    help=f"GPU variants (default all: {', '.join(VARIANTS)})")
+    p.add_argument("--max-registers", type=int, default=None, metavar="R",
+                   help="cap registers per thread of the GPU kernels (more resident "
+                        "threads, more spills); default: the compiler's choice")
     p.add_argument("--tiny", action="store_true",
                    help="seconds-long smoke run (iiwa14, N = 1 2, one round)")
     a = p.parse_args(argv)
@@ -472,6 +481,9 @@ def main(argv=None):
     repeats = a.repeats or repeats
     if any(n < 1 for n in sizes) or repeats < 1 or a.pin_max < 1:
         p.error("sizes, --repeats and --pin-max must be positive")
+    if a.max_registers is not None:
+        from rbdiff.gpu import launch
+        launch.set_max_registers(a.max_registers)
     out = run(robots, sizes, repeats, a.pin_max, a.out, argv,
               tuple(a.variants or VARIANTS))
     print(f"wrote {Path(a.out) / 'report.md'} and results.json"

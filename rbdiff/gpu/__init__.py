@@ -23,4 +23,5 @@ from .dispatch import rnea_derivatives
 from .launch import LAYOUTS
 from .launch import PARTITIONS
 from .launch import release
+from .launch import set_max_registers
 from .launch import set_workspace_budget

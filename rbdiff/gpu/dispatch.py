@@ -236,16 +236,17 @@ def aba_derivatives(model, q, v, tau, fext=None, out=None, partition="completely
     or "split" (ABA, IDSVA, -M^-1 dtau/du: three launches); see rbdiff.gpu.launch.
     threads_per_eval: 1 (one evaluation per thread) or more: Alg. 4-style fine-grained
     parallelism, M^-1 concurrent with ABA+IDSVA and the columns of -M^-1 dtau/du spread
-    over that many threads per evaluation (completely fused only).
+    over that many threads per evaluation (completely fused only; at most
+    launch.MAX_THREADS_PER_EVAL = 8, 32 evaluations a block).
     method: "idsva" only; product: "dmm" ("auto" accepted and means "dmm" here)."""
     _gpu_method(method, product)
     if partition not in launch.PARTITIONS:
         raise ValueError(f"partition: expected one of {launch.PARTITIONS}, got "
                          f"{partition!r}")
     if not isinstance(threads_per_eval, (int, np.integer)) or not \
-            1 <= threads_per_eval <= 1024 // launch.EVALS_PER_BLOCK:
+            1 <= threads_per_eval <= launch.MAX_THREADS_PER_EVAL:
         raise ValueError(f"threads_per_eval: expected an integer from 1 to "
-                         f"{1024 // launch.EVALS_PER_BLOCK}, got {threads_per_eval!r}")
+                         f"{launch.MAX_THREADS_PER_EVAL}, got {threads_per_eval!r}")
     if threads_per_eval > 1 and partition != "completely_fused":
         raise ValueError("threads_per_eval > 1 (fine-grained) needs "
                          "partition='completely_fused'")

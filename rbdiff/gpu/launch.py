@@ -30,11 +30,12 @@ neighbouring addresses, so every workspace load is coalesced. Layout ``"blocked"
 first, ``(slots, rows, width)``, thread b using ``ws[b]`` (contiguous per thread).
 """
 
+import os
 import threading
 import weakref
 
 import numpy as np
-from numba import cuda
+from numba import config, cuda
 
 from ..kernels import aba as _aba
 from ..kernels import aba_derivatives as _abad
@@ -51,11 +52,31 @@ LAYOUTS = ("interleaved", "blocked")
 PARTITIONS = ("split", "fused", "completely_fused")
 THREADS_PER_BLOCK = 64        # one-evaluation-per-thread kernels
 EVALS_PER_BLOCK = 32          # fine-grained kernel: one warp of evaluations per thread row
+# ptxas (sm_90) gives the aba_derivatives kernels 255 registers a thread, so a block holds
+# at most 256 threads: 32 evaluations x 8 threads each
+MAX_THREADS_PER_EVAL = 8
 WORKSPACE_FRACTION = 0.25     # of free device memory, for workspaces (see workspace_budget)
 
 _lock = threading.Lock()
 _KERNELS = {}
 _budget = [None]
+# a register cap per thread for every launch kernel (cuda.jit max_registers): more
+# threads resident per SM against spills; None: the compiler's choice
+_max_registers = [int(os.environ.get("RBDIFF_GPU_MAX_REGISTERS", "0")) or None]
+
+
+def set_max_registers(n):
+    """Cap the registers per thread of the kernels built from now on (None: no cap).
+    Also set by the environment variable RBDIFF_GPU_MAX_REGISTERS."""
+    if n is not None and not 16 <= int(n) <= 255:
+        raise ValueError(f"n: expected 16..255 registers or None, got {n!r}")
+    _max_registers[0] = None if n is None else int(n)
+
+
+def _jit(fn):
+    if _max_registers[0] is None or config.ENABLE_CUDASIM:     # the simulator has no
+        return cuda.jit(fn)                                     # registers to cap
+    return cuda.jit(fn, max_registers=_max_registers[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,7 +214,7 @@ def _one_per_thread(kernel_fn, FEXT, LAST):
                 dev(mi, mf, q[b], v[b], u[b], fext[b], ws, out[b])
             else:
                 dev(mi, mf, q[b], v[b], u[b], None, ws, out[b])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _crba_kernel(FEXT, LAST):
@@ -207,7 +228,7 @@ def _crba_kernel(FEXT, LAST):
             else:
                 ws = WS[b]
             dev(mi, mf, q[b], ws, out[b])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _minverse_kernel(FEXT, LAST):
@@ -223,7 +244,7 @@ def _minverse_kernel(FEXT, LAST):
                 ws = WS[b]
                 F = FF[b]
             dev(mi, mf, q[b], ws, F, out[b])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _rnea_derivatives_kernel(FEXT, LAST):
@@ -240,7 +261,7 @@ def _rnea_derivatives_kernel(FEXT, LAST):
                 dev(mi, mf, q[b], v[b], a[b], fext[b], ws, d1[b], d2[b], d3[b])
             else:
                 dev(mi, mf, q[b], v[b], a[b], None, ws, d1[b], d2[b], d3[b])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _completely_fused_kernel(FEXT, LAST):
@@ -264,7 +285,7 @@ def _completely_fused_kernel(FEXT, LAST):
                 dev(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F, d1[b], d2[b], d3[b])
             else:
                 dev(mi, mf, q[b], v[b], tau[b], None, ws, qdd, S3, F, d1[b], d2[b], d3[b])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _split_aba_kernel(FEXT, LAST):
@@ -284,7 +305,7 @@ def _split_aba_kernel(FEXT, LAST):
                 dev(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd)
             else:
                 dev(mi, mf, q[b], v[b], tau[b], None, ws, qdd)
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _split_idsva_kernel(FEXT, LAST):
@@ -306,7 +327,7 @@ def _split_idsva_kernel(FEXT, LAST):
                 dev(mi, mf, q[b], v[b], qdd, fext[b], ws, D[0], D[1], D[2])
             else:
                 dev(mi, mf, q[b], v[b], qdd, None, ws, D[0], D[1], D[2])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _fused_kernel(FEXT, LAST):
@@ -328,7 +349,7 @@ def _fused_kernel(FEXT, LAST):
                 dev(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, D[0], D[1], D[2])
             else:
                 dev(mi, mf, q[b], v[b], tau[b], None, ws, qdd, D[0], D[1], D[2])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _neg_minv_kernel(FEXT, LAST):
@@ -349,7 +370,7 @@ def _neg_minv_kernel(FEXT, LAST):
                 D = DD[b]
                 buf = BUF[b, 0]
             dev(mi, mf, q[b], ws, F, D[0], D[1], d1[b], d2[b], d3[b], buf[0], buf[1])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 def _columns_kernel(FEXT, LAST):
@@ -396,7 +417,7 @@ def _columns_kernel(FEXT, LAST):
                 for j in range(iv, iv + mi[jt, MI_NV]):
                     if j % P == p:
                         column(mi, d3[b], D[0], D[1], d1[b], d2[b], jt, j, buf[0], buf[1])
-    return cuda.jit(k)
+    return _jit(k)
 
 
 _FACTORIES = {
@@ -417,7 +438,7 @@ _FACTORIES = {
 def kernel(name, fext, layout):
     """The launch kernel ``name`` for (external forces given, workspace layout), built
     once per process."""
-    key = (name, bool(fext), layout)
+    key = (name, bool(fext), layout, _max_registers[0])
     k = _KERNELS.get(key)
     if k is None:
         with _lock:
