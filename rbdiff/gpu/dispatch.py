@@ -26,8 +26,8 @@ DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 def is_device_array(x):
     """True for an array on a CUDA device: ``__cuda_array_interface__`` (CuPy, PyTorch
     CUDA tensors, Numba) or a Numba device array (the simulator's included)."""
-    return x is not None and (hasattr(x, "__cuda_array_interface__")
-                              or getattr(x, "__cuda_ndarray__", False) is True)
+    return x is not None and (getattr(x, "__cuda_ndarray__", False) is True
+                              or hasattr(x, "__cuda_array_interface__"))
 
 
 def _as_device(x):
@@ -47,11 +47,10 @@ def _host(x, name):
     return a
 
 
-def _dtype(named, arrays):
+def _dtype(named, arrays, on_dev):
     """The one dtype of the device arrays among the inputs (host ones follow it);
     float64 for host-only input (float32 if all of it is float32)."""
-    dev = [(n, np.dtype(a.dtype)) for (n, x, _), a in zip(named, arrays)
-           if is_device_array(x)]
+    dev = [(n, np.dtype(a.dtype)) for (n, _, _), a, d in zip(named, arrays, on_dev) if d]
     kinds = {d for _, d in dev}
     if len(kinds) > 1:
         desc = ", ".join(f"{n}: {d}" for n, d in dev)
@@ -71,8 +70,9 @@ def _prepare(model, named, fext=None, takes_fext=True):
     """Device arrays with a leading batch axis (host inputs copied to the device), the
     batch size, whether the input was a single state, the dtype, and fext as a device
     array (B, njoints, 6) or None."""
-    arrays = [_as_device(x) if is_device_array(x) else _host(x, n) for n, x, _ in named]
-    dt = _dtype(named, arrays)
+    on_dev = [is_device_array(x) for _, x, _ in named]
+    arrays = [_as_device(x) if d else _host(x, n) for (n, x, _), d in zip(named, on_dev)]
+    dt = _dtype(named, arrays, on_dev)
     first, shape0 = named[0][0], tuple(arrays[0].shape)   # (the simulator's shapes
     ndim = len(shape0)                                     # take no negative index)
     for (name, _, n), a in zip(named, arrays):
@@ -86,8 +86,8 @@ def _prepare(model, named, fext=None, takes_fext=True):
             raise ValueError(f"{name}: batch size {shape[0]} differs from {first}'s "
                              f"{shape0[0]}")
     out = []
-    for (name, x, n), a in zip(named, arrays):
-        if not is_device_array(x):
+    for (name, x, n), a, d in zip(named, arrays, on_dev):
+        if not d:
             a = cuda.to_device(np.ascontiguousarray(a, dtype=dt))
         out.append(a if ndim == 2 else a.reshape(1, n))
     single = ndim == 1

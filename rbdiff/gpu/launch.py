@@ -127,9 +127,18 @@ def set_workspace_budget(nbytes):
     _budget[0] = None if nbytes is None else int(nbytes)
 
 
+_SIZES = weakref.WeakKeyDictionary()
+
+
 def slots_per_launch(model, kind, dtype, threads_per_eval=1):
     """Evaluations one launch computes within the workspace budget (>= 1)."""
-    per = sum(int(np.prod(s)) for s in scratch_shapes(model, kind, threads_per_eval).values())
+    sizes = _SIZES.get(model)
+    if sizes is None:
+        sizes = _SIZES[model] = {}
+    per = sizes.get((kind, threads_per_eval))
+    if per is None:
+        per = sizes[(kind, threads_per_eval)] = sum(
+            int(np.prod(s)) for s in scratch_shapes(model, kind, threads_per_eval).values())
     return max(1, workspace_budget() // (per * np.dtype(dtype).itemsize))
 
 
@@ -457,9 +466,16 @@ def blocks(n, threads=THREADS_PER_BLOCK):
 # validated by dispatch.py); large batches run in chunks that fit the workspace budget.
 
 
-def _chunks(B, step):
+def _chunks(B, step, *arrays):
+    """(start, stop, the arrays sliced to it) for each chunk of at most ``step``
+    evaluations; one chunk passes the arrays themselves (slicing a device array costs
+    microseconds of Python). None stays None."""
+    if B <= step:
+        yield 0, B, arrays
+        return
     for s in range(0, B, step):
-        yield s, min(B, s + step)
+        e = min(B, s + step)
+        yield s, e, tuple(None if a is None else a[s:e] for a in arrays)
 
 
 def launch_dynamics(model, name, q, v, u, fext, out, layout):
@@ -468,11 +484,10 @@ def launch_dynamics(model, name, q, v, u, fext, out, layout):
     dt = np.dtype(q.dtype)
     k = kernel(name, fext is not None, layout)
     step = slots_per_launch(model, name, dt)
-    for s, e in _chunks(q.shape[0], step):
+    for s, e, (qs, vs, us, f, o) in _chunks(q.shape[0], step, q, v, u, fext, out):
         p = st.pool(model, name, dt, layout, e - s, step)
-        f = st.no_fext(dt) if fext is None else fext[s:e]
-        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], q[s:e], v[s:e], u[s:e], f,
-                                            p["ws"], out[s:e])
+        f = st.no_fext(dt) if f is None else f
+        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, us, f, p["ws"], o)
 
 
 def launch_inertia(model, name, q, out, layout):
@@ -481,11 +496,10 @@ def launch_inertia(model, name, q, out, layout):
     dt = np.dtype(q.dtype)
     k = kernel(name, False, layout)
     step = slots_per_launch(model, name, dt)
-    for s, e in _chunks(q.shape[0], step):
+    for s, e, (qs, o) in _chunks(q.shape[0], step, q, out):
         p = st.pool(model, name, dt, layout, e - s, step)
         extra = (p["F"],) if name == "minverse" else ()
-        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], q[s:e], p["ws"], *extra,
-                                            out[s:e])
+        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, p["ws"], *extra, o)
 
 
 def launch_rnea_derivatives(model, q, v, a, fext, outs, layout):
@@ -493,11 +507,10 @@ def launch_rnea_derivatives(model, q, v, a, fext, outs, layout):
     dt = np.dtype(q.dtype)
     k = kernel("rnea_derivatives", fext is not None, layout)
     step = slots_per_launch(model, "rnea_derivatives", dt)
-    for s, e in _chunks(q.shape[0], step):
+    for s, e, (qs, vs, As, f, *os_) in _chunks(q.shape[0], step, q, v, a, fext, *outs):
         p = st.pool(model, "rnea_derivatives", dt, layout, e - s, step)
-        f = st.no_fext(dt) if fext is None else fext[s:e]
-        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], q[s:e], v[s:e], a[s:e], f,
-                                            p["ws"], *(o[s:e] for o in outs))
+        f = st.no_fext(dt) if f is None else f
+        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, As, f, p["ws"], *os_)
 
 
 def launch_aba_derivatives(model, q, v, tau, fext, outs, layout, partition,
@@ -510,12 +523,11 @@ def launch_aba_derivatives(model, q, v, tau, fext, outs, layout, partition,
     has_f = fext is not None
     kind = "columns" if threads_per_eval > 1 else partition
     step = slots_per_launch(model, kind, dt, threads_per_eval)
-    for s, e in _chunks(q.shape[0], step):
+    for s, e, (qs, vs, ts, f, d1, d2, d3) in _chunks(q.shape[0], step, q, v, tau, fext,
+                                                      *outs):
         n = e - s
         p = st.pool(model, kind, dt, layout, n, step, threads_per_eval)
-        f = st.no_fext(dt) if fext is None else fext[s:e]
-        qs, vs, ts = q[s:e], v[s:e], tau[s:e]
-        d1, d2, d3 = (o[s:e] for o in outs)
+        f = st.no_fext(dt) if f is None else f
         g, t = blocks(n), THREADS_PER_BLOCK
         if kind == "columns":
             E = EVALS_PER_BLOCK
