@@ -39,7 +39,7 @@ from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, W_BC, add12,
                     bc_mul, bct_mul_ang, body_bias_inertia, idsva_forward_pass,
                     joint_fill, joint_terms)
 from .jit import helper, kernel
-from .spatial import add6, add13, force_cross, inertia_mul
+from .spatial import add6, add13, axpy6, force_cross, inertia_mul
 from .workspace import D_S, W_F, W_Y
 
 # scratch vector `sc` layout (caller allocates SC_SIZE scalars)
@@ -47,7 +47,8 @@ SC_A1 = 0           # 13: A1 = Idot(IC, s), compact as an inertia [0, fl, B] (se
 SC_A3 = 13          # 12: A3, compact like BC: [g, B22] for [[0, -2 [g]x], [0, B22]]
 SC_T4 = 25          # 6: BC^T s, full (its linear half is zero)
 SC_W = 31           # 6: scratch
-SC_U = 37           # u-vectors of the current dof pair, 6 each, see U_* below
+SC_Y = 37           # 6: scratch
+SC_U = 43           # u-vectors of the current dof pair, 6 each, see U_* below
 U_12, U_9, U_1, U_3, U_4, U_8, U_6, U_7, U_11 = 0, 6, 12, 18, 24, 30, 36, 42, 48
 SC_SIZE = SC_U + 54
 
@@ -187,9 +188,11 @@ def dof_blocks(i, ra, ws, sc):
 
 
 @helper
-def pair_vectors(i, ra, rb, same, ws, sc):
+def pair_vectors(i, ra, rb, same, below, ws, sc):
     """The u-vectors of dof a (row ra, joint i) and dof b (row rb, joint i or one of its
-    ancestors; same: b's joint is i)."""
+    ancestors; same: b's joint is i; below: b's joint has a parent). Only those the
+    innermost loop reads: u1 when b is above joint i, u3, u6 and u7 or u4 when some
+    dof lies above b's joint."""
     st = ws[rb, D_S:D_S + 6]
     pst = ws[rb, D_PSID:D_PSID + 6]
     A1 = sc[SC_A1:SC_A1 + 13]
@@ -205,38 +208,41 @@ def pair_vectors(i, ra, rb, same, ws, sc):
     u7 = sc[SC_U + U_7:SC_U + U_7 + 6]
     u11 = sc[SC_U + U_11:SC_U + U_11 + 6]
     w = sc[SC_W:SC_W + 6]
+    y = sc[SC_Y:SC_Y + 6]
     inertia_mul(A1, st, u12)
     force_cross(st, T1, u9)
-    u1[0] = 0.0
-    u1[1] = 0.0
-    u1[2] = 0.0
-    bct_mul_ang(A3, st, u1[3:6])
-    # u3 = A3 psid_t + A1 psidd_t + s_t x* T3
-    force_cross(st, ws[ra, D_T3:D_T3 + 6], u3)
-    bc_mul_add(A3, pst, u3)
-    inertia_mul_add(A1, ws[rb, D_PSIDD:D_PSIDD + 6], u3, 1.0)
-    # w = psid_t x* T1; u8 = s_t x* T4 - A1 psid_t + w; u6 = A1 psid_t + w + s_t x* T2
-    force_cross(pst, T1, w)
-    force_cross_ang(st, sc[SC_T4:SC_T4 + 6], u8)
-    add6(w, u8)
-    inertia_mul_add(A1, pst, u8, -1.0)
-    force_cross(st, ws[ra, D_T2:D_T2 + 6], u6)
-    add6(w, u6)
-    inertia_mul_add(A1, pst, u6, 1.0)
-    # u7 = A3 s_t + A1 phi_t
-    bc_mul(A3, st, u7)
-    inertia_mul_add(A1, ws[rb, D_PHI:D_PHI + 6], u7, 1.0)
-    if same:
-        # u4 = s x* (IC s_t) + u9
-        inertia_mul(ws[i, W_Y:W_Y + 13], st, w)
-        force_cross(ws[ra, D_S:D_S + 6], w, u4)
-        add6(u9, u4)
     u11[0] = u12[0] - u9[0]
     u11[1] = u12[1] - u9[1]
     u11[2] = u12[2] - u9[2]
     u11[3] = u12[3] - u9[3]
     u11[4] = u12[4] - u9[4]
     u11[5] = u12[5] - u9[5]
+    # w = psid_t x* T1, y = A1 psid_t; u8 = s_t x* T4 - y + w
+    force_cross(pst, T1, w)
+    inertia_mul(A1, pst, y)
+    force_cross_ang(st, sc[SC_T4:SC_T4 + 6], u8)
+    add6(w, u8)
+    axpy6(-1.0, y, u8)
+    if not same:
+        bct_mul_ang(A3, st, u1[3:6])      # u1 = A3^T s_t: its linear half is zero
+    if below:
+        # u3 = A3 psid_t + A1 psidd_t + s_t x* T3
+        force_cross(st, ws[ra, D_T3:D_T3 + 6], u3)
+        bc_mul_add(A3, pst, u3)
+        inertia_mul_add(A1, ws[rb, D_PSIDD:D_PSIDD + 6], u3, 1.0)
+        # u6 = y + w + s_t x* T2
+        force_cross(st, ws[ra, D_T2:D_T2 + 6], u6)
+        add6(w, u6)
+        add6(y, u6)
+        if same:
+            # u4 = s x* (IC s_t) + u9
+            inertia_mul(ws[i, W_Y:W_Y + 13], st, w)
+            force_cross(ws[ra, D_S:D_S + 6], w, u4)
+            add6(u9, u4)
+        else:
+            # u7 = A3 s_t + A1 phi_t
+            bc_mul(A3, st, u7)
+            inertia_mul_add(A1, ws[rb, D_PHI:D_PHI + 6], u7, 1.0)
 
 
 @helper
@@ -344,7 +350,7 @@ def joint_so(mi, i, ws, sc, Q, V, X, D, nv):
             same = j == i
             jiv = mi[j, MI_IV]
             for b in range(jiv, jiv + mi[j, MI_NV]):
-                pair_vectors(i, ra, n + 1 + b, same, ws, sc)
+                pair_vectors(i, ra, n + 1 + b, same, mi[j, MI_PARENT] > 0, ws, sc)
                 k = j
                 while k > 0:
                     kiv = mi[k, MI_IV]
