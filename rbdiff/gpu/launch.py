@@ -11,7 +11,10 @@ Coarse-grained parallelism (one evaluation per thread): ``rnea``, ``crba``, ``ab
                         product). qdd and dc/du round-trip through global memory.
 ``"fused"``             two launches: ABA and IDSVA in one (IDSVA reuses ABA's
                         kinematics), then -Minv dc/du.
-``"completely_fused"``  one launch: all of Alg. 3 (``kernels.aba_derivatives``).
+``"completely_fused"``  one launch: all of Alg. 3, as the CPU runs it
+                        (``kernels.aba_derivatives``, which takes M^-1 from ABA's own
+                        factorisation); split and fused compute M^-1 afresh in their
+                        last launch (``kernels.aba_derivatives.neg_minv_times``).
 
 (In the paper the partitions divide the work between the host and the device; here
 every step runs on the device, so they trade launches and global-memory round trips
