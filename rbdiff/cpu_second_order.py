@@ -42,10 +42,11 @@ def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     sc = np.empty(SC_SIZE, q.dtype)
     qdd = np.empty(nv, q.dtype)
-    Mt = np.empty((6, nv, nv), q.dtype)
+    lam = np.empty(nv, np.int64)
+    Mt = np.empty((7, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     T = np.empty((5, nv, nv, nv), q.dtype)
-    fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT)
+    fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT)
 
 
 @pentry
@@ -59,8 +60,9 @@ def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
         ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
         sc = np.empty(SC_SIZE, q.dtype)
         qdd = np.empty(nv, q.dtype)
-        Mt = np.empty((6, nv, nv), q.dtype)
+        lam = np.empty(nv, np.int64)
+        Mt = np.empty((7, nv, nv), q.dtype)
         F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
         T = np.empty((5, nv, nv, nv), q.dtype)
-        fdsva_so(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, Mt, F, T,
+        fdsva_so(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
                  dQ[b], dV[b], dX[b], dT[b])

@@ -13,10 +13,14 @@ Minv without forming M (minverse.py). Tensors are (nv, nv, nv), output index fir
 swap23(T)[i, j, k] = T[i, k, j]; (D.P)[i, j, k] = sum_l D[i, l, k] P[l, j]; the products
 with Minv act on the output index.
 
-Products are dense tensor-matrix products (DTM, the paper's choice for the outer term):
-the inner products D.P skip the rows D[i, l, :] that dM/dq's pattern makes zero (dofs i
-and l off one branch) and, within a row, the dofs outside the range that can be nonzero,
-so their cost is O(nnz(D) nv); the outer products -Minv T are dense, O(nv^4).
+The inner products D.P are tensor-matrix products (DTM) that skip the rows D[i, l, :]
+that dM/dq's pattern makes zero (dofs i and l off one branch) and, within a row, the dofs
+outside the range that can be nonzero: O(nnz(D) nv). The outer products -Minv T are
+either the dense product (DTM, O(nv^4); chains) or, when M's L^T D L factor is sparse
+enough (trees, floating bases), sparse triangular solves on all nv^2 columns at once
+(the batched form of the paper's per-column AZA route: ABA with zero velocity and
+gravity applies M^-1 through the same tree structure), O(nnz(L) nv^2); SPARSE_RATIO is
+the measured crossover.
 """
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
@@ -29,6 +33,10 @@ from .minverse import minverse
 
 
 GEMM_BLOCK = 256    # columns of the flattened (nv, nv^2) tensor per block of the outer product
+# factorised outer products when 2 nnz(L) + nv < SPARSE_RATIO nv^2 row updates; measured on
+# the development machine: ratio 0.43 (talos+ff) 2.1x, 0.53 (g1+ff) 1.7x, 0.67 (hyq+ff)
+# 1.3x faster than the dense product, serial chains (ratio 1) 1.1-1.2x slower
+SPARSE_RATIO = 0.85
 
 
 @helper
@@ -112,29 +120,122 @@ def neg_minv_tensor(Minv, T, out):
 
 
 @kernel
-def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, Mt, F, T, dQ, dV, dX, dT):
+def dof_parents(mi, lam):
+    """lam[k] = the dof before dof k on its root path (the previous dof of its joint, or
+    the last dof of the parent joint), -1 at the root."""
+    for j in range(1, mi[0, 0] + 1):
+        iv = mi[j, MI_IV]
+        p = mi[j, MI_PARENT]
+        lam[iv] = mi[p, MI_IV] + mi[p, MI_NV] - 1 if p > 0 else -1
+        for k in range(iv + 1, iv + mi[j, MI_NV]):
+            lam[k] = k - 1
+
+
+@kernel
+def ltdl(lam, H):
+    """M = L^T D L in place (Featherstone 2008, Table 6.3): H holds M (its entries on the
+    branch pattern, both triangles) and leaves with D on its diagonal and the unit
+    lower-triangular L (nonzero only at H[k, i], i an ancestor dof of k) below it."""
+    for k in range(H.shape[0] - 1, -1, -1):
+        i = lam[k]
+        while i >= 0:
+            a = H[k, i] / H[k, k]
+            j = i
+            while j >= 0:
+                H[i, j] -= a * H[k, j]
+                j = lam[j]
+            H[k, i] = a
+            i = lam[i]
+
+
+@kernel
+def neg_minv_tensor_ltdl(lam, H, T, out):
+    """out = -M^-1 T with M = L^T D L (ltdl): the outer products of eq. 46 as sparse
+    triangular solves on the flattened (nv, nv^2) tensor, 2 nnz(L) + nv row updates
+    instead of the nv^2 of the dense product (the batched form of the paper's AZA
+    route, which applies M^-1 through the same tree structure), in cache-sized column
+    blocks."""
+    nv = T.shape[0]
+    R = nv * nv
+    T2 = T.reshape(nv, R)
+    Y = out.reshape(nv, R)
+    for r0 in range(0, R, GEMM_BLOCK):
+        r1 = min(r0 + GEMM_BLOCK, R)
+        w = r1 - r0
+        for k in range(nv):
+            yk = Y[k, r0:r1]
+            tk = T2[k, r0:r1]
+            for r in range(w):
+                yk[r] = tk[r]
+        for k in range(nv - 1, -1, -1):          # L^T z = y, leaves first
+            yk = Y[k, r0:r1]
+            i = lam[k]
+            while i >= 0:
+                h = H[k, i]
+                yi = Y[i, r0:r1]
+                for r in range(w):
+                    yi[r] -= h * yk[r]
+                i = lam[i]
+        for k in range(nv):                      # -D^-1, then L z = y, root first
+            yk = Y[k, r0:r1]
+            d = -1.0 / H[k, k]
+            for r in range(w):
+                yk[r] *= d
+            i = lam[k]
+            while i >= 0:
+                h = H[k, i]
+                yi = Y[i, r0:r1]
+                for r in range(w):
+                    yk[r] -= h * yi[r]
+                i = lam[i]
+
+
+@helper
+def outer(mi, lam, H, Minv, sparse, T, out):
+    """out = -Minv T, by the factorisation (sparse) or the dense product."""
+    if sparse:
+        neg_minv_tensor_ltdl(lam, H, T, out)
+    else:
+        neg_minv_tensor(Minv, T, out)
+
+
+@kernel
+def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT):
     """d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv, d2qdd/dtaudq (dQ, dV, dX, dT, each (nv, nv, nv),
     every entry written) at (q, v, tau, fext). Scratch: ws (workspace_rows, W_WIDTH),
-    sc (SC_SIZE,), qdd (nv,), Mt (6, nv, nv), F (njoints + 1, nv, 6),
-    T (5, nv, nv, nv)."""
+    sc (SC_SIZE,), qdd (nv,), lam (nv,) int64, Mt (7, nv, nv), F (njoints + 1, nv, 6),
+    T (5, nv, nv, nv). The outer products use the L^T D L factorisation of M when it has
+    fewer than SPARSE_RATIO nv^2 nonzeros (trees), the dense M^-1 otherwise (chains)."""
     Q, V, X, D, E = T[0], T[1], T[2], T[3], T[4]
+    H = Mt[6]
     zero_fill(Q, V, X, D)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     # ABA leaves world placements, S, v, S qd and a (with qdd) in ws, as IDSVA needs
     idsva_dynamics_pass(mi, mf, fext, ws)
-    idsva_fo_so_backward_pass(mi, ws, sc, Mt[0], Mt[1], Mt[2], Q, V, X, D)
+    idsva_fo_so_backward_pass(mi, ws, sc, Mt[0], Mt[1], H, Q, V, X, D)
+    dof_parents(mi, lam)
+    nnz = 0
+    for k in range(lam.shape[0]):
+        i = lam[k]
+        while i >= 0:
+            nnz += 1
+            i = lam[i]
+    nv = lam.shape[0]
+    sparse = 2 * nnz + nv < SPARSE_RATIO * nv * nv
+    if sparse:
+        ltdl(lam, H)
     Minv = Mt[3]
     minverse(mi, mf, q, ws, F, Minv)
     neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
     tensor_matrix_t(mi, D, Mt[4], E)          # swap23(D.P)
     add_sym23(E, Q)                           # Q + D.P + swap23(D.P)
-    neg_minv_tensor(Minv, Q, dQ)
-    neg_minv_tensor(Minv, V, dV)
+    outer(mi, lam, H, Minv, sparse, Q, dQ)
+    outer(mi, lam, H, Minv, sparse, V, dV)
     tensor_matrix_t(mi, D, Mt[5], E)          # swap23(D.Pv)
     add_tensor(E, X)
-    neg_minv_tensor(Minv, X, dX)
+    outer(mi, lam, H, Minv, sparse, X, dX)
     tensor_matrix_t(mi, D, Minv, E)           # swap23(D.Minv)
-    neg_minv_tensor(Minv, E, Q)               # swap23(d2qdd/dtaudq), Q as scratch
+    outer(mi, lam, H, Minv, sparse, E, Q)     # swap23(d2qdd/dtaudq), Q as scratch
     swap23(Q, dT)
 
 
