@@ -106,7 +106,8 @@ def _through_first_order(model, fo, q, v, u, fext, method):
         qs = np.concatenate([integrate(model, qc, 1j * h * E), np.broadcast_to(qc, (nv, nq))])
         vs = np.concatenate([np.broadcast_to(v, (nv, nv)), v + 1j * h * E]).astype(complex)
         us = np.broadcast_to(u, (2 * nv, nv)).astype(complex)
-        fs = None if fext is None else np.broadcast_to(fext, (2 * nv,) + fext.shape).astype(complex)
+        fs = (None if fext is None
+              else np.broadcast_to(fext, (2 * nv,) + fext.shape).astype(complex))
         d_q, d_v, d_u = (x.imag / h for x in fo(model, qs, vs, us, fs))
         return (_tensor(d_q[:nv]), _tensor(d_v[nv:]), _tensor(d_q[nv:]), _tensor(d_u[:nv]))
     hq = _FD_STEP
@@ -119,7 +120,8 @@ def _through_first_order(model, fo, q, v, u, fext, method):
     d_q, d_v, d_u = fo(model, qs, vs, us, fs)
 
     def central(x, first, h):
-        return _tensor((x[first:first + nv] - x[first + nv:first + 2 * nv]) / (2 * h)[:, None, None])
+        plus, minus = x[first:first + nv], x[first + nv:first + 2 * nv]
+        return _tensor((plus - minus) / (2 * h)[:, None, None])
 
     hqv = np.full(nv, hq)
     return (central(d_q, 0, hqv), central(d_v, 2 * nv, hv), central(d_q, 2 * nv, hv),

@@ -117,17 +117,6 @@ def add_idot_bc(BC, s, A):
 
 
 @helper
-def force_cross_add(v, f, out):
-    """out += v x* f."""
-    out[0] += v[4] * f[2] - v[5] * f[1]
-    out[1] += v[5] * f[0] - v[3] * f[2]
-    out[2] += v[3] * f[1] - v[4] * f[0]
-    out[3] += v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
-    out[4] += v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
-    out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
-
-
-@helper
 def force_cross_ang(v, f, out):
     """out = v x* f for a force f whose linear half is zero."""
     out[0] = 0.0
