@@ -11,7 +11,14 @@ Relative errors are undefined where ref_k = 0: such entries (the structural zero
 tree's tensors, where branches do not meet) count with relative error 0 when x_k = 0 too
 and with +inf otherwise, and stay in n, as in the paper (whose RMSRE is lower for binary
 trees because of their zeros). Pass ``floor`` > 0 to divide by max(|ref_k|, floor)
-instead, which bounds the relative error of entries whose reference is (nearly) zero.
+instead, which bounds the relative error of entries whose reference is (nearly) zero:
+an entry that is mathematically zero but computed as a sum that cancels to rounding
+noise (|ref_k| ~ 1e-16 max|ref|) otherwise dominates MRE and RMSRE; floor =
+1e-10 * np.abs(ref).max() is a common choice.
+
+    >>> from rbdiff import metrics
+    >>> metrics.mae([1.5, -2.0], [1.0, -2.0]), metrics.mre([1.5, -2.0], [1.0, -2.0])
+    (0.5, 0.5)
 """
 
 import numpy as np
