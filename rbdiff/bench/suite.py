@@ -1086,7 +1086,8 @@ def main(argv=None):
     p.add_argument("--out", default="bench_out", metavar="DIR",
                    help="output directory (default: bench_out)")
     p.add_argument("--robots", nargs="+", metavar="NAME",
-                   help=f"robots of the per-robot table (default: {' '.join(ROBOTS)})")
+                   help="robots of the per-robot table and of the float32 section "
+                        f"(default: {' '.join(ROBOTS)})")
     p.add_argument("--only", nargs="+", metavar="SECTION",
                    help="sections to run, comma or space separated: "
                         f"{','.join(SECTIONS)} (default: all)")
