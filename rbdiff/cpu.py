@@ -10,7 +10,7 @@ from .kernels.aba import aba
 from .kernels.checks import all_finite, configuration_ok
 from .kernels.crba import crba
 from .kernels.fk import kinematics_pass
-from .kernels.jit import entry, helper, pentry
+from .kernels.jit import entry, helper, pentry, scratch
 from .kernels.minverse import minverse
 from .kernels.rnea import rnea
 from .kernels.workspace import W_WIDTH, workspace_rows
@@ -97,14 +97,23 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd):
         aba(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd[b])
 
 
+@scratch
+def _minverse_scratch(mi, q):
+    """The workspace and M^-1's force scratch F ((njoints+1, nv, 6)) carved from one
+    allocation: an allocation costs about as much as a small robot's placement pass."""
+    rows = workspace_rows(mi)
+    a = rows * W_WIDTH
+    buf = np.empty(a + (mi[0, 0] + 1) * mi[0, 2] * 6, q.dtype)
+    return buf[:a].reshape((rows, W_WIDTH)), buf[a:].reshape((mi[0, 0] + 1, mi[0, 2], 6))
+
+
 @entry
 def minverse_one(mi, mf, q, Minv):
     if q.shape[0] != mi[0, 1]:
         raise ValueError(BAD_SHAPE)
     if not configuration_ok(mi, q):
         raise ValueError(BAD_Q)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
+    ws, F = _minverse_scratch(mi, q)
     minverse(mi, mf, q, ws, F, Minv)
 
 
@@ -113,8 +122,7 @@ def minverse_batch(mi, mf, q, Minv):
     if not _configurations_ok(mi, q):
         raise ValueError(BAD_Q)
     for b in prange(q.shape[0]):
-        ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-        F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
+        ws, F = _minverse_scratch(mi, q)
         minverse(mi, mf, q[b], ws, F, Minv[b])
 
 

@@ -6,10 +6,26 @@ from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .fk import init_universe, placement_pass_joint, velocity_joint, world_body_inertia
 from .jit import helper, kernel
 from .spatial import (add6, add36, axpy6, copy6, dot6, force_act, force_cross,
-                      inertia_dense, inertia_mul, mat6_vec, motion_cross,
+                      inertia_dense, inertia_mul, mat6_vec, motion_cross, scale6,
                       set6, sub_outer6, sym_inverse)
 from .workspace import (D_S, D_T, D_U, D_UDINV, D_UU, W_A, W_C, W_D, W_DINV, W_IA, W_P,
                         W_PA, W_R, W_T, W_V, W_VJ, W_Y)
+
+
+@helper
+def articulated_dof(r, i, ws):
+    """articulated_joint for a 1-dof joint i whose dof row is r: scalar D, no loops."""
+    IA = ws[i, W_IA:W_IA + 36]
+    U = ws[r, D_U:D_U + 6]
+    mat6_vec(IA, ws[r, D_S:D_S + 6], U)
+    d = dot6(ws[r, D_S:D_S + 6], U)
+    ws[i, W_D] = d
+    dinv = 1.0 / d
+    ws[i, W_DINV] = dinv
+    UDinv = ws[r, D_UDINV:D_UDINV + 6]
+    copy6(U, UDinv)
+    scale6(dinv, UDinv)
+    sub_outer6(IA, UDinv, U)
 
 
 @helper
@@ -20,6 +36,9 @@ def articulated_joint(mi, i, ws):
     iv = mi[i, MI_IV]
     nvi = mi[i, MI_NV]
     IA = ws[i, W_IA:W_IA + 36]
+    if nvi == 1:
+        articulated_dof(n + 1 + iv, i, ws)
+        return
     for k in range(nvi):
         mat6_vec(IA, ws[n + 1 + iv + k, D_S:D_S + 6], ws[n + 1 + iv + k, D_U:D_U + 6])
     for k in range(nvi):

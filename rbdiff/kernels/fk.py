@@ -9,6 +9,7 @@ from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_H, MF_IO, MF_MAS
 from .jit import helper, kernel
 from .spatial import (add6, axpy6, inertia_act, mat3_mul, motion_act, motion_cross,
                       rot_axis_angle, rot_quat, se3_mul, set6)
+from .trig import sincos
 from .workspace import D_S, W_A, W_LP, W_LR, W_P, W_R, W_T, W_V, W_VJ, W_Y
 
 
@@ -22,7 +23,8 @@ def joint_placement(mi, mf, i, q, R, p, Rj):
     ax = mf[i, MF_AXIS:MF_AXIS + 3]
     x, y, z = pt[0], pt[1], pt[2]
     if t == REVOLUTE:
-        rot_axis_angle(ax, np.cos(q[iq]), np.sin(q[iq]), Rj)
+        c, s = sincos(q[iq])
+        rot_axis_angle(ax, c, s, Rj)
     elif t == REVOLUTE_UNBOUNDED:
         rot_axis_angle(ax, q[iq], q[iq + 1], Rj)
     elif t == SPHERICAL:

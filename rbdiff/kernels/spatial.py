@@ -404,6 +404,17 @@ def copy6(x, y):
 
 
 @helper
+def scale6(alpha, y):
+    """y *= alpha for a 6-array (unrolled)."""
+    y[0] *= alpha
+    y[1] *= alpha
+    y[2] *= alpha
+    y[3] *= alpha
+    y[4] *= alpha
+    y[5] *= alpha
+
+
+@helper
 def axpy6(alpha, x, y):
     """y += alpha x for 6-arrays."""
     y[0] += alpha * x[0]
