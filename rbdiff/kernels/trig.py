@@ -13,6 +13,8 @@ complex128 (complex step: the polynomials are analytic, so their imaginary parts
 the derivative; reduction and quadrant are taken from the real part) and CUDA.
 """
 
+import math
+
 import numpy as np
 
 from .jit import helper
@@ -64,7 +66,7 @@ def sincos(x):
     xr = x.real
     if not abs(xr) < HUGE:       # also NaN and Inf: libm's answer
         return np.cos(x), np.sin(x)
-    k = np.floor(xr * INVPIO2 + 0.5)
+    k = int(math.floor(xr * INVPIO2 + 0.5))     # (np.floor is no CUDA ufunc)
     t = x - k * PIO2_1
     w = k * PIO2_2
     r = t - w
@@ -73,7 +75,7 @@ def sincos(x):
     y1 = (r - y0) - w
     c = kernel_cos(y0, y1)
     s = kernel_sin(y0, y1)
-    n = int(k) & 3
+    n = k & 3
     if n == 0:
         return c, s
     if n == 1:
