@@ -13,7 +13,7 @@ from .workspace import (D_S, D_T, D_U, D_UDINV, D_UU, W_A, W_C, W_D, W_DINV, W_I
 
 
 @helper
-def articulated_dof(r, i, ws):
+def articulated_dof(r, i, ws, downdate):
     """articulated_joint for a 1-dof joint i whose dof row is r: scalar D, no loops."""
     IA = ws[i, W_IA:W_IA + 36]
     U = ws[r, D_U:D_U + 6]
@@ -25,19 +25,22 @@ def articulated_dof(r, i, ws):
     UDinv = ws[r, D_UDINV:D_UDINV + 6]
     copy6(U, UDinv)
     scale6(dinv, UDinv)
-    sub_outer6(IA, UDinv, U)
+    if downdate:
+        sub_outer6(IA, UDinv, U)
 
 
 @helper
 def articulated_joint(mi, i, ws):
     """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
-    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i)."""
+    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i; a root joint
+    has no parent, so its IA_i is left as it was)."""
     n = mi[0, 0]
     iv = mi[i, MI_IV]
     nvi = mi[i, MI_NV]
     IA = ws[i, W_IA:W_IA + 36]
+    downdate = mi[i, MI_PARENT] > 0
     if nvi == 1:
-        articulated_dof(n + 1 + iv, i, ws)
+        articulated_dof(n + 1 + iv, i, ws, downdate)
         return
     for k in range(nvi):
         mat6_vec(IA, ws[n + 1 + iv + k, D_S:D_S + 6], ws[n + 1 + iv + k, D_U:D_U + 6])
@@ -51,7 +54,8 @@ def articulated_joint(mi, i, ws):
         set6(UDinv, 0.0)
         for l in range(nvi):
             axpy6(ws[i, W_DINV + nvi * l + k], ws[n + 1 + iv + l, D_U:D_U + 6], UDinv)
-        sub_outer6(IA, UDinv, ws[n + 1 + iv + k, D_U:D_U + 6])
+        if downdate:
+            sub_outer6(IA, UDinv, ws[n + 1 + iv + k, D_U:D_U + 6])
 
 
 @kernel
