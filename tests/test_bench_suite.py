@@ -362,7 +362,7 @@ def test_batch_section_tiny(tmp_path):
     for word in ("## 8. Batched gradients", "Numba threads", "rbdiff batch", "rbdiff loop",
                  "Pinocchio loop", "batch vs rbdiff loop", "batch vs Pinocchio loop",
                  "copy is included", "np.array_equal", "max abs diff vs Pinocchio",
-                 "**Target**", "| iiwa14 | aba_derivatives | 4 | yes |"):
+                 "**Target**", "Environment:", "| iiwa14 | aba_derivatives | 4 | yes |"):
         assert word in text, word
     assert "## 1." not in text and "## 7." not in text
     assert "](batch_throughput.png)" in text

@@ -32,6 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 import rbdiff as rbd
+from rbdiff.bench import common as cm
 from rbdiff.bench import models as bm
 from rbdiff.bench import report as rp
 from rbdiff.bench.core import _full, random_state
@@ -50,12 +51,16 @@ FUNCS = (
     ("aba", rbd.aba, "tau", "aba", 1),
 )
 HEADLINE = "aba_derivatives"
-# (key, label, line style of the figure)
-WAYS = (("batch", "rbdiff batch", "o-"), ("loop", "rbdiff loop", "s--"),
-        ("pin", "Pinocchio loop", "^:"))
+# (key, label, line style of the figure); the marker tells the function
+WAYS = (("batch", "rbdiff batch", "-"), ("loop", "rbdiff loop", "--"),
+        ("pin", "Pinocchio loop", ":"))
+MARKERS = {"aba_derivatives": "o", "rnea_derivatives": "x", "aba": "+"}
 # the acceptance criterion (a 2-core machine): speed-up of the batch over each
 # loop at one (robot, function, B)
-TARGETS = dict(robot="talos_full_v2", func="aba_derivatives", B=256, loop=1.6, pin=2.0)
+TARGETS = dict(robot="talos_full_v2", func=HEADLINE, B=256, loop=1.6, pin=2.0)
+# environment variables that change how the batch's parallel calls behave (reported)
+ENV = ("NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+       "OMP_NUM_THREADS")
 AGREE = 1e-6          # max|batch - Pinocchio| / max(1, max|Pinocchio|) flagged above this
 ROUND_BUDGET = 3.0    # seconds of timed rounds aimed at per point (at least 3 rounds)
 
@@ -145,12 +150,14 @@ def run(cfg, bar, out):
     sizes = sorted(cfg.batch_sizes)
     res = dict(sizes=sizes, targets=TARGETS, cpu_count=os.cpu_count(),
                numba_num_threads=numba.config.NUMBA_NUM_THREADS, pin_copy_timed=True,
-               robots=[], points=[], checks=[], skipped=[], errors=[])
+               robots=[], points=[], checks=[], skipped=[], errors=[],
+               loadavg=list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+               env={k: os.environ[k] for k in ENV if k in os.environ})
     before = numba.get_num_threads()
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     res["threads"] = numba.get_num_threads()
     try:
-        for robot in cfg.batch_robots:
+        for robot in dict.fromkeys(cfg.batch_robots):
             _run_robot(robot, sizes, cfg, rng, bar, res)
         try:
             res["threading_layer"] = numba.threading_layer()
@@ -162,13 +169,10 @@ def run(cfg, bar, out):
 
 
 def _run_robot(robot, sizes, cfg, rng, bar, res):
-    n = len(FUNCS) * len(sizes)
-    try:
-        model, pm = bm.robot_pair(robot)
-    except (ImportError, OSError, KeyError, ValueError) as e:
-        res["skipped"].append(dict(robot=robot, reason=f"{type(e).__name__}: {e}"))
-        bar.step(f"batch {robot}: skipped", n)
+    pair = cm.robot_pair_or_skip(robot, res, bar, "batch", len(FUNCS) * len(sizes))
+    if pair is None:
         return
+    model, pm = pair
     label = bm.robot_label(robot)
     res["robots"].append(dict(robot=robot, label=label, nq=model.nq, nv=model.nv))
     pd = None if pm is None else pm.createData()
@@ -198,13 +202,12 @@ def figures(sec, outdir):
     panels = []
     for r in sec["robots"]:
         curves = []
-        for j, (key, *_) in enumerate(FUNCS):
+        for key, *_ in FUNCS:
             pts = sorted((p for p in sec["points"] if p["robot"] == r["robot"]
                           and p["func"] == key), key=lambda p: p["B"])
-            for k, (w, lab, style) in enumerate(WAYS):
-                style = style if key == HEADLINE else ("-", "--", ":")[k] + "x."[j % 2]
+            for k, (w, lab, line) in enumerate(WAYS):
                 curves.append((f"{key}: {lab}", [p["B"] for p in pts],
-                               [p[f"{w}_per_s"] for p in pts], style, k))
+                               [p[f"{w}_per_s"] for p in pts], MARKERS[key] + line, k))
         panels.append(dict(title=f"{r['label']} (nv = {r['nv']})", xlabel="batch size B",
                            ylabel="evaluations / s", curves=curves))
     name = "batch_throughput.png"
@@ -246,6 +249,16 @@ def report(sec, files, cfg):
              "three (Pinocchio-integrated q), all three timed interleaved, median per "
              "round; times are per evaluation (one state), speed-ups above 1 mean the "
              "batch is faster.", ""]
+    if sec.get("loadavg"):
+        lines += ["Load average (1, 5, 15 min) when the section started: "
+                  + ", ".join(f"{x:.1f}" for x in sec["loadavg"]) + f" on {sec['cpu_count']}"
+                  " CPUs. The batch needs idle cores: on a loaded machine a parallel call "
+                  "waits for its descheduled threads, which hurts small B most (with "
+                  "OpenMP's default active wait policy, a spinning thread can hold the "
+                  "core the other one needs).", ""]
+    env = sec.get("env") or {}
+    lines += ["Environment: " + (", ".join(f"{k}={v}" for k, v in env.items())
+                                 or f"none of {', '.join(ENV)} set") + ".", ""]
     lines += _target_lines(sec)
     for r in sec["robots"]:
         lines += [f"### {r['label']} (nq = {r['nq']}, nv = {r['nv']}): us per evaluation",
@@ -269,13 +282,8 @@ def report(sec, files, cfg):
     lines += [rp.md_table(["robot", "function", "B", "batch == loop (np.array_equal)",
                            "max abs diff vs Pinocchio", "/ max(1, max|Pinocchio|)",
                            f"agrees (<= {AGREE:.0e})"], rows, "llrlrrl"), ""]
-    for s in sec["skipped"]:
-        lines += [f"> skipped {s['robot']}: {s['reason']}", ""]
-    for e in sec["errors"]:
-        lines.append(f"> {e['func']} failed on {e['robot']}: {e['error']}")
-    if "batch" in files:
-        lines += ["", f"![batch throughput]({files['batch']})", ""]
-    return lines + [""]
+    return lines + cm.tail_lines(sec, files, "batch", "batch throughput",
+                                 lambda e: f"{e['func']} failed on {e['robot']}: {e['error']}")
 
 
 # ------------------------------------------------------------------ standalone
