@@ -66,7 +66,7 @@ ROUND_BUDGET = 3.0    # seconds of timed rounds aimed at per point (at least 3 r
 
 
 def total(cfg):
-    return len(cfg.batch_robots) * len(FUNCS) * len(cfg.batch_sizes)
+    return len(dict.fromkeys(cfg.batch_robots)) * len(FUNCS) * len(cfg.batch_sizes)
 
 
 def _states(model, pm, n, rng):
