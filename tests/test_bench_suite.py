@@ -349,3 +349,47 @@ def test_mean_branch_matches_the_auto_product():
     assert sec_fo.mean_branch(bm.synthetic("serial_chain", 10)) == 10
     # binary tree of 3: branches of dofs 1, 2, 3 hold 3, 2, 2 dofs
     assert sec_fo.mean_branch(bm.synthetic("binary_tree", 3)) == pytest.approx(7 / 3)
+
+
+def test_batch_section_tiny(tmp_path):
+    import numba
+
+    from rbdiff.bench import batch as sec_ba
+    before = numba.get_num_threads()
+    assert suite.main(["--tiny", "--only", "batch", "--out", str(tmp_path), "--no-progress",
+                       "--no-mujoco"]) == 0
+    text = (tmp_path / "report.md").read_text()
+    for word in ("## 8. Batched gradients", "Numba threads", "rbdiff batch", "rbdiff loop",
+                 "Pinocchio loop", "batch vs rbdiff loop", "batch vs Pinocchio loop",
+                 "copy is included", "np.array_equal", "max abs diff vs Pinocchio",
+                 "**Target**", "Environment:", "| iiwa14 | aba_derivatives | 4 | yes |"):
+        assert word in text, word
+    assert "## 1." not in text and "## 7." not in text
+    assert "](batch_throughput.png)" in text
+    data = (tmp_path / "batch_throughput.png").read_bytes()
+    assert data.startswith(PNG) and len(data) > 1000
+    sec = json.loads((tmp_path / "results.json").read_text())["batch"]
+    assert sec["threads"] >= 1 and sec["sizes"] == [4] and sec["pin_copy_timed"]
+    assert {(p["robot"], p["func"], p["B"]) for p in sec["points"]} == {
+        ("iiwa14", k, 4) for k, *_ in sec_ba.FUNCS}
+    for p in sec["points"]:
+        for w, *_ in sec_ba.WAYS:
+            assert p[f"{w}_s"] > 0 and p[f"{w}_eval_s"] == pytest.approx(p[f"{w}_s"] / 4)
+        assert p["speedup_loop"] == pytest.approx(p["loop_s"] / p["batch_s"])
+        assert p["speedup_pin"] == pytest.approx(p["pin_s"] / p["batch_s"])
+        assert p["target"] is None                 # the target is talos at B = 256
+    assert len(sec["checks"]) == len(sec_ba.FUNCS)
+    for c in sec["checks"]:
+        assert c["bit_equal"] and c["agree"] and c["max_abs_diff"] < 1e-8, c
+    assert sec["threads"] == numba.config.NUMBA_NUM_THREADS    # all cores for the batch
+    assert numba.get_num_threads() == before                   # restored afterwards
+
+
+def test_batch_target_marks():
+    from rbdiff.bench import batch as sec_ba
+    T = sec_ba.TARGETS
+    assert sec_ba._target("iiwa14", T["func"], T["B"], 9.0, 9.0) is None
+    assert sec_ba._target(T["robot"], T["func"], T["B"], T["loop"], T["pin"] - 0.1) == \
+        dict(loop=True, pin=False)
+    assert sec_ba._target(T["robot"], T["func"], T["B"], 1.0, None) == dict(loop=False,
+                                                                           pin=None)

@@ -14,6 +14,7 @@ import numpy as np
 
 import rbdiff as rbd
 from rbdiff import metrics
+from rbdiff.bench import models as bm
 from rbdiff.bench import report as rp
 from rbdiff.bench.timing import _time, interleaved
 
@@ -30,6 +31,29 @@ def state(model, rng):
     """A random (q, v, a) in float64: rbd.random_configuration and normal v, a."""
     q = np.ascontiguousarray(rbd.random_configuration(model, rng), dtype=float)
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def robot_pair_or_skip(robot, res, bar, what, steps=1):
+    """``bm.robot_pair(robot)``, or None when it cannot be loaded (example-robot-data or
+    a URDF missing, Pinocchio's model differs): then the reason goes to
+    ``res["skipped"]`` and the progress bar moves ``steps`` entries."""
+    try:
+        return bm.robot_pair(robot)
+    except (ImportError, OSError, KeyError, ValueError) as e:
+        res["skipped"].append(dict(robot=robot, reason=f"{type(e).__name__}: {e}"))
+        bar.step(f"{what} {robot}: skipped", steps)
+        return None
+
+
+def tail_lines(sec, files, key, alt, error):
+    """The end of a per-robot section's report: the robots in ``sec["skipped"]``, a line
+    ``error(e)`` per failure in ``sec["errors"]`` and the figure ``files[key]``."""
+    lines = [line for s in sec["skipped"]
+             for line in (f"> skipped {s['robot']}: {s['reason']}", "")]
+    lines += [f"> {error(e)}" for e in sec["errors"]]
+    if key in files:
+        lines += ["", f"![{alt}]({files[key]})", ""]
+    return lines + [""]
 
 
 def family_label(family):

@@ -48,12 +48,10 @@ def run(cfg, bar, out):
     res = dict(zero_tol32=ZERO_TOL32, zero_tol64=cm.ZERO_TOL, eps32=float(np.finfo(np.float32).eps),
                rows=[], skipped=[], errors=[])
     for robot in cfg.robots:
-        try:
-            model, _ = bm.robot_pair(robot)
-        except (ImportError, OSError, KeyError, ValueError) as e:
-            res["skipped"].append(dict(robot=robot, reason=f"{type(e).__name__}: {e}"))
-            bar.step(f"precision {robot}: skipped")
+        pair = cm.robot_pair_or_skip(robot, res, bar, "precision")
+        if pair is None:
             continue
+        model = pair[0]
         q, v, a = cm.state(model, rng)
         tau = rbd.rnea(model, q, v, a)
         args64 = {"a": (q, v, a), "tau": (q, v, tau)}
@@ -134,10 +132,5 @@ def report(sec, files, cfg):
                            "MAE f32 vs f64", "MAE / max|ref|", "RMSRE f64 vs CS",
                            "float64 us", "float32 us", "f32 / f64"], rows, "lll" + "r" * 7),
               ""]
-    for s in sec["skipped"]:
-        lines += [f"> skipped {s['robot']}: {s['reason']}", ""]
-    for e in sec["errors"]:
-        lines.append(f"> {e['name']} failed on {e['family']}: {e['error']}")
-    if "precision" in files:
-        lines += ["", f"![float32 vs float64]({files['precision']})", ""]
-    return lines + [""]
+    return lines + cm.tail_lines(sec, files, "precision", "float32 vs float64",
+                                 lambda e: f"{e['name']} failed on {e['family']}: {e['error']}")

@@ -1,5 +1,6 @@
 """The full benchmark: ``python -m rbdiff bench [--quick] [--out DIR] [--robots ...]
-[--only table,scaling,accuracy,first_order,second_order,accuracy_n,precision] [--cpp]``.
+[--only table,scaling,accuracy,first_order,second_order,accuracy_n,precision,batch]
+[--cpp]``.
 
 Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.json``
 (every raw number) and the PNG figures:
@@ -26,10 +27,12 @@ Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.
     second-order method against the complex step vs N (singh-2023 Fig. 12 and 20).
 (g) ``precision`` (bench/precision.py): the first-order derivative kernels in float32
     against float64: errors and time ratio per robot.
+(h) ``batch`` (bench/batch.py): one batched call on all cores vs a Python loop of single
+    rbdiff calls and of Pinocchio calls, per robot and batch size B.
 
 All timings are single-threaded (Numba's thread count is set to 1 while timing, like
-the paper's single-core protocol) and interleaved round-robin in this process
-(``bench.timing.interleaved``; DESIGN.md section 4).
+the paper's single-core protocol; section (h)'s batches use all cores) and interleaved
+round-robin in this process (``bench.timing.interleaved``; DESIGN.md section 4).
 """
 
 import argparse
@@ -47,6 +50,7 @@ import numpy as np
 
 import rbdiff as rbd
 from rbdiff.bench import accuracy_n as sec_accuracy_n
+from rbdiff.bench import batch as sec_batch
 from rbdiff.bench import first_order as sec_first_order
 from rbdiff.bench import models as bm
 from rbdiff.bench import precision as sec_precision
@@ -75,11 +79,12 @@ except ImportError:
     tqdm = None
 
 SECTIONS = ("table", "scaling", "accuracy", "first_order", "second_order", "accuracy_n",
-            "precision")
+            "precision", "batch")
 # the derivative sections: modules with total(cfg), run(cfg, bar, out), figures(sec,
 # outdir) and report(sec, files, cfg) (bench/common.py)
 SECTION_MODULES = {"first_order": sec_first_order, "second_order": sec_second_order,
-                   "accuracy_n": sec_accuracy_n, "precision": sec_precision}
+                   "accuracy_n": sec_accuracy_n, "precision": sec_precision,
+                   "batch": sec_batch}
 ROBOTS = ("iiwa14", "hyq", "solo12", "g1", "talos_full_v2")
 EPS = np.finfo(float).eps
 FD_STEP = float(np.cbrt(EPS))     # central differences: truncation h^2 ~ rounding eps/h
@@ -193,6 +198,9 @@ class Config:
     # accuracy_n: sizes, cap of Finite-Diff-1
     acc_sizes: tuple = (2, 3, 5, 8, 12, 20, 32, 50, 80, 110)
     acc_fd1_max: int = 110
+    # batch: robots (--robots sets them too) and batch sizes B
+    batch_robots: tuple = ("iiwa14", "hyq", "talos_full_v2")
+    batch_sizes: tuple = (1, 4, 16, 64, 256, 1024)
     notes: list = field(default_factory=list)
 
 
@@ -205,12 +213,13 @@ PRESETS = {
                     steps=tuple(float(h) for h in np.logspace(-14, -1, 14)),
                     so_sizes=(2, 4, 8, 16, 32, 64), so_fit_min_n=8, so_fd1_max=32,
                     so_numeric_max=32, so_robots=("panda", "hyq"),
-                    acc_sizes=(2, 4, 8, 16, 32), acc_fd1_max=32),
+                    acc_sizes=(2, 4, 8, 16, 32), acc_fd1_max=32, batch_sizes=(16, 256)),
     "tiny": Config(mode="tiny", robots=("iiwa14",), sizes=(2, 4), fit_min_n=2, repeats=2,
                    min_time=2e-4, accuracy_cases=(("robot", "iiwa14"),),
                    steps=(1e-10, 1e-8, 1e-6, 1e-4, 1e-2), so_sizes=(2, 4),
                    so_fit_min_n=2, so_fd1_max=4, so_numeric_max=4, so_robots=("iiwa14",),
-                   acc_sizes=(2, 4), acc_fd1_max=4),
+                   acc_sizes=(2, 4), acc_fd1_max=4, batch_robots=("iiwa14",),
+                   batch_sizes=(4,)),
 }
 
 
@@ -1058,7 +1067,7 @@ def config_from_args(args):
     cfg = PRESETS["tiny" if args.tiny else "quick" if args.quick else "full"]
     changes = dict(progress=not args.no_progress, mujoco=not args.no_mujoco)
     if args.robots:
-        changes["robots"] = tuple(args.robots)
+        changes["robots"] = changes["batch_robots"] = tuple(args.robots)
     if args.only:
         only = tuple(s.strip() for part in args.only for s in part.split(",") if s.strip())
         bad = [s for s in only if s not in SECTIONS]
@@ -1086,8 +1095,9 @@ def main(argv=None):
     p.add_argument("--out", default="bench_out", metavar="DIR",
                    help="output directory (default: bench_out)")
     p.add_argument("--robots", nargs="+", metavar="NAME",
-                   help="robots of the per-robot table and of the float32 section "
-                        f"(default: {' '.join(ROBOTS)})")
+                   help="robots of the per-robot table, the float32 and the batch "
+                        f"sections (default: {' '.join(ROBOTS)}; batch: "
+                        f"{' '.join(Config.batch_robots)})")
     p.add_argument("--only", nargs="+", metavar="SECTION",
                    help="sections to run, comma or space separated: "
                         f"{','.join(SECTIONS)} (default: all)")
