@@ -163,7 +163,8 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
 
     q (nq,), v (nv,), a (nv,). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq, da_dv,
     da_da), each (njoints, 6, nv), [i - 1] for joint i; a leading batch axis gives
-    (B, njoints, 6, nv). Entries against dofs that are not joint i's or its ancestors'
+    (B, njoints, 6, nv); CUDA device arrays give device arrays
+    (rbdiff.gpu.kinematics_derivatives). Entries against dofs that are not joint i's or its ancestors'
     are zero. As Pinocchio's computeForwardKinematicsDerivatives followed by
     getJointVelocityDerivatives / getJointAccelerationDerivatives(model, data, i, rf):
 
@@ -181,6 +182,8 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
     rbdiff returns the true derivative (checked against central differences)."""
     if reference not in _REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    if _on_device(q, v, a):
+        return _gpu("kinematics_derivatives", model, q, v, a, reference=reference)
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
     arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
     shape = (model.njoints, 6, model.nv)
