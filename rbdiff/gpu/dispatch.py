@@ -310,8 +310,6 @@ def kinematics_derivatives(model, q, v, a, reference="world", out=None,
     ``out`` (five device arrays). reference: "world", "local" or "local_world_aligned"."""
     if reference not in _REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
-    return _derivatives(
-        model, KinematicsDerivatives, [(model.njoints, 6, model.nv)] * 5,
-        lambda m, q_, v_, a_, f, outs, lay: launch.launch_kinematics_derivatives(
-            m, q_, v_, a_, outs, lay, _REFERENCE_CODES[reference]),
-        q, v, a, None, out, _layout(layout))
+    return _derivatives(model, KinematicsDerivatives, [(model.njoints, 6, model.nv)] * 5,
+                        launch.launch_kinematics_derivatives, q, v, a, None, out,
+                        _layout(layout), _REFERENCE_CODES[reference])

@@ -219,7 +219,7 @@ class _ModelState:
             self.dummy[dtype] = cuda.device_array((1, 1, 6), dtype)
         return self.dummy[dtype]
 
-    def record_offsets(self, model):
+    def kinematics_offsets(self, model):
         """The kinematics-derivatives record offsets on the device (kinematics_records),
         shared by every evaluation."""
         if self.offsets is None:
@@ -640,14 +640,15 @@ def launch_derivatives(model, q, v, u, fext, outs, kind, layout):
                                             *os_)
 
 
-def launch_kinematics_derivatives(model, q, v, a, outs, layout, reference):
+def launch_kinematics_derivatives(model, q, v, a, fext, outs, layout, reference):
     """dv_dq, dv_dv, da_dq, da_dv, da_da (each (B, njoints, 6, nv)) into outs; reference:
-    kernels.kinematics_derivatives.WORLD, LOCAL or LOCAL_WORLD_ALIGNED."""
+    kernels.kinematics_derivatives.WORLD, LOCAL or LOCAL_WORLD_ALIGNED; fext: None (the
+    launchers' common signature; kinematics take no forces)."""
     st = model_state(model)
     dt = np.dtype(q.dtype)
     k = kernel("kinematics_derivatives", False, layout)
     step = slots_per_launch(model, "kinematics_derivatives", dt)
-    off = st.record_offsets(model)
+    off = st.kinematics_offsets(model)
     for s, e, (qs, vs, As, *os_) in _chunks(q.shape[0], step, q, v, a, *outs):
         p = st.pool(model, "kinematics_derivatives", dt, layout, e - s, step)
         k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, As, reference, off,
