@@ -134,3 +134,14 @@ def kinematics_one(mi, mf, q, v, a, ws):
     if not (all_finite(v) and all_finite(a)):
         raise ValueError(BAD_STATE)
     kinematics_pass(mi, mf, q, v, a, ws)
+
+
+@pentry
+def kinematics_batch(mi, mf, q, v, a, ws):
+    """kinematics_one over a batch: ws (B, workspace_rows, W_WIDTH), one slab per item."""
+    if not _configurations_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not (all_finite(v.ravel()) and all_finite(a.ravel())):
+        raise ValueError(BAD_STATE)
+    for b in prange(q.shape[0]):
+        kinematics_pass(mi, mf, q[b], v[b], a[b], ws[b])

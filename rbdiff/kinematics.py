@@ -1,5 +1,12 @@
 """Forward kinematics, frame placements and frame Jacobians (Pinocchio's forwardKinematics,
-updateFramePlacements and getFrameJacobian)."""
+updateFramePlacements and getFrameJacobian).
+
+Every function takes one configuration (q of shape (nq,)) or a batch (B, nq) and returns
+the same leading axis; a batch runs the kinematics kernel on all cores (cpu.py,
+``prange``) and equals a loop of single calls bit for bit. The placements and motions
+the kernel leaves in its workspace are re-expressed here with element-wise NumPy only
+(no matmul or einsum, whose summation order may depend on the batch shape).
+"""
 
 from collections import namedtuple
 from typing import NamedTuple
@@ -7,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import cpu, cpu_derivatives
-from .api import _explain, _prepare
+from .api import _explain, _gpu, _on_device, _prepare
 from .kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_WIDTH
 
 Kinematics = namedtuple("Kinematics", "placements velocities accelerations")
@@ -15,15 +22,18 @@ REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
 
 
 def _workspace(model, q, v=None, a=None):
-    z = np.zeros(model.nv)
-    named = [("q", q, model.nq), ("v", z if v is None else v, model.nv),
-             ("a", z if a is None else a, model.nv)]
+    """The kinematics kernel's workspace (rows, W_WIDTH), or (B, rows, W_WIDTH) for a
+    batch: world placements, S, v and a (with -g). v, a None: zero."""
+    named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
+                                    if x is not None]
     arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
-    if batch is not None:
-        raise ValueError("q: kinematics functions take a single configuration (nq,)")
-    ws = np.empty((model.njoints + 1 + model.nv, W_WIDTH), arrays[0].dtype)
+    lead = () if batch is None else (batch,)
+    z = np.zeros(lead + (model.nv,), arrays[0].dtype)
+    given = dict(zip((n for n, _, _ in named), arrays))
+    ws = np.empty(lead + (model.njoints + 1 + model.nv, W_WIDTH), arrays[0].dtype)
     try:
-        cpu.kinematics_one(model.mi, mf, *arrays, ws)
+        (cpu.kinematics_one if batch is None else cpu.kinematics_batch)(
+            model.mi, mf, given["q"], given.get("v", z), given.get("a", z), ws)
         return ws
     except ValueError:
         raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
@@ -37,36 +47,58 @@ def _homogeneous(R9, p):
     return T
 
 
+def _compose(A, B):
+    """A @ B for homogeneous transforms (..., 4, 4), broadcast, summed term by term."""
+    return (A[..., :, 0, None] * B[..., None, 0, :] + A[..., :, 1, None] * B[..., None, 1, :]
+            + A[..., :, 2, None] * B[..., None, 2, :] + A[..., :, 3, None] * B[..., None, 3, :])
+
+
+def _rotate_t(R, x):
+    """R^T x for rotations R (..., 3, 3) and vectors x (..., 3), term by term."""
+    return R[..., 0, :] * x[..., 0, None] + R[..., 1, :] * x[..., 1, None] \
+        + R[..., 2, :] * x[..., 2, None]
+
+
 def _act_inv(T, m):
-    """Motion m (..., 6) expressed in the frame of placement T (world -> local)."""
+    """Motion m (..., 6) expressed in the frame of placement T (..., 4, 4) (world -> local)."""
     R, p = T[..., :3, :3], T[..., :3, 3]
     w = m[..., 3:]
     lin = m[..., :3] - np.cross(p, w)
-    return np.concatenate([np.einsum("...ji,...j->...i", R, lin),
-                           np.einsum("...ji,...j->...i", R, w)], axis=-1)
+    return np.concatenate([_rotate_t(R, lin), _rotate_t(R, w)], axis=-1)
 
 
 def forward_kinematics(model, q, v=None, a=None):
     """Joint placements in the world (njoints+1, 4, 4) and, when v (and a) are given, each
     joint's spatial velocity (and acceleration, gravity excluded) in its local frame,
-    (njoints+1, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a."""
+    (njoints+1, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a.
+
+    q (nq,), v (nv,) or None, a (nv,) or None (None: zero). A leading batch axis,
+    q (B, nq), v and a (B, nv), gives (B, njoints+1, 4, 4) and (B, njoints+1, 6)."""
     ws = _workspace(model, q, v, a)
     n = model.njoints
-    T = _homogeneous(ws[:n + 1, 0:9], ws[:n + 1, W_P:W_P + 3])
+    T = _homogeneous(ws[..., :n + 1, 0:9], ws[..., :n + 1, W_P:W_P + 3])
     vel = acc = None
     if v is not None:
-        vel = _act_inv(T, ws[:n + 1, W_V:W_V + 6])
+        vel = _act_inv(T, ws[..., :n + 1, W_V:W_V + 6])
     if a is not None:
-        aw = ws[:n + 1, W_A:W_A + 6].copy()
-        aw[:, :3] += model.gravity      # remove the fictitious base acceleration -g
+        aw = ws[..., :n + 1, W_A:W_A + 6].copy()
+        aw[..., :3] += model.gravity    # remove the fictitious base acceleration -g
         acc = _act_inv(T, aw)
     return Kinematics(T, vel, acc)
 
 
+def _frame_table(model):
+    """(parents (nframes,), placements (nframes, 4, 4)) of model.frames."""
+    return (np.array([f.parent for f in model.frames], dtype=np.int64),
+            np.array([f.placement for f in model.frames]).reshape(-1, 4, 4))
+
+
 def frame_placements(model, q):
-    """Placements of every frame in the world, (len(model.frames), 4, 4)."""
+    """Placements of every frame in the world, (len(model.frames), 4, 4); a batch q
+    (B, nq) gives (B, len(model.frames), 4, 4)."""
     T = forward_kinematics(model, q).placements
-    return np.array([T[f.parent] @ f.placement for f in model.frames])
+    parents, placements = _frame_table(model)
+    return _compose(T[..., parents, :, :], placements)
 
 
 def _frame_id(model, frame):
@@ -74,32 +106,39 @@ def _frame_id(model, frame):
 
 
 def frame_placement(model, q, frame):
-    """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames)."""
+    """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames);
+    a batch q (B, nq) gives (B, 4, 4)."""
     f = model.frames[_frame_id(model, frame)]
-    return forward_kinematics(model, q).placements[f.parent] @ f.placement
+    return _compose(forward_kinematics(model, q).placements[..., f.parent, :, :], f.placement)
 
 
 def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     """Jacobian J (6, nv) of ``frame``'s spatial velocity [linear, angular]: in the frame
     itself ("local"), at the world origin in world axes ("world"), or at the frame origin
-    in world axes ("local_world_aligned"), as Pinocchio's getFrameJacobian."""
+    in world axes ("local_world_aligned"), as Pinocchio's getFrameJacobian. A batch q
+    (B, nq) gives (B, 6, nv)."""
     if reference not in REFERENCE_FRAMES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
     f = model.frames[_frame_id(model, frame)]
     ws = _workspace(model, q)
     n = model.njoints
-    J = np.zeros((6, model.nv), dtype=ws.dtype)
+    J = np.zeros(ws.shape[:-2] + (6, model.nv), dtype=ws.dtype)
+    cols = []
     j = f.parent
     while j > 0:
-        for k in range(int(model.idx_v[j]), int(model.idx_v[j] + model.nvs[j])):
-            J[:, k] = ws[n + 1 + k, D_S:D_S + 6]
+        cols.extend(range(int(model.idx_v[j]), int(model.idx_v[j] + model.nvs[j])))
         j = int(model.parents[j])
+    cols = np.array(cols, dtype=np.int64)
+    J[..., :, cols] = np.swapaxes(ws[..., n + 1 + cols, D_S:D_S + 6], -1, -2)
     if reference == "world":
         return J
-    oMf = _homogeneous(ws[f.parent, W_R:W_R + 9], ws[f.parent, W_P:W_P + 3]) @ f.placement
+    oMf = _compose(_homogeneous(ws[..., f.parent, W_R:W_R + 9], ws[..., f.parent, W_P:W_P + 3]),
+                   f.placement)
     if reference == "local":
-        return _act_inv(oMf, J.T).T
-    J[:3] += np.cross(J[3:].T, oMf[:3, 3]).T
+        return np.ascontiguousarray(
+            np.swapaxes(_act_inv(oMf[..., None, :, :], np.swapaxes(J, -1, -2)), -1, -2))
+    J[..., :3, :] += np.swapaxes(np.cross(np.swapaxes(J[..., 3:, :], -1, -2),
+                                          oMf[..., None, :3, 3]), -1, -2)
     return J
 
 
@@ -124,7 +163,8 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
 
     q (nq,), v (nv,), a (nv,). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq, da_dv,
     da_da), each (njoints, 6, nv), [i - 1] for joint i; a leading batch axis gives
-    (B, njoints, 6, nv). Entries against dofs that are not joint i's or its ancestors'
+    (B, njoints, 6, nv); CUDA device arrays give device arrays
+    (rbdiff.gpu.kinematics_derivatives). Entries against dofs that are not joint i's or its ancestors'
     are zero. As Pinocchio's computeForwardKinematicsDerivatives followed by
     getJointVelocityDerivatives / getJointAccelerationDerivatives(model, data, i, rf):
 
@@ -142,6 +182,8 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
     rbdiff returns the true derivative (checked against central differences)."""
     if reference not in _REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    if _on_device(q, v, a):
+        return _gpu("kinematics_derivatives", model, q, v, a, reference=reference)
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
     arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
     shape = (model.njoints, 6, model.nv)

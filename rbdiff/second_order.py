@@ -19,7 +19,9 @@ coordinates do not commute.
 
 The four tensors of one call are views of one block (4, nv, nv, nv) (or
 (4, B, nv, nv, nv)) that the caller owns: one allocation, whose pages the allocator
-reuses from call to call.
+reuses from call to call. Arrays on a CUDA device are computed there (method="idsva":
+rbdiff.gpu.rnea_second_order_derivatives / aba_second_order_derivatives, from the same
+kernels) and the tensors stay there.
 """
 
 from typing import NamedTuple
@@ -27,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import cpu_second_order as cso
-from .api import _F64, _ND, _explain, _prepare, aba, rnea
+from .api import _F64, _ND, _explain, _gpu, _on_device, _prepare, aba, rnea
 from .derivatives import _CS_STEP, _FD_STEP, aba_derivatives, rnea_derivatives
 from .model.configuration import integrate
 
@@ -198,7 +200,8 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
     space; the derivative along q_k of dtau_dq[i, j]), d2tau_dv2[i, j, k] =
     d^2 tau_i / dv_j dv_k, d2tau_dqdv[i, j, k] = d^2 tau_i / dq_j dv_k, dM_dq[i, j, k] =
     dM_ij / dq_k (d2tau/da2 = 0 and d2tau/dadq = dM_dq). A leading batch axis on every
-    argument gives (B, nv, nv, nv) tensors.
+    argument gives (B, nv, nv, nv) tensors; CUDA device arrays give device arrays
+    (method="idsva" only; rbdiff.gpu.rnea_second_order_derivatives).
 
     method: "idsva" (default; IDSVA-SO, Singh et al. 2023 Appendix C, O(N d^2)),
     "complex_step" (the first-order IDSVA kernel on complex128, stepped along the
@@ -207,15 +210,7 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
     or "finite_difference_rnea" (second-order central differences of RNEA, step
     eps^(1/4): Finite-Diff-1)."""
     _check_method(method, RNEA_METHODS)
-    if method != "idsva":
-        if method == "finite_difference_rnea":
-            per_state = lambda q_, v_, a_, f_: _rnea_second_differences(model, q_, v_, a_, f_)
-        else:
-            per_state = lambda q_, v_, a_, f_: _through_first_order(
-                model, rnea_derivatives, q_, v_, a_, f_, method)
-        return RNEASecondOrderDerivatives(*_numerical(model, rnea, per_state, q, v, a, fext,
-                                                      ("q", "v", "a")))
-    if _fast(q, v, a, fext):
+    if method == "idsva" and _fast(q, v, a, fext):
         nv = model.nv
         out = np.empty((4, nv, nv, nv))
         t = out[0], out[1], out[2], out[3]
@@ -224,6 +219,16 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
             return _new(RNEASecondOrderDerivatives, t)
         except ValueError:
             pass
+    if _on_device(q, v, a, fext):
+        return _gpu("rnea_second_order_derivatives", model, q, v, a, fext, method=method)
+    if method != "idsva":
+        if method == "finite_difference_rnea":
+            per_state = lambda q_, v_, a_, f_: _rnea_second_differences(model, q_, v_, a_, f_)
+        else:
+            per_state = lambda q_, v_, a_, f_: _through_first_order(
+                model, rnea_derivatives, q_, v_, a_, f_, method)
+        return RNEASecondOrderDerivatives(*_numerical(model, rnea, per_state, q, v, a, fext,
+                                                      ("q", "v", "a")))
     return _new(RNEASecondOrderDerivatives, _analytical(
         model, cso.rnea_second_order_one, cso.rnea_second_order_batch, fext,
         [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
@@ -238,7 +243,8 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva"):
     space), d2qdd_dv2[i, j, k] = d^2 qdd_i / dv_j dv_k, d2qdd_dqdv[i, j, k] =
     d^2 qdd_i / dq_j dv_k, d2qdd_dtaudq[i, j, k] = d^2 qdd_i / dtau_j dq_k = dMinv_ij/dq_k
     (qdd is affine in tau: the other tau derivatives vanish). A leading batch axis gives
-    (B, nv, nv, nv).
+    (B, nv, nv, nv); CUDA device arrays give device arrays (method="idsva" only;
+    rbdiff.gpu.aba_second_order_derivatives).
 
     method: "idsva" (default; FDSVA-SO, Singh et al. 2023 eq. 46: qdd = ABA(q, v, tau),
     the inverse-dynamics tensors at (q, v, qdd) by IDSVA-SO, the first-order derivatives
@@ -246,12 +252,7 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva"):
     analytical first-order ABA derivatives on complex128, stepped along q's tangent
     space and v) or "finite_difference" (central differences of them, step eps^(1/3))."""
     _check_method(method, ABA_METHODS)
-    if method != "idsva":
-        per_state = lambda q_, v_, t_, f_: _through_first_order(
-            model, aba_derivatives, q_, v_, t_, f_, method)
-        return ABASecondOrderDerivatives(*_numerical(model, aba, per_state, q, v, tau, fext,
-                                                     ("q", "v", "tau")))
-    if _fast(q, v, tau, fext):
+    if method == "idsva" and _fast(q, v, tau, fext):
         nv = model.nv
         out = np.empty((4, nv, nv, nv))
         t = out[0], out[1], out[2], out[3]
@@ -260,6 +261,13 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva"):
             return _new(ABASecondOrderDerivatives, t)
         except ValueError:
             pass
+    if _on_device(q, v, tau, fext):
+        return _gpu("aba_second_order_derivatives", model, q, v, tau, fext, method=method)
+    if method != "idsva":
+        per_state = lambda q_, v_, t_, f_: _through_first_order(
+            model, aba_derivatives, q_, v_, t_, f_, method)
+        return ABASecondOrderDerivatives(*_numerical(model, aba, per_state, q, v, tau, fext,
+                                                     ("q", "v", "tau")))
     return _new(ABASecondOrderDerivatives, _analytical(
         model, cso.aba_second_order_one, cso.aba_second_order_batch, fext,
         [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)]))

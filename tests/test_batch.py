@@ -133,15 +133,58 @@ def test_configuration_ops(model):
     _check(rbd.difference, model, q, q2)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="forward_kinematics takes one configuration (kinematics.py); "
-                          "DESIGN.md asks every function to take a batch")
 def test_forward_kinematics(model):
+    """Placements, velocities and accelerations of a batch; v and a optional."""
     q, v, a, _ = _states(model, 7)
-    batched = rbd.forward_kinematics(model, q, v, a)
-    looped = [rbd.forward_kinematics(model, q[b], v[b], a[b]) for b in range(B)]
-    for k in range(3):
-        np.testing.assert_array_equal(batched[k], np.stack([x[k] for x in looped]))
+    out = _check(rbd.forward_kinematics, model, q, v, a)
+    assert out.placements.shape == (B, model.njoints + 1, 4, 4)
+    assert out.velocities.shape == out.accelerations.shape == (B, model.njoints + 1, 6)
+    batched = rbd.forward_kinematics(model, q)
+    assert batched.velocities is None and batched.accelerations is None
+    np.testing.assert_array_equal(
+        batched.placements, np.stack([rbd.forward_kinematics(model, x).placements for x in q]))
+    np.testing.assert_array_equal(batched.placements, out.placements)
+
+
+def test_frames(model):
+    """frame_placements, frame_placement and frame_jacobian in every reference frame."""
+    q, _, _, _ = _states(model, 8)
+    T = _check(rbd.frame_placements, model, q)
+    assert T.shape == (B, len(model.frames), 4, 4)
+    last = len(model.frames) - 1
+    for frame in (model.frames[last].name, 0):
+        _check(lambda m, x: rbd.frame_placement(m, x, frame), model, q)
+        for ref in ("world", "local", "local_world_aligned"):
+            J = _check(lambda m, x: rbd.frame_jacobian(m, x, frame, ref), model, q)
+            assert J.shape == (B, 6, model.nv)
+    np.testing.assert_array_equal(rbd.frame_placement(model, q, last), T[:, last])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_kinematics_other_dtypes(dtype):
+    model = _model("tree-0")
+    q, v, a, _ = (x.astype(dtype) for x in _states(model, 9))
+    out = _check(rbd.forward_kinematics, model, q, v, a)
+    assert out.placements.dtype == dtype
+    _check(lambda m, x: rbd.frame_jacobian(m, x, model.frames[-1].name, "local"), model, q)
+
+
+def test_kinematics_bad_batches(model):
+    """Mismatched batch sizes, single and batched inputs mixed, and a bad item are refused
+    with the argument named."""
+    q, v, a, _ = _states(model, 10)
+    with pytest.raises(ValueError, match="v: batch size 2 differs from q's 4"):
+        rbd.forward_kinematics(model, q, v[:2], a)
+    with pytest.raises(ValueError, match="a: shape .* mixes single and batched"):
+        rbd.forward_kinematics(model, q, v, a[0])
+    with pytest.raises(ValueError, match="a: batch size 3 differs"):
+        rbd.kinematics_derivatives(model, q, v, a[:3])
+    with pytest.raises(ValueError, match=r"q: expected shape"):
+        rbd.frame_jacobian(model, q[None], 0)
+    bad = v.copy()
+    bad[2, 0] = np.nan
+    with pytest.raises(ValueError, match=r"v contains NaN or Inf at index \(2, 0\)"):
+        rbd.forward_kinematics(model, q, bad)
 
 
 def test_batch_of_one_and_mismatch(model):

@@ -1,7 +1,8 @@
 """The GPU backend in Numba's CUDA simulator: device arrays in, device arrays out, equal to
 the CPU (itself checked against Pinocchio) and to Pinocchio directly, for every function,
-every aba_derivatives partition, the fine-grained variant, both workspace layouts,
-float64 and float32, with and without external forces.
+every aba_derivatives partition, the fine-grained variant, the second-order derivatives
+(IDSVA-SO, FDSVA-SO) and the kinematics derivatives, both workspace layouts, float64 and
+float32, with and without external forces.
 
 The simulator must be switched on before Numba is imported, so under a plain ``pytest``
 run this file holds three runner tests: the cases below in a fresh interpreter with
@@ -75,12 +76,14 @@ if not (SIM or ON_GPU):
             "from numba.cuda.cudadrv import nvvm\n"
             "try:\n    nvvm.NVVM()\n"
             "except Exception as e:\n    print('NO_NVVM', e); raise SystemExit(0)\n"
-            "from rbdiff.gpu.launch import compile_ptx, _FACTORIES\n"
+            "from rbdiff.gpu.launch import compile_ptx, _FACTORIES, NO_FEXT\n"
             "m = rbd.models.random_tree(5, 3, floating_base=True)\n"
             "s = compile_ptx(m, dtypes=(np.float64,), layouts=('interleaved',))\n"
-            "s.update(compile_ptx(m, names=['completely_fused', 'columns'],\n"
+            "s.update(compile_ptx(m, names=['completely_fused', 'columns',\n"
+            "                               'aba_second_order'],\n"
             "                     dtypes=(np.float32,), layouts=('blocked',)))\n"
-            "assert len(s) == 2 * len(_FACTORIES) - 3 + 4 and min(s.values()) > 10000\n"
+            "assert len(s) == 2 * len(_FACTORIES) - len(NO_FEXT) + 6\n"
+            "assert min(s.values()) > 10000\n"
             "print('COMPILED', len(s))\n")
         out = _python(code, NUMBA_ENABLE_CUDASIM="0")
         if "NO_NVVM" in out:
@@ -330,6 +333,127 @@ else:
         rbd.rnea(model, q[0], v[0], a[0])
         assert len(calls) == n == 2
 
+    # -- second-order and kinematics derivatives -------------------------------------------
+
+    SO_NAMES = ["rnea_second_order_derivatives", "aba_second_order_derivatives"]
+    SO_TYPES = {"rnea_second_order_derivatives": rbd.second_order.RNEASecondOrderDerivatives,
+                "aba_second_order_derivatives": rbd.second_order.ABASecondOrderDerivatives}
+
+    @pytest.mark.parametrize("with_fext", [False, True])
+    @pytest.mark.parametrize("name", SO_NAMES)
+    def test_second_order(pair, name, with_fext):
+        """IDSVA-SO and FDSVA-SO, one evaluation per thread: the public function routes
+        device arrays to rbdiff.gpu, whose four (B, nv, nv, nv) device tensors equal the
+        CPU's."""
+        model, pm = pair
+        q, v, u, f = (x[:2] for x in _states(model, pm, 11))
+        f = f if with_fext else None
+        got = getattr(rbd, name)(model, *_dev(q, v, u, f))
+        assert type(got) is SO_TYPES[name]
+        for g, r in zip(got, getattr(rbd, name)(model, q, v, u, f)):
+            _close(g, r, F64_TOL)
+
+    @pytest.mark.parametrize("name", SO_NAMES)
+    def test_second_order_float32_blocked(name):
+        """float32 computes in float32 near float64; the blocked layout gives the same
+        numbers as the CPU (FDSVA-SO's tensor scratch is batch-first in both layouts)."""
+        model, pm = _pair("iiwa14")
+        q, v, u, _ = (x[:2] for x in _states(model, pm, 12))
+        ref = getattr(rbd, name)(model, q, v, u)
+        got = getattr(gpu, name)(model, *_dev(*(x.astype(np.float32) for x in (q, v, u))))
+        for g, r in zip(got, ref):
+            assert g.dtype == np.float32
+            _close(g, r, F32_TOL)
+        for g, r in zip(getattr(gpu, name)(model, *_dev(q, v, u), layout="blocked"), ref):
+            _close(g, r, F64_TOL)
+
+    @pytest.mark.parametrize("name", SO_NAMES)
+    def test_second_order_out_buffers_and_chunks(name):
+        """out= buffers are filled in place and returned; a batch equals a loop of single
+        device calls bit for bit, also when the workspace budget forces one evaluation
+        per launch."""
+        model, pm = _pair("tree-2")
+        q, v, u, f = (x[:2] for x in _states(model, pm, 13))
+        nv = model.nv
+        args = _dev(q, v, u, f)
+        outs = tuple(cuda.device_array((2, nv, nv, nv)) for _ in range(4))
+        got = getattr(gpu, name)(model, *args, out=outs)
+        assert all(g is o for g, o in zip(got, outs))
+        kind = "rnea_second_order" if name.startswith("rnea") else "aba_second_order"
+        launch.set_workspace_budget(1)
+        try:
+            assert launch.slots_per_launch(model, kind, np.float64) == 1
+            chunked = getattr(gpu, name)(model, *args)
+        finally:
+            launch.set_workspace_budget(None)
+        for b in range(2):
+            one = getattr(rbd, name)(model, *(x[b] for x in args))
+            for k in range(4):
+                assert tuple(one[k].shape) == (nv, nv, nv)
+                np.testing.assert_array_equal(_host(one[k]), _host(outs[k])[b])
+                np.testing.assert_array_equal(_host(chunked[k])[b], _host(outs[k])[b])
+
+    @pytest.mark.parametrize("reference", ["world", "local", "local_world_aligned"])
+    def test_kinematics_derivatives(pair, reference):
+        """Velocity and acceleration derivatives of every joint, device in and out, equal
+        to the CPU's; out= buffers."""
+        model, pm = pair
+        q, v, a, _ = _states(model, pm, 14)
+        ref = rbd.kinematics_derivatives(model, q, v, a, reference=reference)
+        got = rbd.kinematics_derivatives(model, *_dev(q, v, a), reference=reference)
+        assert type(got) is rbd.kinematics.KinematicsDerivatives
+        for g, r in zip(got, ref):
+            _close(g, r, F64_TOL)
+        outs = tuple(cuda.device_array((B, model.njoints, 6, model.nv)) for _ in range(5))
+        filled = gpu.kinematics_derivatives(model, *_dev(q, v, a), reference=reference,
+                                            out=outs, layout="blocked")
+        for g, o, r in zip(filled, outs, ref):
+            assert g is o
+            _close(g, r, F64_TOL)
+
+    def test_kinematics_derivatives_float32_single():
+        model, pm = _pair("tree-2")
+        q, v, a, _ = _states(model, pm, 15)
+        got = gpu.kinematics_derivatives(model, *_dev(*(x[0].astype(np.float32)
+                                                        for x in (q, v, a))))
+        for g, r in zip(got, rbd.kinematics_derivatives(model, q[0], v[0], a[0])):
+            assert g.dtype == np.float32 and tuple(g.shape) == r.shape
+            _close(g, r, F32_TOL)
+
+    def test_second_order_bad_input():
+        model, pm = _pair("iiwa14")
+        q, v, a, f = _states(model, pm)
+        dq, dv, da, df = _dev(q, v, a, f)
+        nv = model.nv
+        for name, method, error in (
+                ("rnea_second_order_derivatives", "complex_step", "CPU only"),
+                ("aba_second_order_derivatives", "finite_difference", "CPU only"),
+                ("aba_second_order_derivatives", "bogus", "method: expected one of")):
+            with pytest.raises(ValueError, match=error):
+                getattr(rbd, name)(model, dq, dv, da, method=method)
+        with pytest.raises(ValueError, match="tau: batch size 2 differs"):
+            gpu.aba_second_order_derivatives(model, dq, dv, da[:2])
+        with pytest.raises(ValueError, match="fext: expected shape"):
+            gpu.rnea_second_order_derivatives(model, dq, dv, da, df[:, :2])
+        with pytest.raises(ValueError, match="expected 4 arrays"):
+            gpu.rnea_second_order_derivatives(model, dq, dv, da,
+                                              out=(cuda.device_array((B, nv, nv, nv)),))
+        strided = cuda.device_array((B, nv, nv, 2 * nv))[:, :, :, ::2]
+        with pytest.raises(ValueError, match="d2qdd_dv2 must be C-contiguous"):
+            gpu.aba_second_order_derivatives(
+                model, dq, dv, da, out=(cuda.device_array((B, nv, nv, nv)), strided,
+                                        strided, strided))
+        with pytest.raises(ValueError, match=r"out: dM_dq must have shape \(3, 7, 7, 7\)"):
+            gpu.rnea_second_order_derivatives(
+                model, dq, dv, da, out=tuple(cuda.device_array((B, nv, nv, nv + k // 3))
+                                             for k in range(4)))
+        with pytest.raises(ValueError, match="reference: expected one of"):
+            rbd.kinematics_derivatives(model, dq, dv, da, reference="body")
+        with pytest.raises(ValueError, match="reference: expected one of"):
+            gpu.kinematics_derivatives(model, dq, dv, da, reference="body")
+        with pytest.raises(TypeError, match="different dtypes"):
+            gpu.kinematics_derivatives(model, dq, cuda.to_device(v.astype(np.float32)), da)
+
     # -- the device functions are the kernels' own source, rebuilt ---------------------------
 
     def test_device_functions_are_rebuilt_kernels():
@@ -338,6 +462,9 @@ else:
         graph = gcompile.device_graph()
         assert "rbdiff.kernels.aba_derivatives.aba_derivatives" in graph
         assert "rbdiff.kernels.idsva.idsva_backward_pass" in graph
+        for name in ("idsva_so.idsva_so", "fdsva_so.fdsva_so",
+                     "kinematics_derivatives.kinematics_derivatives"):
+            assert "rbdiff.kernels." + name in graph
         for name, (cpu_fn, dev) in graph.items():
             fn = gcompile.python_function(dev)
             assert fn.__code__ is cpu_fn.py_func.__code__, name

@@ -1,7 +1,8 @@
 """rbdiff on a CUDA GPU (numba-cuda), from the same kernels as the CPU.
 
-``rbdiff.gpu.rnea``, ``crba``, ``aba``, ``minverse``, ``rnea_derivatives`` and
-``aba_derivatives`` take states on a CUDA device (anything with
+``rbdiff.gpu.rnea``, ``crba``, ``aba``, ``minverse``, ``rnea_derivatives``,
+``aba_derivatives``, ``rnea_second_order_derivatives``, ``aba_second_order_derivatives``
+and ``kinematics_derivatives`` take states on a CUDA device (anything with
 ``__cuda_array_interface__``: Numba device arrays, CuPy, PyTorch CUDA tensors; host
 NumPy arrays are copied over) and return Numba device arrays; ``out=`` fills the
 caller's device buffers instead. The public functions ``rbdiff.rnea`` etc. route a
@@ -13,13 +14,16 @@ without a GPU, ``NUMBA_ENABLE_CUDASIM=1`` runs everything in Numba's CUDA simula
 
 from .dispatch import aba
 from .dispatch import aba_derivatives
+from .dispatch import aba_second_order_derivatives
 from .dispatch import crba
 from .dispatch import gravity
 from .dispatch import is_device_array
+from .dispatch import kinematics_derivatives
 from .dispatch import minverse
 from .dispatch import nonlinear_effects
 from .dispatch import rnea
 from .dispatch import rnea_derivatives
+from .dispatch import rnea_second_order_derivatives
 from .launch import LAYOUTS
 from .launch import PARTITIONS
 from .launch import release

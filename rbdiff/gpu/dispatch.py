@@ -18,6 +18,8 @@ import numpy as np
 from numba import cuda
 
 from ..derivatives import ABADerivatives, RNEADerivatives
+from ..kinematics import _REFERENCE_CODES, REFERENCE_FRAMES, KinematicsDerivatives
+from ..second_order import ABASecondOrderDerivatives, RNEASecondOrderDerivatives
 from . import launch
 
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
@@ -110,9 +112,10 @@ def _prepare(model, named, fext=None, takes_fext=True):
     return out, B, single, dt, f
 
 
-def _outputs(out, shapes, B, single, dt, names):
+def _outputs(out, shapes, B, single, dt, names, flat=False):
     """Device outputs of shape (B,) + shape each: new, or views of the caller's out=
-    buffers (checked: on the device, of the right shape and dtype)."""
+    buffers (checked: on the device, of the right shape and dtype, and C-contiguous when
+    ``flat``: the second-order kernels view their tensors flat)."""
     if out is None:
         return [cuda.device_array((B,) + s, dt) for s in shapes]
     outs = list(out) if len(shapes) > 1 else [out]
@@ -129,6 +132,8 @@ def _outputs(out, shapes, B, single, dt, names):
         if tuple(d.shape) != want or np.dtype(d.dtype) != dt:
             raise ValueError(f"out: {name} must have shape {want} and dtype {dt}, got "
                              f"{tuple(d.shape)} and {d.dtype}")
+        if flat and not d.is_c_contiguous():
+            raise ValueError(f"out: {name} must be C-contiguous (the kernel views it flat)")
         res.append(d.reshape((1,) + s) if single else d)
     return res
 
@@ -210,6 +215,18 @@ def gravity(model, q, out=None, layout="interleaved"):
                 out=out, layout=layout)
 
 
+def _derivatives(model, result, shapes, launcher, q, v, u, fext, out, *args,
+                 u_name="a", flat=False):
+    """Validate (q, v, u, fext) and out= (``flat``: C-contiguous), run
+    ``launcher(model, q, v, u, f, outs, *args)`` and return ``result`` (a NamedTuple) of
+    the new device arrays or of ``out``."""
+    (q, v, u), B, single, dt, f = _prepare(
+        model, [("q", q, model.nq), ("v", v, model.nv), (u_name, u, model.nv)], fext)
+    outs = _outputs(out, shapes, B, single, dt, result._fields, flat)
+    launcher(model, q, v, u, f, outs, *args)
+    return result(*(_new(outs, single) if out is None else out))
+
+
 def rnea_derivatives(model, q, v, a, fext=None, out=None, method="idsva",
                      layout="interleaved"):
     """First-order ID derivatives on the GPU by IDSVA (Singh et al. 2022 Alg. 1), one
@@ -217,11 +234,8 @@ def rnea_derivatives(model, q, v, a, fext=None, out=None, method="idsva",
     dtau_dv, dtau_da) of device arrays (nv, nv) or (B, nv, nv); ``out``: three device
     arrays of those shapes, filled in place and returned. method: "idsva" only."""
     _gpu_method(method)
-    (q, v, a), B, single, dt, f = _prepare(
-        model, [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], fext)
-    outs = _outputs(out, [model._svv] * 3, B, single, dt, RNEADerivatives._fields)
-    launch.launch_rnea_derivatives(model, q, v, a, f, outs, _layout(layout))
-    return RNEADerivatives(*(_new(outs, single) if out is None else out))
+    return _derivatives(model, RNEADerivatives, [model._svv] * 3, launch.launch_derivatives,
+                        q, v, a, fext, out, "rnea_derivatives", _layout(layout))
 
 
 def aba_derivatives(model, q, v, tau, fext=None, out=None, partition="completely_fused",
@@ -250,9 +264,52 @@ def aba_derivatives(model, q, v, tau, fext=None, out=None, partition="completely
     if threads_per_eval > 1 and partition != "completely_fused":
         raise ValueError("threads_per_eval > 1 (fine-grained) needs "
                          "partition='completely_fused'")
-    (q, v, tau), B, single, dt, f = _prepare(
-        model, [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], fext)
-    outs = _outputs(out, [model._svv] * 3, B, single, dt, ABADerivatives._fields)
-    launch.launch_aba_derivatives(model, q, v, tau, f, outs, _layout(layout), partition,
-                                  int(threads_per_eval))
-    return ABADerivatives(*(_new(outs, single) if out is None else out))
+    return _derivatives(model, ABADerivatives, [model._svv] * 3,
+                        launch.launch_aba_derivatives, q, v, tau, fext, out, _layout(layout),
+                        partition, int(threads_per_eval), u_name="tau")
+
+
+def rnea_second_order_derivatives(model, q, v, a, fext=None, out=None, method="idsva",
+                                  layout="interleaved"):
+    """Second-order ID derivatives on the GPU by IDSVA-SO (Singh et al. 2023 Appendix C),
+    one evaluation per thread. Shapes as :func:`rnea`. Returns
+    RNEASecondOrderDerivatives(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq) of device arrays
+    (nv, nv, nv) or (B, nv, nv, nv), output index first (rbdiff.second_order); ``out``:
+    four C-contiguous device arrays of those shapes, filled in place and returned.
+    method: "idsva" only."""
+    _gpu_method(method)
+    nv = model.nv
+    return _derivatives(model, RNEASecondOrderDerivatives, [(nv, nv, nv)] * 4,
+                        launch.launch_derivatives, q, v, a, fext, out, "rnea_second_order",
+                        _layout(layout), flat=True)
+
+
+def aba_second_order_derivatives(model, q, v, tau, fext=None, out=None, method="idsva",
+                                 layout="interleaved"):
+    """Second-order FD derivatives on the GPU by FDSVA-SO (Singh et al. 2023 eq. 46: qdd
+    by ABA, IDSVA-SO and FDSVA at qdd, M^-1 without M, the outer products), one evaluation
+    per thread. Shapes as :func:`aba`. Returns ABASecondOrderDerivatives(d2qdd_dq2,
+    d2qdd_dv2, d2qdd_dqdv, d2qdd_dtaudq) of device arrays (nv, nv, nv) or
+    (B, nv, nv, nv); ``out``: four C-contiguous device arrays, filled in place and
+    returned. method: "idsva" only. Each evaluation's workspace holds five (nv, nv, nv)
+    tensors: large batches of large robots run in chunks (launch.workspace_budget)."""
+    _gpu_method(method)
+    nv = model.nv
+    return _derivatives(model, ABASecondOrderDerivatives, [(nv, nv, nv)] * 4,
+                        launch.launch_derivatives, q, v, tau, fext, out, "aba_second_order",
+                        _layout(layout), u_name="tau", flat=True)
+
+
+def kinematics_derivatives(model, q, v, a, reference="world", out=None,
+                           layout="interleaved"):
+    """Derivatives of every joint's spatial velocity and acceleration (gravity excluded)
+    with respect to q (tangent space), v and a on the GPU, one evaluation per thread
+    (Carpentier & Mansard 2018 sec. III-D; rbdiff.kinematics_derivatives). q (nq,) or
+    (B, nq), v and a (nv,) or (B, nv). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq,
+    da_dv, da_da) of device arrays (njoints, 6, nv) or (B, njoints, 6, nv), or fills
+    ``out`` (five device arrays). reference: "world", "local" or "local_world_aligned"."""
+    if reference not in _REFERENCE_CODES:
+        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    return _derivatives(model, KinematicsDerivatives, [(model.njoints, 6, model.nv)] * 5,
+                        launch.launch_kinematics_derivatives, q, v, a, None, out,
+                        _layout(layout), _REFERENCE_CODES[reference])

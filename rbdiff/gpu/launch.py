@@ -3,8 +3,10 @@ per-thread workspaces they slice. No algorithm math lives here: every kernel bel
 picks its thread's evaluation and workspace slot and calls kernels from rbdiff/kernels.
 
 Coarse-grained parallelism (one evaluation per thread): ``rnea``, ``crba``, ``aba``,
-``minverse``, ``rnea_derivatives`` and the three partitions of ``aba_derivatives``
-(Plancher et al. 2021 Alg. 3 and sec. IV-B), all on the device:
+``minverse``, ``rnea_derivatives``, ``kinematics_derivatives``, the second-order
+``rnea_second_order`` (IDSVA-SO) and ``aba_second_order`` (FDSVA-SO), and the three
+partitions of ``aba_derivatives`` (Plancher et al. 2021 Alg. 3 and sec. IV-B), all on the
+device:
 
 ``"split"``             three launches: qdd = ABA(q, v, tau); the RNEA gradient (IDSVA,
                         from scratch) at (q, v, qdd); -Minv dc/du (M^-1 and the
@@ -31,6 +33,10 @@ in flight. Layout ``"interleaved"`` (default) puts the slot axis last, shape
 ``(rows, width, slots)``, thread b using ``ws[:, :, b]``: neighbouring threads touch
 neighbouring addresses, so every workspace load is coalesced. Layout ``"blocked"`` puts it
 first, ``(slots, rows, width)``, thread b using ``ws[b]`` (contiguous per thread).
+Scratch the kernels view flat (FDSVA-SO's tensors ``T``, reshaped to (nv, nv^2) for the
+outer products) is batch-first in both layouts (BATCH_FIRST), and integer scratch (its
+dof parents ``lam``) is int64 (INT_SCRATCH). The (nv, nv, nv) tensors of the second-order
+kernels make their workspaces O(nv^3) per evaluation; the budget below bounds them.
 """
 
 import os
@@ -43,10 +49,15 @@ from numba import config, cuda
 from ..kernels import aba as _aba
 from ..kernels import aba_derivatives as _abad
 from ..kernels import crba as _crba
+from ..kernels import fdsva_so as _fdsva_so
 from ..kernels import idsva as _idsva
+from ..kernels import idsva_so as _idsva_so
+from ..kernels import kinematics_derivatives as _kinematics_derivatives
 from ..kernels import minverse as _minverse
 from ..kernels import rnea as _rnea
 from ..kernels.idsva import IDSVA_WIDTH
+from ..kernels.idsva_so import SC_SIZE
+from ..kernels.rnea_chain_rule import KIN_WIDTH, record_offsets
 from ..kernels.workspace import W_WIDTH
 from ..model.layout import MI_IV, MI_NV
 from .compile import device
@@ -59,6 +70,9 @@ EVALS_PER_BLOCK = 32          # fine-grained kernel: one warp of evaluations per
 # at most 256 threads: 32 evaluations x 8 threads each
 MAX_THREADS_PER_EVAL = 8
 WORKSPACE_FRACTION = 0.25     # of free device memory, for workspaces (see workspace_budget)
+INT_SCRATCH = ("lam",)        # scratch names of int64 arrays (the rest has the state's dtype)
+BATCH_FIRST = ("T",)          # scratch the kernels reshape: (slots,) + shape in both layouts
+NO_FEXT = ("crba", "minverse", "neg_minv", "kinematics_derivatives")   # kernels without fext
 
 _lock = threading.Lock()
 _KERNELS = {}
@@ -98,6 +112,13 @@ def scratch_shapes(model, kind, threads_per_eval=1):
         return {"ws": ws, "F": F}
     if kind == "rnea_derivatives":
         return {"ws": (rows, IDSVA_WIDTH)}
+    if kind == "rnea_second_order":
+        return {"ws": (rows, IDSVA_WIDTH), "sc": (SC_SIZE,)}
+    if kind == "aba_second_order":        # in the order fdsva_so takes them
+        return {"ws": ws, "sc": (SC_SIZE,), "qdd": (nv,), "lam": (nv,), "Mt": (7, nv, nv),
+                "F": F, "T": (5, nv, nv, nv)}
+    if kind == "kinematics_derivatives":
+        return {"ws": ws, "G": (kinematics_records(model)[1], KIN_WIDTH)}
     if kind == "completely_fused":
         return {"ws": ws, "qdd": (nv,), "S3": (3, nv, nv), "F": F}
     if kind in ("fused", "split"):
@@ -106,6 +127,22 @@ def scratch_shapes(model, kind, threads_per_eval=1):
         return {"ws": ws, "ws2": ws, "qdd": (nv,), "D": (3, nv, nv), "F": F,
                 "buf": (threads_per_eval, 2, nv)}
     raise ValueError(kind)
+
+
+def kinematics_records(model):
+    """(off (njoints + 2,) int64, number of records) of the kinematics-derivatives records
+    (rnea_chain_rule.record_offsets, run on the host: they depend on the model only)."""
+    off = np.empty(model.njoints + 2, np.int64)
+    return off, int(record_offsets(model.mi, off))
+
+
+def scratch_array(name, shape, slots, dtype, layout):
+    """(shape, dtype) of the pool array holding scratch ``name`` for ``slots`` evaluations:
+    slot axis last (interleaved) or first (blocked, and BATCH_FIRST names); int64 for
+    INT_SCRATCH names."""
+    full = shape + (slots,) if layout == "interleaved" and name not in BATCH_FIRST \
+        else (slots,) + shape
+    return full, np.dtype(np.int64) if name in INT_SCRATCH else np.dtype(dtype)
 
 
 def workspace_budget():
@@ -138,11 +175,13 @@ def slots_per_launch(model, kind, dtype, threads_per_eval=1):
     sizes = _SIZES.get(model)
     if sizes is None:
         sizes = _SIZES[model] = {}
-    per = sizes.get((kind, threads_per_eval))
-    if per is None:
-        per = sizes[(kind, threads_per_eval)] = sum(
-            int(np.prod(s)) for s in scratch_shapes(model, kind, threads_per_eval).values())
-    return max(1, workspace_budget() // (per * np.dtype(dtype).itemsize))
+    key = (kind, threads_per_eval, np.dtype(dtype))
+    per = sizes.get(key)
+    if per is None:                       # bytes per evaluation
+        per = sizes[key] = sum(
+            int(np.prod(s)) * scratch_array(name, s, 1, dtype, "blocked")[1].itemsize
+            for name, s in scratch_shapes(model, kind, threads_per_eval).items())
+    return max(1, workspace_budget() // per)
 
 
 class _ModelState:
@@ -155,6 +194,7 @@ class _ModelState:
                    np.dtype(np.float32): cuda.to_device(np.ascontiguousarray(model.mf32))}
         self.pools = {}
         self.dummy = {}
+        self.offsets = None
 
     def pool(self, model, kind, dtype, layout, slots, cap, threads_per_eval=1):
         """{name: device array} with room for at least ``slots`` evaluations (grown to
@@ -166,8 +206,7 @@ class _ModelState:
             cur = None
             slots = max(slots, min(cap, 1 << (slots - 1).bit_length()))
             shapes = scratch_shapes(model, kind, threads_per_eval)
-            arrays = {name: cuda.device_array(
-                          s + (slots,) if layout == "interleaved" else (slots,) + s, dtype)
+            arrays = {name: cuda.device_array(*scratch_array(name, s, slots, dtype, layout))
                       for name, s in shapes.items()}
             cur = (slots, arrays)
             self.pools[key] = cur
@@ -179,6 +218,13 @@ class _ModelState:
         if dtype not in self.dummy:
             self.dummy[dtype] = cuda.device_array((1, 1, 6), dtype)
         return self.dummy[dtype]
+
+    def kinematics_offsets(self, model):
+        """The kinematics-derivatives record offsets on the device (kinematics_records),
+        shared by every evaluation."""
+        if self.offsets is None:
+            self.offsets = cuda.to_device(kinematics_records(model)[0])
+        return self.offsets
 
 
 _STATES = weakref.WeakKeyDictionary()
@@ -273,6 +319,77 @@ def _rnea_derivatives_kernel(FEXT, LAST):
                 dev(mi, mf, q[b], v[b], a[b], fext[b], ws, d1[b], d2[b], d3[b])
             else:
                 dev(mi, mf, q[b], v[b], a[b], None, ws, d1[b], d2[b], d3[b])
+    return _jit(k)
+
+
+def _rnea_second_order_kernel(FEXT, LAST):
+    """IDSVA-SO per thread (kernels.idsva_so): d2tau/dq2, d2tau/dv2, d2tau/dqdv, dM/dq."""
+    dev = device(_idsva_so.idsva_so)
+
+    def k(mi, mf, q, v, a, fext, WS, SC, d1, d2, d3, d4):
+        b = cuda.grid(1)
+        if b < q.shape[0]:
+            if LAST:
+                ws = WS[:, :, b]
+                sc = SC[:, b]
+            else:
+                ws = WS[b]
+                sc = SC[b]
+            if FEXT:
+                dev(mi, mf, q[b], v[b], a[b], fext[b], ws, sc, d1[b], d2[b], d3[b], d4[b])
+            else:
+                dev(mi, mf, q[b], v[b], a[b], None, ws, sc, d1[b], d2[b], d3[b], d4[b])
+    return _jit(k)
+
+
+def _aba_second_order_kernel(FEXT, LAST):
+    """FDSVA-SO per thread (kernels.fdsva_so): d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv,
+    d2qdd/dtaudq. Its tensor scratch T is batch-first in both layouts (BATCH_FIRST)."""
+    dev = device(_fdsva_so.fdsva_so)
+
+    def k(mi, mf, q, v, tau, fext, WS, SC, QDD, LAM, MT, FF, TT, d1, d2, d3, d4):
+        b = cuda.grid(1)
+        if b < q.shape[0]:
+            T = TT[b]
+            if LAST:
+                ws = WS[:, :, b]
+                sc = SC[:, b]
+                qdd = QDD[:, b]
+                lam = LAM[:, b]
+                Mt = MT[:, :, :, b]
+                F = FF[:, :, :, b]
+            else:
+                ws = WS[b]
+                sc = SC[b]
+                qdd = QDD[b]
+                lam = LAM[b]
+                Mt = MT[b]
+                F = FF[b]
+            if FEXT:
+                dev(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
+                    d1[b], d2[b], d3[b], d4[b])
+            else:
+                dev(mi, mf, q[b], v[b], tau[b], None, ws, sc, qdd, lam, Mt, F, T,
+                    d1[b], d2[b], d3[b], d4[b])
+    return _jit(k)
+
+
+def _kinematics_derivatives_kernel(FEXT, LAST):
+    """Velocity and acceleration derivatives of every joint per thread
+    (kernels.kinematics_derivatives; off: the records' offsets, shared)."""
+    dev = device(_kinematics_derivatives.kinematics_derivatives)
+
+    def k(mi, mf, q, v, a, reference, off, WS, GG, d1, d2, d3, d4, d5):
+        b = cuda.grid(1)
+        if b < q.shape[0]:
+            if LAST:
+                ws = WS[:, :, b]
+                G = GG[:, :, b]
+            else:
+                ws = WS[b]
+                G = GG[b]
+            dev(mi, mf, q[b], v[b], a[b], reference, ws, G, off,
+                d1[b], d2[b], d3[b], d4[b], d5[b])
     return _jit(k)
 
 
@@ -438,6 +555,9 @@ _FACTORIES = {
     "crba": _crba_kernel,
     "minverse": _minverse_kernel,
     "rnea_derivatives": _rnea_derivatives_kernel,
+    "rnea_second_order": _rnea_second_order_kernel,
+    "aba_second_order": _aba_second_order_kernel,
+    "kinematics_derivatives": _kinematics_derivatives_kernel,
     "completely_fused": _completely_fused_kernel,
     "split_aba": _split_aba_kernel,
     "split_idsva": _split_idsva_kernel,
@@ -505,15 +625,34 @@ def launch_inertia(model, name, q, out, layout):
         k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, p["ws"], *extra, o)
 
 
-def launch_rnea_derivatives(model, q, v, a, fext, outs, layout):
+def launch_derivatives(model, q, v, u, fext, outs, kind, layout):
+    """A derivatives kernel of (q, v, u, fext) over the batch, its scratch in
+    scratch_shapes order: "rnea_derivatives" (IDSVA: three (nv, nv) outputs),
+    "rnea_second_order" (IDSVA-SO) or "aba_second_order" (FDSVA-SO: four (nv, nv, nv))."""
     st = model_state(model)
     dt = np.dtype(q.dtype)
-    k = kernel("rnea_derivatives", fext is not None, layout)
-    step = slots_per_launch(model, "rnea_derivatives", dt)
-    for s, e, (qs, vs, As, f, *os_) in _chunks(q.shape[0], step, q, v, a, fext, *outs):
-        p = st.pool(model, "rnea_derivatives", dt, layout, e - s, step)
+    k = kernel(kind, fext is not None, layout)
+    step = slots_per_launch(model, kind, dt)
+    for s, e, (qs, vs, us, f, *os_) in _chunks(q.shape[0], step, q, v, u, fext, *outs):
+        p = st.pool(model, kind, dt, layout, e - s, step)
         f = st.no_fext(dt) if f is None else f
-        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, As, f, p["ws"], *os_)
+        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, us, f, *p.values(),
+                                            *os_)
+
+
+def launch_kinematics_derivatives(model, q, v, a, fext, outs, layout, reference):
+    """dv_dq, dv_dv, da_dq, da_dv, da_da (each (B, njoints, 6, nv)) into outs; reference:
+    kernels.kinematics_derivatives.WORLD, LOCAL or LOCAL_WORLD_ALIGNED; fext: None (the
+    launchers' common signature; kinematics take no forces)."""
+    st = model_state(model)
+    dt = np.dtype(q.dtype)
+    k = kernel("kinematics_derivatives", False, layout)
+    step = slots_per_launch(model, "kinematics_derivatives", dt)
+    off = st.kinematics_offsets(model)
+    for s, e, (qs, vs, As, *os_) in _chunks(q.shape[0], step, q, v, a, *outs):
+        p = st.pool(model, "kinematics_derivatives", dt, layout, e - s, step)
+        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, As, reference, off,
+                                            p["ws"], p["G"], *os_)
 
 
 def launch_aba_derivatives(model, q, v, tau, fext, outs, layout, partition,
@@ -562,13 +701,18 @@ def _example_args(model, name, dtype, layout, fext, threads_per_eval=2, B=2):
     ``name``: numba.typeof of them is the kernel's signature."""
     kind = {"split_aba": "split", "split_idsva": "split", "neg_minv": "split"}.get(name, name)
     shapes = scratch_shapes(model, kind, threads_per_eval)
-    p = {k: np.zeros(s + (B,) if layout == "interleaved" else (B,) + s, dtype)
-         for k, s in shapes.items()}
+    p = {k: np.zeros(*scratch_array(k, s, B, dtype, layout)) for k, s in shapes.items()}
     nq, nv, n = model.nq, model.nv, model.njoints
     mi, mf = np.ascontiguousarray(model.mi), np.ascontiguousarray(model.mf, dtype)
     q, v, u = np.zeros((B, nq), dtype), np.zeros((B, nv), dtype), np.zeros((B, nv), dtype)
     f = np.zeros((B, n, 6) if fext else (1, 1, 6), dtype)
     out1, M = np.zeros((B, nv), dtype), np.zeros((B, nv, nv), dtype)
+    T3, K = np.zeros((B, nv, nv, nv), dtype), np.zeros((B, n, 6, nv), dtype)
+    if name in ("rnea_second_order", "aba_second_order"):
+        return (mi, mf, q, v, u, f, *p.values(), T3, T3, T3, T3)
+    if name == "kinematics_derivatives":
+        return (mi, mf, q, v, u, 0, kinematics_records(model)[0], p["ws"], p["G"],
+                K, K, K, K, K)
     return {
         "rnea": (mi, mf, q, v, u, f, p.get("ws"), out1),
         "aba": (mi, mf, q, v, u, f, p.get("ws"), out1),
@@ -610,8 +754,7 @@ def compile_ptx(model, cc=(9, 0), names=None, dtypes=(np.float64, np.float32),
         for name in names or _FACTORIES:
             for dt in dtypes:
                 for layout in layouts:
-                    fexts = (False,) if name in ("crba", "minverse", "neg_minv") else \
-                        (False, True)
+                    fexts = (False,) if name in NO_FEXT else (False, True)
                     for fx in fexts:
                         sig = tuple(typeof(a) for a in
                                     _example_args(model, name, dt, layout, fx))
