@@ -13,9 +13,12 @@ Minv without forming M (minverse.py). Tensors are (nv, nv, nv), output index fir
 swap23(T)[i, j, k] = T[i, k, j]; (D.P)[i, j, k] = sum_l D[i, l, k] P[l, j]; the products
 with Minv act on the output index.
 
-The inner products D.P are tensor-matrix products (DTM) that skip the rows D[i, l, :]
-that dM/dq's pattern makes zero (dofs i and l off one branch) and, within a row, the dofs
-outside the range that can be nonzero: O(nnz(D) nv). The outer products -Minv T are
+The inner products D.P are either tensor-matrix products (DTM) that skip the rows
+D[i, l, :] that dM/dq's pattern makes zero (dofs i and l off one branch) and, within a
+row, the dofs outside the range that can be nonzero, O(nnz(D) nv), or one IDFOZA call
+per column of P (idfoza.py: IDSVA at zero velocity and gravity with a = P[:, j] gives
+d/dq (M P[:, j]), singh-2023 eq. 52), O(nnz(branch pattern) nv); idfoza_beats_dtm is the
+measured crossover (long chains only). The outer products -Minv T are
 either the dense product (DTM, O(nv^4); chains) or, when M's L^T D L factor is sparse
 enough (trees, floating bases), sparse triangular solves on all nv^2 columns at once
 (the batched form of the paper's per-column AZA route: ABA with zero velocity and
@@ -43,7 +46,11 @@ AZA = 2             # outer: neg_minv_tensor_ltdl
 GEMM_BLOCK = 256    # columns of the flattened (nv, nv^2) tensor per block of the outer product
 # factorised outer products when 2 nnz(L) + nv < SPARSE_RATIO nv^2 row updates; measured on
 # the development machine: ratio 0.43 (talos+ff) 2.1x, 0.53 (g1+ff) 1.7x, 0.67 (hyq+ff)
-# 1.3x faster than the dense product, serial chains (ratio 1) 1.1-1.2x slower
+# 1.3x faster than the dense product, serial chains (ratio 1) 1.1-1.2x slower. Re-checked
+# with the two outer kernels timed alone (interleaved, median of 11 rounds), ltdl/dense:
+# binary trees N = 7, 15, 31, 63, 110 (ratio 0.55, 0.37, 0.24, 0.15, 0.10): 0.75, 0.36,
+# 0.26, 0.12, 0.14; hyq+ff (0.67) 0.66, talos+ff (0.43) 0.39; panda (0.98) 1.19; serial
+# chains N = 5..110 (1.0): 0.89-1.44, mostly > 1.
 SPARSE_RATIO = 0.85
 
 

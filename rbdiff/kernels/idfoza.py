@@ -24,11 +24,18 @@ from .idsva import idsva_backward_pass, joint_dynamics
 from .jit import helper, kernel
 from .workspace import W_A, W_V, W_VJ
 
-# IDFOZA when DTM's row updates exceed IDFOZA_FILL times IDFOZA's per-column work,
-# nnz(branch pattern) + IDFOZA_JOINT njoints (see idfoza_beats_dtm). Measured on the
-# development machine: see the comment in fdsva_so.py next to the route constants.
-IDFOZA_FILL = 12.0
-IDFOZA_JOINT = 40
+# IDFOZA when DTM's row updates (dtm_rows, nv vectorised multiply-adds each) exceed
+# IDFOZA_FILL nnz(branch pattern) + IDFOZA_JOINT njoints: one IDFOZA column's cost (IDSVA's
+# fill, O(d) per dof, and its passes, O(1) per joint) in DTM row-element updates. Fitted to
+# the two inner kernels timed alone (interleaved, median of 11 rounds, 2 shared cores of
+# an AMD EPYC, AVX-512, indicative): DTM ~0.25 ns per row element, IDFOZA ~5.5 ns per
+# pattern entry and ~0.38 us per joint, per column. idfoza/dtm, inner kernel alone (whole
+# FDSVA-SO call, three inner products, in parentheses): serial chains N = 10: 7.37 (2.38),
+# 20: 4.70 (2.12), 30: 2.21 (1.37), 40: 1.79 (1.21), 50: 1.60 (1.06), 60: 1.05 (1.02),
+# 80: 0.83 (0.97), 110: 0.53 (0.81): crossover N ~ 65; binary trees N = 15, 31, 63, 110:
+# 17.4, 11.3, 9.45, 6.47 (1.18 whole): none; panda 7.78, hyq+ff 8.65, talos+ff 3.95: DTM.
+IDFOZA_FILL = 22
+IDFOZA_JOINT = 1500
 
 
 @helper
