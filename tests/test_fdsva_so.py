@@ -161,6 +161,14 @@ ROUTE_MODELS = {
 }
 
 
+def _model_state(model, seed):
+    """q, v, tau and local-frame external forces of one random state of model."""
+    rng = np.random.default_rng(seed)
+    q = rbd.random_configuration(model, rng)
+    v, tau = rng.normal(size=(2, model.nv))
+    return q, v, tau, rng.normal(size=(model.njoints, 6)) * 10
+
+
 @pytest.mark.parametrize("name", list(ROUTE_MODELS))
 def test_routes_agree(name):
     """inner="idfoza" (IDSVA at v = 0, g = 0, a = one column, singh-2023 eq. 52) gives
@@ -168,10 +176,7 @@ def test_routes_agree(name):
     solves ("aza") match the dense -M^-1 products to cond(M) eps. Random trees mix
     spherical and free-flyer joints into the tree."""
     model = ROUTE_MODELS[name]()
-    rng = np.random.default_rng(7)
-    q = rbd.random_configuration(model, rng)
-    v, tau = rng.normal(size=(2, model.nv))
-    fext = rng.normal(size=(model.njoints, 6)) * 10
+    q, v, tau, fext = _model_state(model, 7)
     for f in (None, fext):
         ref = aba_second_order_derivatives(model, q, v, tau, f, inner="dtm", outer="dense")
         for outer in ("dense", "aza"):
@@ -205,10 +210,7 @@ def test_unknown_route_raises():
 def test_float32_routes():
     """float32 inputs compile and compute in float32 on both inner routes."""
     model = rbd.models.random_tree(8, 3, floating_base=True)
-    rng = np.random.default_rng(8)
-    q = rbd.random_configuration(model, rng)
-    v, tau = rng.normal(size=(2, model.nv))
-    q32, v32, t32 = (x.astype(np.float32) for x in (q, v, tau))
+    q32, v32, t32 = (x.astype(np.float32) for x in _model_state(model, 8)[:3])
     ref = aba_second_order_derivatives(model, q32.astype(float), v32.astype(float),
                                        t32.astype(float))
     for inner in ("dtm", "idfoza"):

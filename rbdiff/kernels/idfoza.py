@@ -62,8 +62,7 @@ def dtm_rows(mi):
 @helper
 def idfoza_beats_dtm(mi):
     """True when IDFOZA's per-column passes cost less than DTM's row updates."""
-    work = branch_pattern_nnz(mi) + IDFOZA_JOINT * mi[0, 0]
-    return dtm_rows(mi) > IDFOZA_FILL * work
+    return dtm_rows(mi) > IDFOZA_FILL * branch_pattern_nnz(mi) + IDFOZA_JOINT * mi[0, 0]
 
 
 @kernel
