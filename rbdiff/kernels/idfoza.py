@@ -34,6 +34,9 @@ from .workspace import W_A, W_V, W_VJ
 # 20: 4.70 (2.12), 30: 2.21 (1.37), 40: 1.79 (1.21), 50: 1.60 (1.06), 60: 1.05 (1.02),
 # 80: 0.83 (0.97), 110: 0.53 (0.81): crossover N ~ 65; binary trees N = 15, 31, 63, 110:
 # 17.4, 11.3, 9.45, 6.47 (1.18 whole): none; panda 7.78, hyq+ff 8.65, talos+ff 3.95: DTM.
+# The whole call, in `python -m rbdiff bench --only second_order` (columns FDSVA-SO dtm and
+# idfoza, two runs): chains N = 32: 0.92, 1.61; 50: 1.02, 1.06; 80: 0.92, 0.94; 110: 0.90,
+# 0.89 (crossover N ~ 55, 63); binary trees up to N = 110: 1.2 to 4.0, none.
 IDFOZA_FILL = 22
 IDFOZA_JOINT = 1500
 
