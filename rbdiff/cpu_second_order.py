@@ -8,7 +8,7 @@ from numba import prange
 
 from .cpu import BAD_Q, BAD_STATE, _configurations_ok, state_ok
 from .kernels.checks import all_finite
-from .kernels.fdsva_so import fdsva_so
+from .kernels.fdsva_so import fdsva_so_routes
 from .kernels.idsva import IDSVA_WIDTH
 from .kernels.idsva_so import SC_SIZE, idsva_so
 from .kernels.jit import entry, pentry
@@ -36,7 +36,9 @@ def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D):
 
 
 @entry
-def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
+def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
+    """FDSVA-SO with the routes inner (fdsva_so.AUTO, DTM, IDFOZA) and outer (AUTO,
+    DENSE, AZA)."""
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
@@ -46,11 +48,12 @@ def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
     Mt = np.empty((7, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     T = np.empty((5, nv, nv, nv), q.dtype)
-    fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT)
+    fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT,
+                    inner, outer)
 
 
 @pentry
-def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
+def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
     if not _configurations_ok(mi, q):
         raise ValueError(BAD_Q)
     if not (all_finite(v.ravel()) and all_finite(tau.ravel()) and all_finite(fext.ravel())):
@@ -64,5 +67,5 @@ def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT):
         Mt = np.empty((7, nv, nv), q.dtype)
         F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
         T = np.empty((5, nv, nv, nv), q.dtype)
-        fdsva_so(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
-                 dQ[b], dV[b], dX[b], dT[b])
+        fdsva_so_routes(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
+                        dQ[b], dV[b], dX[b], dT[b], inner, outer)

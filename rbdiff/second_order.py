@@ -30,11 +30,15 @@ import numpy as np
 
 from . import cpu_second_order as cso
 from .api import _F64, _ND, _explain, _gpu, _on_device, _prepare, aba, rnea
+from .kernels import fdsva_so as fk
 from .derivatives import _CS_STEP, _FD_STEP, aba_derivatives, rnea_derivatives
 from .model.configuration import integrate
 
 RNEA_METHODS = ("idsva", "complex_step", "finite_difference", "finite_difference_rnea")
 ABA_METHODS = ("idsva", "complex_step", "finite_difference")
+# FDSVA-SO routes (kernels/fdsva_so.py): keyword -> kernel code
+INNER_ROUTES = {"auto": fk.AUTO, "dtm": fk.DTM, "idfoza": fk.IDFOZA}
+OUTER_ROUTES = {"auto": fk.AUTO, "dense": fk.DENSE, "aza": fk.AZA}
 _FD2_STEP = np.finfo(np.float64).eps ** (1 / 4)   # second differences: O(h^2) vs eps/h^2
 _rnea_so_one, _aba_so_one = cso.rnea_second_order_one, cso.aba_second_order_one
 _new = tuple.__new__
@@ -62,9 +66,9 @@ class ABASecondOrderDerivatives(NamedTuple):
     d2qdd_dtaudq: np.ndarray
 
 
-def _check_method(method, methods):
+def _check_method(method, methods, name="method"):
     if method not in methods:
-        raise ValueError(f"method: expected one of {', '.join(map(repr, methods))}, "
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, methods))}, "
                          f"got {method!r}")
 
 
@@ -75,15 +79,16 @@ def _fast(q, v, u, fext):
             and q.ndim == 1 and v.ndim == 1 and u.ndim == 1)
 
 
-def _analytical(model, one, batch_fn, fext, named):
-    """Validate, then run the single or batch entry into one new block of four tensors."""
+def _analytical(model, one, batch_fn, fext, named, extra=()):
+    """Validate, then run the single or batch entry into one new block of four tensors
+    (``extra``: arguments after the outputs)."""
     arrays, f, batch, mf = _prepare(model, fext, named)
     nv = model.nv
     shape = (4, nv, nv, nv) if batch is None else (4, batch, nv, nv, nv)
     out = np.empty(shape, arrays[0].dtype)
     try:
         (one if batch is None else batch_fn)(model.mi, mf, *arrays, f,
-                                             out[0], out[1], out[2], out[3])
+                                             out[0], out[1], out[2], out[3], *extra)
     except ValueError:
         raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
     return out[0], out[1], out[2], out[3]
@@ -234,7 +239,8 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
         [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
 
 
-def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva"):
+def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva", inner="auto",
+                                 outer="auto"):
     """Second-order partial derivatives of forward dynamics qdd = FD(q, v, tau, fext).
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None. Returns
@@ -248,20 +254,35 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva"):
 
     method: "idsva" (default; FDSVA-SO, Singh et al. 2023 eq. 46: qdd = ABA(q, v, tau),
     the inverse-dynamics tensors at (q, v, qdd) by IDSVA-SO, the first-order derivatives
-    by FDSVA, M^-1 without M, dense tensor-matrix products), "complex_step" (the
-    analytical first-order ABA derivatives on complex128, stepped along q's tangent
-    space and v) or "finite_difference" (central differences of them, step eps^(1/3))."""
+    by FDSVA, M^-1 without M), "complex_step" (the analytical first-order ABA
+    derivatives on complex128, stepped along q's tangent space and v) or
+    "finite_difference" (central differences of them, step eps^(1/3)).
+
+    inner, outer (method "idsva"; the numerical methods ignore them; singh-2023 sec.
+    VI-A): how eq. 46's products are formed. inner, the products D.P with D = dM/dq:
+    "dtm" (tensor-matrix products over dM/dq's nonzeros), "idfoza" (one IDSVA call at
+    zero velocity and gravity per column of P, eq. 52) or "auto" (the measured
+    crossover, kernels/idfoza.py). outer, the products with -M^-1: "dense" (M^-1 times
+    the flattened tensor), "aza" (solves with M's sparse L^T D L factor: the batched
+    form of AZA's per-column ABA) or "auto" (the measured crossover, kernels/fdsva_so.py).
+    All routes give the same tensors up to rounding."""
     _check_method(method, ABA_METHODS)
+    _check_method(inner, INNER_ROUTES, "inner")
+    _check_method(outer, OUTER_ROUTES, "outer")
+    routes = INNER_ROUTES[inner], OUTER_ROUTES[outer]
     if method == "idsva" and _fast(q, v, tau, fext):
         nv = model.nv
         out = np.empty((4, nv, nv, nv))
         t = out[0], out[1], out[2], out[3]
         try:
-            _aba_so_one(model.mi, model.mf, q, v, tau, None, *t)
+            _aba_so_one(model.mi, model.mf, q, v, tau, None, *t, *routes)
             return _new(ABASecondOrderDerivatives, t)
         except ValueError:
             pass
     if _on_device(q, v, tau, fext):
+        if inner != "auto" or outer != "auto":
+            raise ValueError("inner, outer: the GPU forms eq. 46's products by the automatic "
+                             "routes only; leave them 'auto'")
         return _gpu("aba_second_order_derivatives", model, q, v, tau, fext, method=method)
     if method != "idsva":
         per_state = lambda q_, v_, t_, f_: _through_first_order(
@@ -270,4 +291,4 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva"):
                                                      ("q", "v", "tau")))
     return _new(ABASecondOrderDerivatives, _analytical(
         model, cso.aba_second_order_one, cso.aba_second_order_batch, fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)]))
+        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], routes))

@@ -176,6 +176,7 @@ def test_derivative_sections_in_report(tiny):
                     "### Measured DMM/AZA crossover",
                     "## 5. Second-order derivatives (singh-2023 Fig. 7, Table III)",
                     "next to singh-2023 Table III",
+                    "FDSVA-SO inner term, DTM vs IDFOZA (singh-2023 Fig. 14)",
                     "### Robots: rbdiff vs Pinocchio's C++",
                     "## 6. Accuracy vs N: every method against the complex step",
                     "### rnea_second_order_derivatives (second order ID): RMSRE / MAE",
@@ -216,6 +217,8 @@ def test_derivative_sections_json(tiny):
         for k, *_ in sec_so.METHODS:             # tiny caps the baselines at N = 4
             assert p[k] > 0, (p, k)
         assert p["fd1"] > p["idsva_so"]          # second differences: 16 nv^2 RNEA calls
+        assert p["inner_auto"] == "dtm"          # IDFOZA pays on long chains only
+    assert set(so["inner_crossover"]) == set(bm.FAMILIES)
     (robot,) = so["robots"]
     assert robot["robot"] == "iiwa14" and robot["idsva_so"] > 0 and robot["fdsva_so"] > 0
     if so["anchor"]["used"]:                     # only when already built: never compiled

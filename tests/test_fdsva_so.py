@@ -1,14 +1,15 @@
 """Second-order derivatives of forward dynamics (FDSVA-SO, singh-2023 eq. 46) against a
 dense NumPy evaluation of eq. 46, complex step through the first-order ABA derivatives,
 central differences of Pinocchio's computeABADerivatives along the tangent space, the
-Lie-bracket identity; external forces, batches and bad input."""
+Lie-bracket identity; the inner (DTM, IDFOZA) and outer (dense, L^T D L) routes against
+each other; external forces, float32, batches and bad input."""
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
 import rbdiff as rbd
-from conftest import full, pin_fext, random_state, rel_err
+from conftest import full, pin_fext, random_state, rel_err, robot_pair
 from rbdiff.second_order import (ABASecondOrderDerivatives, aba_second_order_derivatives,
                                  rnea_second_order_derivatives)
 from test_idsva_so import _bracket
@@ -148,6 +149,77 @@ def test_finite_difference_method(pair):
         assert np.max(np.abs(x - r)) < 1e-4 * scale
 
 
+# IDFOZA and DTM form the same inner sums in a different order: rounding only
+INNER_TOL = 1e-12
+ROUTE_MODELS = {
+    "tree0+ff": lambda: rbd.models.random_tree(9, 0, floating_base=True),
+    "tree1": lambda: rbd.models.random_tree(9, 1),
+    "tree2+ff": lambda: rbd.models.random_tree(12, 2, floating_base=True),
+    "chain": lambda: rbd.models.serial_chain(7),
+    "panda": lambda: robot_pair("panda", False)[0],
+    "hyq+ff": lambda: robot_pair("hyq", True)[0],
+}
+
+
+def _model_state(model, seed):
+    """q, v, tau and local-frame external forces of one random state of model."""
+    rng = np.random.default_rng(seed)
+    q = rbd.random_configuration(model, rng)
+    v, tau = rng.normal(size=(2, model.nv))
+    return q, v, tau, rng.normal(size=(model.njoints, 6)) * 10
+
+
+@pytest.mark.parametrize("name", list(ROUTE_MODELS))
+def test_routes_agree(name):
+    """inner="idfoza" (IDSVA at v = 0, g = 0, a = one column, singh-2023 eq. 52) gives
+    DTM's inner terms, so the tensors match with the outer route fixed; the L^T D L
+    solves ("aza") match the dense -M^-1 products to cond(M) eps. Random trees mix
+    spherical and free-flyer joints into the tree."""
+    model = ROUTE_MODELS[name]()
+    q, v, tau, fext = _model_state(model, 7)
+    for f in (None, fext):
+        ref = aba_second_order_derivatives(model, q, v, tau, f, inner="dtm", outer="dense")
+        for outer in ("dense", "aza"):
+            got = aba_second_order_derivatives(model, q, v, tau, f, inner="idfoza",
+                                               outer=outer)
+            for x, r in zip(got, ref):
+                assert rel_err(x, r) < (INNER_TOL if outer == "dense" else ROUTE_TOL)
+        auto = aba_second_order_derivatives(model, q, v, tau, f)
+        for x, r in zip(auto, ref):
+            assert rel_err(x, r) < ROUTE_TOL
+
+
+def test_idfoza_auto_switch():
+    """"auto" picks IDFOZA on long chains only (kernels/idfoza.py's crossover)."""
+    from rbdiff.kernels.idfoza import idfoza_beats_dtm
+    assert not idfoza_beats_dtm(rbd.models.serial_chain(20).mi)
+    assert idfoza_beats_dtm(rbd.models.serial_chain(110).mi)
+    assert not idfoza_beats_dtm(rbd.models.binary_tree(110).mi)
+
+
+def test_unknown_route_raises():
+    model = rbd.models.random_tree(4, 0)
+    z = np.zeros(model.nv)
+    q = rbd.neutral(model)
+    with pytest.raises(ValueError, match="inner: expected one of 'auto', 'dtm', 'idfoza'"):
+        aba_second_order_derivatives(model, q, z, z, inner="aza")
+    with pytest.raises(ValueError, match="outer: expected one of 'auto', 'dense', 'aza'"):
+        aba_second_order_derivatives(model, q, z, z, outer="idfoza")
+
+
+def test_float32_routes():
+    """float32 inputs compile and compute in float32 on both inner routes."""
+    model = rbd.models.random_tree(8, 3, floating_base=True)
+    q32, v32, t32 = (x.astype(np.float32) for x in _model_state(model, 8)[:3])
+    ref = aba_second_order_derivatives(model, q32.astype(float), v32.astype(float),
+                                       t32.astype(float))
+    for inner in ("dtm", "idfoza"):
+        got = aba_second_order_derivatives(model, q32, v32, t32, inner=inner)
+        for x, r in zip(got, ref):
+            assert x.dtype == np.float32
+            assert rel_err(x, r) < 1e-3
+
+
 @pytest.mark.parametrize("method", ["idsva", "complex_step"])
 def test_batch_equals_loop(method):
     model = rbd.models.random_tree(7, 3, floating_base=True)
@@ -156,14 +228,17 @@ def test_batch_equals_loop(method):
     q = rbd.random_configuration(model, rng, batch=B)
     v, tau = rng.normal(size=(2, B, model.nv))
     fext = rng.normal(size=(B, model.njoints, 6))
+    routes = [{}] if method != "idsva" else [{}, dict(inner="idfoza", outer="dense")]
     for f in (None, fext):
-        batch = aba_second_order_derivatives(model, q, v, tau, f, method=method)
-        for b in range(B):
-            one = aba_second_order_derivatives(model, q[b], v[b], tau[b],
-                                               None if f is None else f[b], method=method)
-            for x, y in zip(batch, one):
-                assert x.shape == (B,) + (model.nv,) * 3
-                np.testing.assert_allclose(x[b], y, rtol=1e-13, atol=1e-10)
+        for kw in routes:
+            batch = aba_second_order_derivatives(model, q, v, tau, f, method=method, **kw)
+            for b in range(B):
+                one = aba_second_order_derivatives(model, q[b], v[b], tau[b],
+                                                   None if f is None else f[b],
+                                                   method=method, **kw)
+                for x, y in zip(batch, one):
+                    assert x.shape == (B,) + (model.nv,) * 3
+                    np.testing.assert_allclose(x[b], y, rtol=1e-13, atol=1e-10)
 
 
 def test_unknown_method_raises():

@@ -7,7 +7,9 @@ differences of RNEA, O(N^3)), Finite-Diff-2 (``finite_difference``: central diff
 of the first-order IDSVA) and the complex step (``complex_step``, through the first-order
 IDSVA on complex128), plus ``aba_second_order_derivatives`` by FDSVA-SO and the
 first-order IDSVA for the IDSVA-FO row; log-log slopes next to singh-2023 Table III. The
-baselines are capped in N (``cfg.so_fd1_max``, ``cfg.so_numeric_max``).
+baselines are capped in N (``cfg.so_fd1_max``, ``cfg.so_numeric_max``). FDSVA-SO also
+runs with its inner term forced to DTM and to IDFOZA (singh-2023 Fig. 14): their ratio,
+the measured crossover and the route ``inner="auto"`` takes.
 
 Per robot: rbdiff's IDSVA-SO, FDSVA-SO and first-order times and, when the optional C++
 anchor (``bench.anchor``: Pinocchio's C++ ComputeRNEASecondOrderDerivatives,
@@ -25,6 +27,7 @@ from rbdiff.bench import anchor
 from rbdiff.bench import common as cm
 from rbdiff.bench import models as bm
 from rbdiff.bench import report as rp
+from rbdiff.kernels.idfoza import idfoza_beats_dtm
 
 # (key, label, Table III row or None)
 METHODS = (
@@ -34,6 +37,8 @@ METHODS = (
     ("complex_step", "complex step (complex_step)", "RNEA SO Bi-complex"),
     ("fdsva_so", "FDSVA-SO (aba_second_order_derivatives)", None),
     ("idsva_fo", "IDSVA-FO (rnea_derivatives)", "IDSVA-FO"),
+    ("fdsva_so_dtm", "FDSVA-SO, inner=\"dtm\"", None),
+    ("fdsva_so_idfoza", "FDSVA-SO, inner=\"idfoza\"", None),
 )
 LABEL = {k: lab for k, lab, _ in METHODS}
 # singh-2023 Table III: least-squares slope of log t vs log N (Fortran 90, i5-12400),
@@ -49,7 +54,11 @@ TABLE_III = {
 PAPER_NOTE = {
     "complex_step": "bi-complex step through RNEA in the paper; here a complex step "
                     "through the first-order IDSVA",
-    "fdsva_so": "not in Table III (Fig. 16: O(N^3) DTM products, O(N^4) for a chain)",
+    "fdsva_so": "not in Table III; routes chosen by inner=\"auto\", outer=\"auto\"",
+    "fdsva_so_dtm": "not in Table III (singh-2023 Fig. 14: DTM inner term, O(N^4) on a "
+                    "chain)",
+    "fdsva_so_idfoza": "not in Table III (singh-2023 Fig. 14: IDFOZA inner term, O(N^3) "
+                       "on a chain)",
 }
 
 
@@ -62,7 +71,11 @@ def calls(model, q, v, a, fd1=True, numeric=True):
     r = so.rnea_second_order_derivatives
     out = {"idsva_so": partial(r, model, q, v, a),
            "fdsva_so": partial(so.aba_second_order_derivatives, model, q, v, tau),
-           "idsva_fo": partial(derivatives.rnea_derivatives, model, q, v, a)}
+           "idsva_fo": partial(derivatives.rnea_derivatives, model, q, v, a),
+           "fdsva_so_dtm": partial(so.aba_second_order_derivatives, model, q, v, tau,
+                                   inner="dtm"),
+           "fdsva_so_idfoza": partial(so.aba_second_order_derivatives, model, q, v, tau,
+                                      inner="idfoza")}
     if fd1:
         out["fd1"] = partial(r, model, q, v, a, method="finite_difference_rnea")
     if numeric:
@@ -124,7 +137,8 @@ def anchor_status(cfg):
 def run(cfg, bar, out):
     rng = np.random.default_rng(cfg.seed + 12)
     res = dict(sizes=list(cfg.so_sizes), fit_min_n=cfg.so_fit_min_n, fd1_max=cfg.so_fd1_max,
-               numeric_max=cfg.so_numeric_max, points=[], slopes=[], robots=[], errors=[])
+               numeric_max=cfg.so_numeric_max, points=[], slopes=[], robots=[], errors=[],
+               inner_crossover={})
     for family in cfg.families:
         for n in cfg.so_sizes:
             model = bm.synthetic(family, n)
@@ -138,10 +152,14 @@ def run(cfg, bar, out):
                 p[f"{k}_rounds"] = t[k]["rounds"] if k in t else None
             for k in ("fd1", "fd2", "complex_step"):
                 p[f"{k}_over_idsva_so"] = rp.ratio(p[k], p["idsva_so"])
+            p["idfoza_over_dtm"] = rp.ratio(p["fdsva_so_idfoza"], p["fdsva_so_dtm"])
+            p["inner_auto"] = "idfoza" if idfoza_beats_dtm(model.mi) else "dtm"
             res["points"].append(p)
             bar.step(f"second order {family} N={n}")
         pts = [p for p in res["points"] if p["family"] == family]
         ns = [p["n"] for p in pts]
+        res["inner_crossover"][family] = cm.crossover(
+            ns, [p["fdsva_so_dtm"] for p in pts], [p["fdsva_so_idfoza"] for p in pts])
         for k, _, row in METHODS:
             s, s_all = cm.slope_pair(ns, [p[k] for p in pts], cfg.so_fit_min_n)
             col = 0 if family == "serial_chain" else 1
@@ -189,7 +207,7 @@ def figures(sec, outdir):
     if not sec["points"]:
         return {}
     panels = []
-    styles = ("o-", "s--", "^--", "v:", "d-", "x-")
+    styles = ("o-", "s--", "^--", "v:", "d-", "x-", "<:", ">:")
     for family in dict.fromkeys(p["family"] for p in sec["points"]):
         pts = sorted((p for p in sec["points"] if p["family"] == family), key=lambda p: p["n"])
         ns = [p["n"] for p in pts]
@@ -220,7 +238,11 @@ def report(sec, files, cfg):
               "(i5-12400, N = 2..110); its slopes a are quoted. Rows of Table III without "
               f"an rbdiff counterpart: RNEA SO Chain-Rule (a = "
               f"{TABLE_III['RNEA SO Chain-Rule'][0]} chains, "
-              f"{TABLE_III['RNEA SO Chain-Rule'][1]} trees).", ""]
+              f"{TABLE_III['RNEA SO Chain-Rule'][1]} trees). Every call returns new "
+              "(nv, nv, nv) tensors: from nv ~ 100 on (4 nv^3 doubles > 32 MB, glibc's "
+              "largest mmap threshold) their pages are mapped afresh on each call, which "
+              "steepens the last points (binary tree N = 110, IDSVA-SO: 4.6 ms, 0.92 ms "
+              "with MALLOC_MMAP_THRESHOLD_=2000000000 in the environment).", ""]
     rows = []
     for s in sec["slopes"]:
         paper = "-" if s["paper"] is None else f"{s['paper']:.2f} ({s['table_iii_row']})"
@@ -234,11 +256,16 @@ def report(sec, files, cfg):
         lines += [f"### {cm.family_label(family)}: time per call, us", ""]
         rows = [[p["n"], *(rp.fmt_time(p[k]) for k, _, _ in METHODS),
                  rp.fmt_ratio(p["fd1_over_idsva_so"]), rp.fmt_ratio(p["fd2_over_idsva_so"]),
-                 rp.fmt_ratio(p["complex_step_over_idsva_so"])]
+                 rp.fmt_ratio(p["complex_step_over_idsva_so"]),
+                 rp.fmt_ratio(p["idfoza_over_dtm"]), p["inner_auto"]]
                 for p in sec["points"] if p["family"] == family]
         lines += [rp.md_table(["N", "IDSVA-SO", "Finite-Diff-1", "Finite-Diff-2",
-                               "complex step", "FDSVA-SO", "IDSVA-FO", "FD-1 / IDSVA-SO",
-                               "FD-2 / IDSVA-SO", "CS / IDSVA-SO"], rows), ""]
+                               "complex step", "FDSVA-SO", "IDSVA-FO", "FDSVA-SO dtm",
+                               "FDSVA-SO idfoza", "FD-1 / IDSVA-SO", "FD-2 / IDSVA-SO",
+                               "CS / IDSVA-SO", "idfoza / dtm", "inner=\"auto\""], rows), ""]
+        c = sec["inner_crossover"][family]
+        lines += [f"FDSVA-SO inner term, DTM vs IDFOZA (singh-2023 Fig. 14): "
+                  f"{cm.crossover_text(c, 'IDFOZA')}.", ""]
     if "second_order" in files:
         lines += [f"![second-order scaling]({files['second_order']})", ""]
     an = sec["anchor"]

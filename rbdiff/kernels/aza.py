@@ -218,9 +218,9 @@ def neg_minv_mul_aza(mi, ws, B1, B2, C1, C2):
 
 
 @helper
-def mean_branch_ge(mi, length):
-    """sum_j branch(j) >= length * nv: the dofs on dof j's branch (its joint's ancestors,
-    the joint's own dofs and its strict descendants), summed over all dofs j."""
+def branch_pattern_nnz(mi):
+    """sum_j branch(j), the dofs on dof j's branch (its joint's ancestors, the joint's own
+    dofs and its strict descendants) summed over all dofs j: the nonzeros of M's pattern."""
     n = mi[0, 0]
     total = 0
     for i in range(1, n + 1):
@@ -230,7 +230,13 @@ def mean_branch_ge(mi, length):
             depth += mi[a, MI_NV]
             a = mi[a, MI_PARENT]
         total += mi[i, MI_NV] * (depth + mi[i, MI_NVSUB] - mi[i, MI_NV])
-    return total >= length * mi[0, 2]
+    return total
+
+
+@helper
+def mean_branch_ge(mi, length):
+    """sum_j branch(j) >= length * nv (see branch_pattern_nnz)."""
+    return branch_pattern_nnz(mi) >= length * mi[0, 2]
 
 
 @helper

@@ -13,9 +13,12 @@ Minv without forming M (minverse.py). Tensors are (nv, nv, nv), output index fir
 swap23(T)[i, j, k] = T[i, k, j]; (D.P)[i, j, k] = sum_l D[i, l, k] P[l, j]; the products
 with Minv act on the output index.
 
-The inner products D.P are tensor-matrix products (DTM) that skip the rows D[i, l, :]
-that dM/dq's pattern makes zero (dofs i and l off one branch) and, within a row, the dofs
-outside the range that can be nonzero: O(nnz(D) nv). The outer products -Minv T are
+The inner products D.P are either tensor-matrix products (DTM) that skip the rows
+D[i, l, :] that dM/dq's pattern makes zero (dofs i and l off one branch) and, within a
+row, the dofs outside the range that can be nonzero, O(nnz(D) nv), or one IDFOZA call
+per column of P (idfoza.py: IDSVA at zero velocity and gravity with a = P[:, j] gives
+d/dq (M P[:, j]), singh-2023 eq. 52), O(nnz(branch pattern) nv); idfoza_beats_dtm is the
+measured crossover (long chains only). The outer products -Minv T are
 either the dense product (DTM, O(nv^4); chains) or, when M's L^T D L factor is sparse
 enough (trees, floating bases), sparse triangular solves on all nv^2 columns at once
 (the batched form of the paper's per-column AZA route: ABA with zero velocity and
@@ -26,16 +29,28 @@ the measured crossover.
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
+from .idfoza import idfoza_beats_dtm, idfoza_matrix_t
 from .idsva import idsva_dynamics_pass
 from .idsva_so import idsva_fo_so_backward_pass, zero_fill
 from .jit import helper, kernel
 from .minverse import minverse
 
 
+# routes (the public keywords inner="auto" | "dtm" | "idfoza", outer="auto" | "dense" | "aza")
+AUTO = 0
+DTM = 1             # inner: tensor_matrix_t
+IDFOZA = 2          # inner: idfoza.idfoza_matrix_t
+DENSE = 1           # outer: neg_minv_tensor
+AZA = 2             # outer: neg_minv_tensor_ltdl
+
 GEMM_BLOCK = 256    # columns of the flattened (nv, nv^2) tensor per block of the outer product
 # factorised outer products when 2 nnz(L) + nv < SPARSE_RATIO nv^2 row updates; measured on
 # the development machine: ratio 0.43 (talos+ff) 2.1x, 0.53 (g1+ff) 1.7x, 0.67 (hyq+ff)
-# 1.3x faster than the dense product, serial chains (ratio 1) 1.1-1.2x slower
+# 1.3x faster than the dense product, serial chains (ratio 1) 1.1-1.2x slower. Re-checked
+# with the two outer kernels timed alone (interleaved, median of 11 rounds), ltdl/dense:
+# binary trees N = 7, 15, 31, 63, 110 (ratio 0.55, 0.37, 0.24, 0.15, 0.10): 0.75, 0.36,
+# 0.26, 0.12, 0.14; hyq+ff (0.67) 0.66, talos+ff (0.43) 0.39; panda (0.98) 1.19; serial
+# chains N = 5..110 (1.0): 0.89-1.44, mostly > 1.
 SPARSE_RATIO = 0.85
 
 
@@ -199,13 +214,34 @@ def outer(mi, lam, H, Minv, sparse, T, out):
         neg_minv_tensor(Minv, T, out)
 
 
+@helper
+def inner_t(mi, mf, ws, use_idfoza, D, P, G3, E):
+    """E = swap23(D.P), by IDFOZA (one IDSVA call at v = 0, g = 0, a = P[:, j] per
+    column; G3 (3, nv, nv) scratch) or DTM (tensor_matrix_t)."""
+    if use_idfoza:
+        idfoza_matrix_t(mi, mf, ws, P, G3, E)
+    else:
+        tensor_matrix_t(mi, D, P, E)
+
+
 @kernel
 def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT):
     """d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv, d2qdd/dtaudq (dQ, dV, dX, dT, each (nv, nv, nv),
-    every entry written) at (q, v, tau, fext). Scratch: ws (workspace_rows, W_WIDTH),
+    every entry written) at (q, v, tau, fext), with the routes chosen automatically
+    (fdsva_so_routes with AUTO, AUTO). Scratch: ws (workspace_rows, W_WIDTH),
     sc (SC_SIZE,), qdd (nv,), lam (nv,) int64, Mt (7, nv, nv), F (njoints + 1, nv, 6),
-    T (5, nv, nv, nv). The outer products use the L^T D L factorisation of M when it has
-    fewer than SPARSE_RATIO nv^2 nonzeros (trees), the dense M^-1 otherwise (chains)."""
+    T (5, nv, nv, nv)."""
+    fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT,
+                    AUTO, AUTO)
+
+
+@kernel
+def fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT,
+                    inner, outer_route):
+    """fdsva_so with the routes given: inner (AUTO, DTM or IDFOZA) for the products with
+    D = dM/dq, outer_route (AUTO, DENSE or AZA) for the products with -M^-1. AUTO: IDFOZA
+    when idfoza_beats_dtm, the L^T D L solves when M's factor has fewer than
+    SPARSE_RATIO nv^2 nonzeros (trees), the dense M^-1 otherwise (chains)."""
     Q, V, X, D, E = T[0], T[1], T[2], T[3], T[4]
     H = Mt[6]
     zero_fill(Q, V, X, D)
@@ -221,20 +257,23 @@ def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT
             nnz += 1
             i = lam[i]
     nv = lam.shape[0]
-    sparse = 2 * nnz + nv < SPARSE_RATIO * nv * nv
+    sparse = outer_route == AZA or (outer_route == AUTO
+                                    and 2 * nnz + nv < SPARSE_RATIO * nv * nv)
+    use_idfoza = inner == IDFOZA or (inner == AUTO and idfoza_beats_dtm(mi))
     if sparse:
         ltdl(lam, H)
     Minv = Mt[3]
     minverse(mi, mf, q, ws, F, Minv)
     neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
-    tensor_matrix_t(mi, D, Mt[4], E)          # swap23(D.P)
+    G3 = Mt[0:3]                              # free from here on
+    inner_t(mi, mf, ws, use_idfoza, D, Mt[4], G3, E)    # swap23(D.P)
     add_sym23(E, Q)                           # Q + D.P + swap23(D.P)
     outer(mi, lam, H, Minv, sparse, Q, dQ)
     outer(mi, lam, H, Minv, sparse, V, dV)
-    tensor_matrix_t(mi, D, Mt[5], E)          # swap23(D.Pv)
+    inner_t(mi, mf, ws, use_idfoza, D, Mt[5], G3, E)    # swap23(D.Pv)
     add_tensor(E, X)
     outer(mi, lam, H, Minv, sparse, X, dX)
-    tensor_matrix_t(mi, D, Minv, E)           # swap23(D.Minv)
+    inner_t(mi, mf, ws, use_idfoza, D, Minv, G3, E)     # swap23(D.Minv)
     outer(mi, lam, H, Minv, sparse, E, Q)     # swap23(d2qdd/dtaudq), Q as scratch
     swap23(Q, dT)
 
