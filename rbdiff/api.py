@@ -14,12 +14,14 @@ from . import cpu
 from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from .kernels.checks import QUAT_TOL
 from .kernels.jit import native
+from .kernels.workspace import W_WIDTH
 
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
 _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
 # module globals: one dictionary lookup on the fast path instead of two
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
+# (scratch: the model's per-thread SingleCallScratch)
 _rnea_one = native(cpu.rnea_one, "_rnea_one", globals())
 _aba_one = native(cpu.aba_one, "_aba_one", globals())
 _crba_one = native(cpu.crba_one, "_crba_one", globals(), inputs=(2,))
@@ -126,15 +128,22 @@ def _gpu(name, *args, **kwargs):
     return getattr(gpu, name)(*args, **kwargs)
 
 
-def _call(model, one, batch_fn, fext, named, out_shape):
+def _call(model, one, batch_fn, fext, named, out_shape, forces=False):
     """Validate and run the single or batch entry point into a new output array of shape
     (B,) + out_shape or out_shape; explain a refusal precisely. Functions of (q, v, a/tau)
-    take fext (None allowed); functions of q alone do not."""
+    take fext (None allowed); functions of q alone do not. Single calls get scratch of the
+    input dtype: a workspace, and M^-1's force scratch F when ``forces``."""
     takes_fext = len(named) > 1
     arrays, f, batch, mf = _prepare(model, fext, named, wants_fext=takes_fext)
+    dt = arrays[0].dtype
     shape = out_shape if batch is None else (batch,) + out_shape
-    out = np.empty(shape, arrays[0].dtype)
-    args = (model.mi, mf, *arrays) + ((f,) if takes_fext else ()) + (out,)
+    out = np.empty(shape, dt)
+    scratch = ()
+    if batch is None:
+        n, nv = model.njoints, model.nv
+        scratch = (np.empty((n + 1 + nv, W_WIDTH), dt),) + (
+            (np.empty((n + 1, nv, 6), dt),) if forces else ())
+    args = (model.mi, mf, *arrays) + ((f,) if takes_fext else ()) + scratch + (out,)
     try:
         (one if batch is None else batch_fn)(*args)
     except ValueError:
@@ -154,7 +163,7 @@ def rnea(model, q, v, a, fext=None):
             q.ndim == 1 and v.ndim == 1 and a.ndim == 1:
         tau = np.empty(model.nv)           # fast path: the entry checks lengths and values
         try:
-            _rnea_one(model.mi, model.mf, q, v, a, None, tau)
+            _rnea_one(model.mi, model.mf, q, v, a, None, model._scratch.ws, tau)
             return tau
         except ValueError:
             pass
@@ -175,7 +184,7 @@ def aba(model, q, v, tau, fext=None):
             q.ndim == 1 and v.ndim == 1 and tau.ndim == 1:
         qdd = np.empty(model.nv)
         try:
-            _aba_one(model.mi, model.mf, q, v, tau, None, qdd)
+            _aba_one(model.mi, model.mf, q, v, tau, None, model._scratch.ws, qdd)
             return qdd
         except ValueError:
             pass
@@ -191,7 +200,7 @@ def crba(model, q):
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         M = np.empty(model._svv)
         try:
-            _crba_one(model.mi, model.mf, q, M)
+            _crba_one(model.mi, model.mf, q, model._scratch.ws, M)
             return M
         except ValueError:
             pass
@@ -206,14 +215,15 @@ def minverse(model, q):
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         Minv = np.empty(model._svv)
         try:
-            _minverse_one(model.mi, model.mf, q, Minv)
+            sc = model._scratch
+            _minverse_one(model.mi, model.mf, q, sc.ws, sc.F, Minv)
             return Minv
         except ValueError:
             pass
     if _on_device(q):
         return _gpu("minverse", model, q)
     return _call(model, cpu.minverse_one, cpu.minverse_batch, None, [("q", q, model.nq)],
-                 model._svv)
+                 model._svv, forces=True)
 
 
 def nonlinear_effects(model, q, v):

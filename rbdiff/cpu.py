@@ -1,5 +1,6 @@
-"""CPU entry points: compiled drivers that check inputs, allocate the workspace and call
-the kernels, once (``*_one``) or over a batch on all cores (``*_batch``, ``prange``).
+"""CPU entry points: compiled drivers that check inputs and call the kernels, once
+(``*_one``, on the caller's scratch: kernels.workspace.SingleCallScratch) or over a batch
+on all cores (``*_batch``, ``prange``, allocating a workspace per item).
 Outputs are allocated by the caller (api.py): returning a Numba-allocated array to Python
 costs ~0.7 us, three times a NumPy allocation. No algorithm math lives here."""
 
@@ -10,7 +11,7 @@ from .kernels.aba import aba
 from .kernels.checks import all_finite, configuration_ok
 from .kernels.crba import crba
 from .kernels.fk import kinematics_pass
-from .kernels.jit import entry, helper, pentry, scratch
+from .kernels.jit import entry, fast_entry, helper, pentry, scratch
 from .kernels.minverse import minverse
 from .kernels.rnea import rnea
 from .kernels.workspace import W_WIDTH, workspace_rows
@@ -30,7 +31,7 @@ def state_ok(mi, q, v, a, fext):
     if not (all_finite(v) and all_finite(a)):
         raise ValueError(BAD_STATE)
     if fext is not None:
-        if not all_finite(fext.ravel()):
+        if not all_finite(fext):
             raise ValueError(BAD_STATE)
 
 
@@ -42,10 +43,19 @@ def _configurations_ok(mi, q):
     return True
 
 
-@entry
-def rnea_one(mi, mf, q, v, a, fext, tau):
+@helper
+def workspace_ok(mi, ws):
+    """ws has the rows and columns the kernels index (the fast entries trust their caller
+    for everything else about it)."""
+    if ws.shape[0] < workspace_rows(mi) or ws.shape[1] < W_WIDTH:
+        raise ValueError("ws: too small")
+
+
+@fast_entry
+def rnea_one(mi, mf, q, v, a, fext, ws, tau):
+    """tau = RNEA; ws: (workspace_rows, W_WIDTH) scratch of q's dtype (as every *_one)."""
     state_ok(mi, q, v, a, fext)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    workspace_ok(mi, ws)
     rnea(mi, mf, q, v, a, fext, ws, tau)
 
 
@@ -60,13 +70,19 @@ def rnea_batch(mi, mf, q, v, a, fext, tau):
         rnea(mi, mf, q[b], v[b], a[b], fext[b], ws, tau[b])
 
 
-@entry
-def crba_one(mi, mf, q, M):
+@helper
+def configuration_checked(mi, q, ws):
+    """Length of q right, q a valid configuration, ws large enough."""
     if q.shape[0] != mi[0, 1]:
         raise ValueError(BAD_SHAPE)
     if not configuration_ok(mi, q):
         raise ValueError(BAD_Q)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    workspace_ok(mi, ws)
+
+
+@fast_entry
+def crba_one(mi, mf, q, ws, M):
+    configuration_checked(mi, q, ws)
     crba(mi, mf, q, ws, M)
 
 
@@ -79,10 +95,10 @@ def crba_batch(mi, mf, q, M):
         crba(mi, mf, q[b], ws, M[b])
 
 
-@entry
-def aba_one(mi, mf, q, v, tau, fext, qdd):
+@fast_entry
+def aba_one(mi, mf, q, v, tau, fext, ws, qdd):
     state_ok(mi, q, v, tau, fext)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    workspace_ok(mi, ws)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
 
 
@@ -107,13 +123,12 @@ def _minverse_scratch(mi, q):
     return buf[:a].reshape((rows, W_WIDTH)), buf[a:].reshape((mi[0, 0] + 1, mi[0, 2], 6))
 
 
-@entry
-def minverse_one(mi, mf, q, Minv):
-    if q.shape[0] != mi[0, 1]:
-        raise ValueError(BAD_SHAPE)
-    if not configuration_ok(mi, q):
-        raise ValueError(BAD_Q)
-    ws, F = _minverse_scratch(mi, q)
+@fast_entry
+def minverse_one(mi, mf, q, ws, F, Minv):
+    """Minv; F: (njoints+1, nv, 6) scratch of q's dtype."""
+    configuration_checked(mi, q, ws)
+    if F.shape[0] < mi[0, 0] + 1 or F.shape[1] < mi[0, 2]:
+        raise ValueError("F: too small")
     minverse(mi, mf, q, ws, F, Minv)
 
 

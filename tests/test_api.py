@@ -147,3 +147,38 @@ def test_fast_path_takes_views_and_read_only_arrays():
         np.testing.assert_array_equal(x, y)
     qdd = rbd.aba(model, Q[:, 1], rev, ref)
     np.testing.assert_allclose(qdd, a, atol=1e-10)
+
+
+def test_threads_calling_one_model_keep_their_scratch(ff_model):
+    """Single calls reuse a per-thread workspace of the model: threads running at once
+    (the entry points release the GIL) must still get their own results."""
+    import threading
+    states = [_state(ff_model, seed) for seed in range(4)]
+    want = [(rbd.rnea(ff_model, *s), rbd.crba(ff_model, s[0]), rbd.minverse(ff_model, s[0]),
+             rbd.aba(ff_model, *s)) for s in states]
+    bad = []
+
+    def work(k):
+        q, v, a = states[k]
+        for _ in range(300):
+            got = (rbd.rnea(ff_model, q, v, a), rbd.crba(ff_model, q),
+                   rbd.minverse(ff_model, q), rbd.aba(ff_model, q, v, a))
+            if not all(np.array_equal(g, w) for g, w in zip(got, want[k])):
+                bad.append(k)
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_model_pickles_without_its_scratch(ff_model):
+    import pickle
+    m = pickle.loads(pickle.dumps(ff_model))
+    q, v, a = _state(ff_model, 5)
+    np.testing.assert_array_equal(rbd.minverse(m, q), rbd.minverse(ff_model, q))
+    np.testing.assert_array_equal(rbd.rnea(m, q, v, a), rbd.rnea(ff_model, q, v, a))
+    assert m._scratch is not ff_model._scratch

@@ -11,6 +11,10 @@ Dof rows:    S (world motion subspace column), U (column of IA S), UDINV (column
              U D^-1), UU (u = tau - S^T pA), T (6-vector scratch).
 """
 
+import threading
+
+import numpy as np
+
 from .jit import helper
 
 W_R = 0
@@ -41,3 +45,14 @@ D_WIDTH = 25
 @helper
 def workspace_rows(mi):
     return mi[0, 0] + 1 + mi[0, 2]
+
+
+class SingleCallScratch(threading.local):
+    """One model's float64 scratch for the single-call fast paths (api.py): the workspace
+    ``ws`` (njoints+1+nv, W_WIDTH) and M^-1's force scratch ``F`` (njoints+1, nv, 6).
+    ``threading.local`` runs __init__ on each thread's first use, so threads calling one
+    model at once never share scratch; a call never returns a view of it."""
+
+    def __init__(self, njoints, nv):
+        self.ws = np.empty((njoints + 1 + nv, W_WIDTH))
+        self.F = np.empty((njoints + 1, nv, 6))
