@@ -80,18 +80,49 @@ def _product_code(model, product):
                      f"got {product!r}")
 
 
-def _analytical(model, one, batch_fn, fext, named, extra=()):
-    """Validate, then run the single or batch entry into three new (nv, nv) or
-    (B, nv, nv) outputs (``extra``: arguments after the outputs)."""
+def _caller_outputs(out, shape, dt, names):
+    """The caller's ``out=`` arrays, checked: three writeable C-contiguous NumPy arrays of
+    the output shape and the computed dtype, none overlapping another."""
+    if not (isinstance(out, (tuple, list)) and len(out) == 3):
+        raise TypeError(f"out: expected a tuple of three arrays ({', '.join(names)}), "
+                        f"got {type(out).__name__}")
+    for name, o in zip(names, out):
+        if type(o) is not _ND:
+            raise TypeError(f"out: {name} must be a NumPy array, got {type(o).__name__}")
+        if o.shape != shape or o.dtype != dt:
+            raise ValueError(f"out: {name} must have shape {shape} and dtype {dt}, got "
+                             f"{o.shape} and {o.dtype}")
+        if not (o.flags.c_contiguous and o.flags.writeable):
+            raise ValueError(f"out: {name} must be C-contiguous and writeable")
+    for k in range(3):
+        for m in range(k):
+            if np.may_share_memory(out[k], out[m]):
+                raise ValueError(f"out: {names[k]} overlaps {names[m]}")
+    return tuple(out)
+
+
+def _analytical(model, one, batch_fn, fext, named, extra=(), out=None, names=()):
+    """Validate, then run the single or batch entry into three (nv, nv) or (B, nv, nv)
+    outputs: new arrays, or the caller's ``out`` (``extra``: arguments after the
+    outputs)."""
     arrays, f, batch, mf = _prepare(model, fext, named)
     shape = model._svv if batch is None else (batch,) + model._svv
     dt = arrays[0].dtype
-    outs = (np.empty(shape, dt), np.empty(shape, dt), np.empty(shape, dt))
+    if out is None:
+        outs = (np.empty(shape, dt), np.empty(shape, dt), np.empty(shape, dt))
+    else:
+        outs = _caller_outputs(out, shape, dt, names)
     try:
         (one if batch is None else batch_fn)(model.mi, mf, *arrays, f, *outs, *extra)
     except ValueError:
         raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
     return outs
+
+
+def _no_out(out, method):
+    if out is not None:
+        raise ValueError(f"out: method={method!r} computes new arrays; out= is for the "
+                         "analytical methods ('idsva', 'chain_rule')")
 
 
 def _fast(q, v, u, fext):
@@ -149,7 +180,7 @@ def _numerical(model, fn, q, v, u, fext, method, names):
     return tuple(np.stack([p[k] for p in per]) for k in range(3))
 
 
-def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
+def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
     """Partial derivatives of inverse dynamics tau = ID(q, v, a, fext).
 
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
@@ -161,13 +192,19 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
     "chain_rule" (Carpentier & Mansard 2018 Alg. 2 and 3, eqs. 11-14, world frame:
     motion and force sets carried through RNEA, O(N d); dtau_da by CRBA),
     "complex_step" (RNEA on complex128, q stepped as integrate(q, i h e_k)) or
-    "finite_difference" (central differences, step eps^(1/3), on the manifold for q)."""
+    "finite_difference" (central differences, step eps^(1/3), on the manifold for q).
+
+    out (analytical methods): three arrays (dtau_dq, dtau_dv, dtau_da) of the output
+    shape and dtype, C-contiguous, to write into instead of allocating (for loops over
+    large batches: fresh multi-megabyte outputs cost page faults on every call); on a
+    GPU, device arrays. They are returned."""
     _check_method(method)
     if method not in _ANALYTICAL:
+        _no_out(out, method)
         return RNEADerivatives(*_numerical(model, rnea, q, v, a, fext, method,
                                            ("q", "v", "a")))
     idsva = method == "idsva"
-    if _fast(q, v, a, fext):
+    if out is None and _fast(q, v, a, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
         try:
@@ -177,14 +214,15 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
         except ValueError:
             pass
     if _on_device(q, v, a, fext):
-        return _gpu("rnea_derivatives", model, q, v, a, fext, method=method)
+        return _gpu("rnea_derivatives", model, q, v, a, fext, method=method, out=out)
     return _new(RNEADerivatives, _analytical(
         model, *((cd.rnea_derivatives_one, cd.rnea_derivatives_batch) if idsva
                  else (cd.rnea_chain_rule_one, cd.rnea_chain_rule_batch)), fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
+        [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], out=out,
+        names=RNEADerivatives._fields))
 
 
-def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto"):
+def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto", out=None):
     """Partial derivatives of forward dynamics qdd = FD(q, v, tau, fext).
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None. Returns
@@ -203,14 +241,18 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto")
     inertias M^-1 already needed (Singh et al. 2022 sec. V-A); "auto" (default): AZA when
     the mean branch length of the tree reaches kernels.aza.AZA_MIN_BRANCH dofs (the
     measured crossover; on a serial chain the branch length is nv), DMM otherwise.
-    M^-1 is returned either way, so AZA saves only the product."""
+    M^-1 is returned either way, so AZA saves only the product.
+
+    out (analytical methods): three arrays (dqdd_dq, dqdd_dv, dqdd_dtau) to write into,
+    as in rnea_derivatives; they are returned."""
     _check_method(method)
     code = _product_code(model, product)
     if method not in _ANALYTICAL:
+        _no_out(out, method)
         return ABADerivatives(*_numerical(model, aba, q, v, tau, fext, method,
                                           ("q", "v", "tau")))
     if method == "idsva" and code == DMM:
-        if _fast(q, v, tau, fext):
+        if out is None and _fast(q, v, tau, fext):
             s = model._svv
             d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
             try:
@@ -226,7 +268,7 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto")
     else:
         one, batch_fn, fast, extra = (cd.aba_chain_rule_one, cd.aba_chain_rule_batch,
                                       "_aba_cr_one", (code,))
-    if fast is not None and _fast(q, v, tau, fext):
+    if fast is not None and out is None and _fast(q, v, tau, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
         try:
@@ -236,7 +278,8 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto")
             pass
     if _on_device(q, v, tau, fext):
         return _gpu("aba_derivatives", model, q, v, tau, fext, method=method,
-                    product=product)
+                    product=product, out=out)
     return _new(ABADerivatives, _analytical(
         model, one, batch_fn, fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra))
+        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra, out=out,
+        names=ABADerivatives._fields))

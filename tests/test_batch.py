@@ -196,3 +196,33 @@ def test_batch_of_one_and_mismatch(model):
                                   rbd.aba_derivatives(model, q[0], v[0], u[0]).dqdd_dq)
     with pytest.raises(ValueError, match="batch size"):
         rbd.rnea(model, q, v[:2], u)
+
+
+@pytest.mark.parametrize("fn", [rbd.rnea_derivatives, rbd.aba_derivatives])
+def test_out_buffers(fn):
+    """out= fills the caller's arrays (batch and single, with fext) with exactly what a
+    call without out= returns, and returns them; bad buffers are refused by name."""
+    model = _model("hyq+ff")
+    q, v, u, f = _states(model, 11)
+    want = fn(model, q, v, u, f)
+    out = tuple(np.full((B, model.nv, model.nv), np.nan) for _ in range(3))
+    got = fn(model, q, v, u, f, out=out)
+    assert type(got) is type(want) and all(g is o for g, o in zip(got, out))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    one = tuple(np.empty((model.nv, model.nv)) for _ in range(3))
+    for g, w in zip(fn(model, q[1], v[1], u[1], out=one), fn(model, q[1], v[1], u[1])):
+        np.testing.assert_array_equal(g, w)
+    names = type(want)._fields
+    with pytest.raises(ValueError, match=f"out: {names[1]} must have shape"):
+        fn(model, q, v, u, out=(out[0], one[1], out[2]))
+    with pytest.raises(ValueError, match=f"out: {names[2]} must have shape .* dtype"):
+        fn(model, q, v, u, out=out[:2] + (out[2].astype(np.float32),))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        fn(model, q[1], v[1], u[1], out=(one[0].T, one[1], one[2]))
+    with pytest.raises(ValueError, match=f"{names[1]} overlaps {names[0]}"):
+        fn(model, q, v, u, out=(out[0], out[0], out[2]))
+    with pytest.raises(TypeError, match="tuple of three"):
+        fn(model, q, v, u, out=out[0])
+    with pytest.raises(ValueError, match="analytical methods"):
+        fn(model, q, v, u, method="finite_difference", out=out)
