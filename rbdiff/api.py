@@ -21,7 +21,7 @@ _F64 = np.dtype(np.float64)
 _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
 # module globals: one dictionary lookup on the fast path instead of two
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
-# (scratch: the model's per-thread SingleCallScratch)
+# (scratch: the model's single_call_scratch, model._ws and model._F)
 _rnea_one = native(cpu.rnea_one, "_rnea_one", globals())
 _aba_one = native(cpu.aba_one, "_aba_one", globals())
 _crba_one = native(cpu.crba_one, "_crba_one", globals(), inputs=(2,))
@@ -158,12 +158,11 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    if fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and \
-            q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64 and \
-            q.ndim == 1 and v.ndim == 1 and a.ndim == 1:
+    if fext is None and type(q) is type(v) is type(a) is _ND and \
+            q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
         tau = np.empty(model.nv)           # fast path: the entry checks lengths and values
         try:
-            _rnea_one(model.mi, model.mf, q, v, a, None, model._scratch.ws, tau)
+            _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
             return tau
         except ValueError:
             pass
@@ -179,12 +178,11 @@ def aba(model, q, v, tau, fext=None):
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
-    if fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and \
-            q.dtype is _F64 and v.dtype is _F64 and tau.dtype is _F64 and \
-            q.ndim == 1 and v.ndim == 1 and tau.ndim == 1:
+    if fext is None and type(q) is type(v) is type(tau) is _ND and \
+            q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1:
         qdd = np.empty(model.nv)
         try:
-            _aba_one(model.mi, model.mf, q, v, tau, None, model._scratch.ws, qdd)
+            _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
             return qdd
         except ValueError:
             pass
@@ -200,7 +198,7 @@ def crba(model, q):
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         M = np.empty(model._svv)
         try:
-            _crba_one(model.mi, model.mf, q, model._scratch.ws, M)
+            _crba_one(model.mi, model.mf, q, model._ws, M)
             return M
         except ValueError:
             pass
@@ -215,8 +213,7 @@ def minverse(model, q):
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         Minv = np.empty(model._svv)
         try:
-            sc = model._scratch
-            _minverse_one(model.mi, model.mf, q, sc.ws, sc.F, Minv)
+            _minverse_one(model.mi, model.mf, q, model._ws, model._F, Minv)
             return Minv
         except ValueError:
             pass

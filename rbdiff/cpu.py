@@ -1,5 +1,5 @@
 """CPU entry points: compiled drivers that check inputs and call the kernels, once
-(``*_one``, on the caller's scratch: kernels.workspace.SingleCallScratch) or over a batch
+(``*_one``, on the caller's scratch: kernels.workspace.single_call_scratch) or over a batch
 on all cores (``*_batch``, ``prange``, allocating a workspace per item).
 Outputs are allocated by the caller (api.py): returning a Numba-allocated array to Python
 costs ~0.7 us, three times a NumPy allocation. No algorithm math lives here."""

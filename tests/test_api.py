@@ -150,8 +150,8 @@ def test_fast_path_takes_views_and_read_only_arrays():
 
 
 def test_threads_calling_one_model_keep_their_scratch(ff_model):
-    """Single calls reuse a per-thread workspace of the model: threads running at once
-    (the entry points release the GIL) must still get their own results."""
+    """Single calls reuse a workspace the model keeps: threads calling one model at once
+    must still get their own results."""
     import threading
     states = [_state(ff_model, seed) for seed in range(4)]
     want = [(rbd.rnea(ff_model, *s), rbd.crba(ff_model, s[0]), rbd.minverse(ff_model, s[0]),
@@ -175,10 +175,10 @@ def test_threads_calling_one_model_keep_their_scratch(ff_model):
     assert not bad
 
 
-def test_model_pickles_without_its_scratch(ff_model):
+def test_model_pickles(ff_model):
     import pickle
     m = pickle.loads(pickle.dumps(ff_model))
     q, v, a = _state(ff_model, 5)
     np.testing.assert_array_equal(rbd.minverse(m, q), rbd.minverse(ff_model, q))
     np.testing.assert_array_equal(rbd.rnea(m, q, v, a), rbd.rnea(ff_model, q, v, a))
-    assert m._scratch is not ff_model._scratch
+    assert m._ws is not ff_model._ws

@@ -127,7 +127,7 @@ def overhead(settings):
     chain, where the dynamics cost nothing and only the call overhead remains."""
     m = _one_joint_model()
     q, v, a = np.zeros(1), np.ones(1), np.ones(1)
-    raw = (m.mi, m.mf, q, v, a, None, m._scratch.ws, np.empty(m.nv))   # no fext; into tau
+    raw = (m.mi, m.mf, q, v, a, None, m._ws, np.empty(m.nv))   # no fext; into tau
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
              "rbdiff.cpu.rnea_one (compiled entry)": partial(cpu.rnea_one, *raw),
              "rbd.rnea (public API)": partial(rbd.rnea, m, q, v, a)}

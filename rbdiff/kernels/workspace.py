@@ -11,8 +11,6 @@ Dof rows:    S (world motion subspace column), U (column of IA S), UDINV (column
              U D^-1), UU (u = tau - S^T pA), T (6-vector scratch).
 """
 
-import threading
-
 import numpy as np
 
 from .jit import helper
@@ -47,12 +45,8 @@ def workspace_rows(mi):
     return mi[0, 0] + 1 + mi[0, 2]
 
 
-class SingleCallScratch(threading.local):
+def single_call_scratch(njoints, nv):
     """One model's float64 scratch for the single-call fast paths (api.py): the workspace
-    ``ws`` (njoints+1+nv, W_WIDTH) and M^-1's force scratch ``F`` (njoints+1, nv, 6).
-    ``threading.local`` runs __init__ on each thread's first use, so threads calling one
-    model at once never share scratch; a call never returns a view of it."""
-
-    def __init__(self, njoints, nv):
-        self.ws = np.empty((njoints + 1 + nv, W_WIDTH))
-        self.F = np.empty((njoints + 1, nv, 6))
+    (njoints+1+nv, W_WIDTH) and M^-1's force scratch F (njoints+1, nv, 6). The fast
+    entries hold the GIL (jit.fast_entry), so two threads never run on it at once."""
+    return np.empty((njoints + 1 + nv, W_WIDTH)), np.empty((njoints + 1, nv, 6))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
-from ..kernels.workspace import SingleCallScratch
+from ..kernels.workspace import single_call_scratch
 
 _SPHERICAL_S = np.hstack([np.zeros((3, 3)), np.eye(3)]).T   # columns [0; e_k]
 
@@ -107,7 +107,7 @@ class Model:
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
         self._sv = (self.nv,)                          # output shapes the api allocates
         self._svv = (self.nv, self.nv)
-        self._scratch = SingleCallScratch(n, self.nv)   # per thread, for single calls
+        self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
     def _pack(self):
@@ -185,15 +185,6 @@ class Model:
         if getattr(self, "_frozen", False):
             raise AttributeError("rbdiff.Model is immutable")
         object.__setattr__(self, name, value)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        del state["_scratch"]              # per-thread scratch: made anew, not pickled
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.__dict__["_scratch"] = SingleCallScratch(self.njoints, self.nv)
 
     def _freeze(self):
         object.__setattr__(self, "_frozen", True)
