@@ -22,18 +22,19 @@ def articulated_dof(r, i, ws, downdate):
     ws[i, W_D] = d
     dinv = 1.0 / d
     ws[i, W_DINV] = dinv
-    UDinv = ws[r, D_UDINV:D_UDINV + 6]
-    copy6(U, UDinv)
-    scale6(dinv, UDinv)
     if downdate:
+        UDinv = ws[r, D_UDINV:D_UDINV + 6]
+        copy6(U, UDinv)
+        scale6(dinv, UDinv)
         sub_outer6(IA, UDinv, U)
 
 
 @helper
 def articulated_joint(mi, i, ws):
     """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
-    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i; a root joint
-    has no parent, so its IA_i is left as it was)."""
+    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i). A root joint
+    has no parent, and only a parent reads U Dinv or that IA: for a root both are left
+    unset."""
     n = mi[0, 0]
     iv = mi[i, MI_IV]
     nvi = mi[i, MI_NV]
@@ -49,13 +50,14 @@ def articulated_joint(mi, i, ws):
             ws[i, W_D + nvi * k + l] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
                                             ws[n + 1 + iv + l, D_U:D_U + 6])
     sym_inverse(ws[i, W_D:W_D + 36], nvi, ws[i, W_DINV:W_DINV + 36])
+    if not downdate:
+        return
     for k in range(nvi):
         UDinv = ws[n + 1 + iv + k, D_UDINV:D_UDINV + 6]
         set6(UDinv, 0.0)
         for l in range(nvi):
             axpy6(ws[i, W_DINV + nvi * l + k], ws[n + 1 + iv + l, D_U:D_U + 6], UDinv)
-        if downdate:
-            sub_outer6(IA, UDinv, ws[n + 1 + iv + k, D_U:D_U + 6])
+        sub_outer6(IA, UDinv, ws[n + 1 + iv + k, D_U:D_U + 6])
 
 
 @kernel

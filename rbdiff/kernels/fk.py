@@ -8,7 +8,7 @@ from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_H, MF_IO, MF_MAS
                             REVOLUTE_UNBOUNDED, SPHERICAL)
 from .jit import helper, kernel
 from .spatial import (add6, axpy6, inertia_act, mat3_mul, motion_act, motion_cross,
-                      rot_axis_angle, rot_quat, se3_mul, set6)
+                      revolute_act, rot_mul_axis_angle, rot_quat, se3_mul, set6)
 from .trig import sincos
 from .workspace import D_S, W_A, W_LP, W_LR, W_P, W_R, W_T, W_V, W_VJ, W_Y
 
@@ -24,23 +24,25 @@ def joint_placement(mi, mf, i, q, R, p, Rj):
     x, y, z = pt[0], pt[1], pt[2]
     if t == REVOLUTE:
         c, s = sincos(q[iq])
-        rot_axis_angle(ax, c, s, Rj)
+        rot_mul_axis_angle(Rt, ax, c, s, R, Rj)
     elif t == REVOLUTE_UNBOUNDED:
-        rot_axis_angle(ax, q[iq], q[iq + 1], Rj)
+        rot_mul_axis_angle(Rt, ax, q[iq], q[iq + 1], R, Rj)
     elif t == SPHERICAL:
         rot_quat(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], Rj)
+        mat3_mul(Rt, Rj, R)
     elif t == FREE_FLYER:
         rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], Rj)
+        mat3_mul(Rt, Rj, R)
         x, y, z = x + q[iq] * Rt[0] + q[iq + 1] * Rt[1] + q[iq + 2] * Rt[2], \
             y + q[iq] * Rt[3] + q[iq + 1] * Rt[4] + q[iq + 2] * Rt[5], \
             z + q[iq] * Rt[6] + q[iq + 1] * Rt[7] + q[iq + 2] * Rt[8]
-    else:   # prismatic
-        rot_axis_angle(ax, 1.0, 0.0, Rj)
+    else:   # prismatic: no rotation
+        for k in range(9):
+            R[k] = Rt[k]
         d = q[iq]
         x, y, z = x + d * (Rt[0] * ax[0] + Rt[1] * ax[1] + Rt[2] * ax[2]), \
             y + d * (Rt[3] * ax[0] + Rt[4] * ax[1] + Rt[5] * ax[2]), \
             z + d * (Rt[6] * ax[0] + Rt[7] * ax[1] + Rt[8] * ax[2])
-    mat3_mul(Rt, Rj, R)
     p[0] = x
     p[1] = y
     p[2] = z
@@ -68,6 +70,11 @@ def placement_pass_joint(mi, mf, i, q, ws):
     se3_mul(ws[lam, W_R:W_R + 9], ws[lam, W_P:W_P + 3], ws[i, W_LR:W_LR + 9],
             ws[i, W_LP:W_LP + 3], ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3])
     iv = mi[i, MI_IV]
+    t = mi[i, MI_TYPE]
+    if t == REVOLUTE or t == REVOLUTE_UNBOUNDED:     # S = [0; axis]: half the products
+        revolute_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_AXIS:MF_AXIS + 3],
+                     ws[n + 1 + iv, D_S:D_S + 6])
+        return
     for k in range(mi[i, MI_NV]):
         motion_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], mf[i, MF_S + 6 * k:MF_S + 6 * k + 6],
                    ws[n + 1 + iv + k, D_S:D_S + 6])

@@ -55,6 +55,51 @@ def rot_quat(x, y, z, w, R):
 
 
 @helper
+def mix_columns(A, j, k, l, c, s, R):
+    """R = A with columns j, k rotated: R[:, j] = c A[:, j] + s A[:, k],
+    R[:, k] = c A[:, k] - s A[:, j], R[:, l] = A[:, l] (row-major 9-arrays)."""
+    a, b = A[j], A[k]
+    R[j], R[k], R[l] = c * a + s * b, c * b - s * a, A[l]
+    a, b = A[3 + j], A[3 + k]
+    R[3 + j], R[3 + k], R[3 + l] = c * a + s * b, c * b - s * a, A[3 + l]
+    a, b = A[6 + j], A[6 + k]
+    R[6 + j], R[6 + k], R[6 + l] = c * a + s * b, c * b - s * a, A[6 + l]
+
+
+@helper
+def rot_mul_axis_angle(A, ax, c, s, R, Rj):
+    """R = A exp(theta [ax]x) from c = cos(theta), s = sin(theta). About x, y or z (either
+    sign: what URDFs mostly give) two columns of A mix, 12 multiplications, as
+    Pinocchio's RX/RY/RZ joints; about any other axis, Rodrigues into Rj (9 scratch) and
+    a full product."""
+    x, y, z = ax[0], ax[1], ax[2]
+    if x == 0.0 and y == 0.0:
+        mix_columns(A, 0, 1, 2, c, s * z, R)
+    elif y == 0.0 and z == 0.0:
+        mix_columns(A, 1, 2, 0, c, s * x, R)
+    elif x == 0.0 and z == 0.0:
+        mix_columns(A, 2, 0, 1, c, s * y, R)
+    else:
+        rot_axis_angle(ax, c, s, Rj)
+        mat3_mul(A, Rj, R)
+
+
+@helper
+def revolute_act(R, p, ax, out):
+    """out = X [0; ax], the motion-subspace column of a revolute joint about ax under the
+    placement (R, p): w = R ax, v = p x w."""
+    w0 = R[0] * ax[0] + R[1] * ax[1] + R[2] * ax[2]
+    w1 = R[3] * ax[0] + R[4] * ax[1] + R[5] * ax[2]
+    w2 = R[6] * ax[0] + R[7] * ax[1] + R[8] * ax[2]
+    out[0] = p[1] * w2 - p[2] * w1
+    out[1] = p[2] * w0 - p[0] * w2
+    out[2] = p[0] * w1 - p[1] * w0
+    out[3] = w0
+    out[4] = w1
+    out[5] = w2
+
+
+@helper
 def mat3_mul(A, B, C):
     """C = A B for row-major 3x3 9-arrays (C must not alias A or B)."""
     a0, a1, a2, a3, a4, a5, a6, a7, a8 = A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8]
