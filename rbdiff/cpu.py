@@ -115,8 +115,8 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd):
 
 @scratch
 def _minverse_scratch(mi, q):
-    """The workspace and M^-1's force scratch F ((njoints+1, nv, 6)) carved from one
-    allocation: an allocation costs about as much as a small robot's placement pass."""
+    """The workspace and M^-1's force scratch F ((njoints+1, nv, 6)) of one batch item,
+    carved from one allocation instead of two."""
     rows = workspace_rows(mi)
     a = rows * W_WIDTH
     buf = np.empty(a + (mi[0, 0] + 1) * mi[0, 2] * 6, q.dtype)
