@@ -20,9 +20,9 @@ coordinates do not commute.
 The four tensors of one call are views of one block (4, nv, nv, nv) (or
 (4, B, nv, nv, nv)) that the caller owns: one allocation, whose pages glibc's allocator
 reuses from call to call up to 32 MB (nv ~ 100 for one state); a larger block is mapped
-afresh, and its first touch costs page faults on every call. Arrays on a CUDA device are computed there (method="idsva":
-rbdiff.gpu.rnea_second_order_derivatives / aba_second_order_derivatives, from the same
-kernels) and the tensors stay there.
+afresh, and its first touch costs page faults on every call. Arrays on a CUDA device
+are computed there (method="idsva": rbdiff.gpu.rnea_second_order_derivatives /
+aba_second_order_derivatives, from the same kernels) and the tensors stay there.
 """
 
 from typing import NamedTuple
