@@ -14,7 +14,7 @@ from . import cpu
 from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 from .kernels.checks import QUAT_TOL
 from .kernels.jit import native
-from .kernels.workspace import W_WIDTH
+from .kernels.workspace import single_call_scratch
 
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
@@ -138,11 +138,8 @@ def _call(model, one, batch_fn, fext, named, out_shape, forces=False):
     dt = arrays[0].dtype
     shape = out_shape if batch is None else (batch,) + out_shape
     out = np.empty(shape, dt)
-    scratch = ()
-    if batch is None:
-        n, nv = model.njoints, model.nv
-        scratch = (np.empty((n + 1 + nv, W_WIDTH), dt),) + (
-            (np.empty((n + 1, nv, 6), dt),) if forces else ())
+    scratch = () if batch is not None else single_call_scratch(model.njoints, model.nv,
+                                                                 dt, forces)
     args = (model.mi, mf, *arrays) + ((f,) if takes_fext else ()) + scratch + (out,)
     try:
         (one if batch is None else batch_fn)(*args)

@@ -11,7 +11,7 @@ from .kernels.aba import aba
 from .kernels.checks import all_finite, configuration_ok
 from .kernels.crba import crba
 from .kernels.fk import kinematics_pass
-from .kernels.jit import entry, fast_entry, helper, pentry, scratch
+from .kernels.jit import entry, fast_entry, helper, pentry
 from .kernels.minverse import minverse
 from .kernels.rnea import rnea
 from .kernels.workspace import W_WIDTH, workspace_rows
@@ -113,16 +113,6 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd):
         aba(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd[b])
 
 
-@scratch
-def _minverse_scratch(mi, q):
-    """The workspace and M^-1's force scratch F ((njoints+1, nv, 6)) of one batch item,
-    carved from one allocation instead of two."""
-    rows = workspace_rows(mi)
-    a = rows * W_WIDTH
-    buf = np.empty(a + (mi[0, 0] + 1) * mi[0, 2] * 6, q.dtype)
-    return buf[:a].reshape((rows, W_WIDTH)), buf[a:].reshape((mi[0, 0] + 1, mi[0, 2], 6))
-
-
 @fast_entry
 def minverse_one(mi, mf, q, ws, F, Minv):
     """Minv; F: (njoints+1, nv, 6) scratch of q's dtype."""
@@ -137,7 +127,8 @@ def minverse_batch(mi, mf, q, Minv):
     if not _configurations_ok(mi, q):
         raise ValueError(BAD_Q)
     for b in prange(q.shape[0]):
-        ws, F = _minverse_scratch(mi, q)
+        ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+        F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
         minverse(mi, mf, q[b], ws, F, Minv[b])
 
 

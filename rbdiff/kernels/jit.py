@@ -7,8 +7,6 @@
             Numba-IR level into their callers, because an out-of-line call passes every
             array view as ~7 scalars plus reference counting, which costs more than the
             few flops inside.
-``scratch`` marks the small inlined functions of entry points that allocate scratch
-            (they need Numba's runtime, which kernels and helpers go without).
 ``entry``   compiles a CPU entry point: ``cache=True`` (compilation is the slow part of a
             cold start), ``error_model="numpy"`` (no ZeroDivisionError checks in hot loops:
             joint inertias are validated when the model is built), ``boundscheck=False``,
@@ -34,10 +32,6 @@ def kernel(fn):
 
 def helper(fn):
     return numba.njit(inline="always", **_MATH, **_NO_NRT)(fn)
-
-
-def scratch(fn):
-    return numba.njit(inline="always", **_MATH)(fn)
 
 
 def entry(fn):

@@ -45,8 +45,10 @@ def workspace_rows(mi):
     return mi[0, 0] + 1 + mi[0, 2]
 
 
-def single_call_scratch(njoints, nv):
-    """One model's float64 scratch for the single-call fast paths (api.py): the workspace
-    (njoints+1+nv, W_WIDTH) and M^-1's force scratch F (njoints+1, nv, 6). The fast
-    entries hold the GIL (jit.fast_entry), so two threads never run on it at once."""
-    return np.empty((njoints + 1 + nv, W_WIDTH)), np.empty((njoints + 1, nv, 6))
+def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
+    """Scratch of a single call (cpu.py's ``*_one``): the workspace (njoints+1+nv,
+    W_WIDTH) and, with ``forces``, M^-1's force scratch F (njoints+1, nv, 6). The model
+    keeps one float64 pair for the fast paths (api.py); the fast entries hold the GIL
+    (jit.fast_entry), so two threads never run on it at once."""
+    ws = np.empty((njoints + 1 + nv, W_WIDTH), dtype)
+    return (ws, np.empty((njoints + 1, nv, 6), dtype)) if forces else (ws,)
