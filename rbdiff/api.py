@@ -19,6 +19,12 @@ from .kernels.workspace import single_call_scratch
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
 _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
+_empty = np.empty
+# The fast paths ask only for dtype float64 and ndim 1 (no type() checks: ~70 ns less
+# with np.empty bound here). Anything else leaves them: no .dtype (AttributeError), not a
+# NumPy array (the compiled entry's unboxing raises TypeError), or input the entry
+# refuses (ValueError); the general path then validates it and names the argument.
+_FAST_MISS = (AttributeError, TypeError, ValueError)
 # module globals: one dictionary lookup on the fast path instead of two
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
 # (scratch: the model's single_call_scratch, model._ws and model._F)
@@ -155,14 +161,14 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    if fext is None and type(q) is type(v) is type(a) is _ND and \
-            q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
-        tau = np.empty(model.nv)           # fast path: the entry checks lengths and values
-        try:
+    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
+        if fext is None and q.dtype is v.dtype is a.dtype is _F64 and \
+                q.ndim == v.ndim == a.ndim == 1:
+            tau = _empty(model.nv)
             _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
             return tau
-        except ValueError:
-            pass
+    except _FAST_MISS:
+        pass
     if _on_device(q, v, a, fext):
         return _gpu("rnea", model, q, v, a, fext)
     return _call(model, cpu.rnea_one, cpu.rnea_batch, fext,
@@ -175,14 +181,14 @@ def aba(model, q, v, tau, fext=None):
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
-    if fext is None and type(q) is type(v) is type(tau) is _ND and \
-            q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1:
-        qdd = np.empty(model.nv)
-        try:
+    try:
+        if fext is None and q.dtype is v.dtype is tau.dtype is _F64 and \
+                q.ndim == v.ndim == tau.ndim == 1:
+            qdd = _empty(model.nv)
             _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
             return qdd
-        except ValueError:
-            pass
+    except _FAST_MISS:
+        pass
     if _on_device(q, v, tau, fext):
         return _gpu("aba", model, q, v, tau, fext)
     return _call(model, cpu.aba_one, cpu.aba_batch, fext,
@@ -192,13 +198,13 @@ def aba(model, q, v, tau, fext=None):
 def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
-    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-        M = np.empty(model._svv)
-        try:
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            M = _empty(model._svv)
             _crba_one(model.mi, model.mf, q, model._ws, M)
             return M
-        except ValueError:
-            pass
+    except _FAST_MISS:
+        pass
     if _on_device(q):
         return _gpu("crba", model, q)
     return _call(model, cpu.crba_one, cpu.crba_batch, None, [("q", q, model.nq)], model._svv)
@@ -207,13 +213,13 @@ def crba(model, q):
 def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
-    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-        Minv = np.empty(model._svv)
-        try:
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            Minv = _empty(model._svv)
             _minverse_one(model.mi, model.mf, q, model._ws, model._F, Minv)
             return Minv
-        except ValueError:
-            pass
+    except _FAST_MISS:
+        pass
     if _on_device(q):
         return _gpu("minverse", model, q)
     return _call(model, cpu.minverse_one, cpu.minverse_batch, None, [("q", q, model.nq)],

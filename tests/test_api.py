@@ -149,6 +149,34 @@ def test_fast_path_takes_views_and_read_only_arrays():
     np.testing.assert_allclose(qdd, a, atol=1e-10)
 
 
+class _LooksLikeAnArray:
+    """float64 .dtype and .ndim 1, but not a NumPy array: only np.asarray reads it."""
+    def __init__(self, x):
+        self._x = np.asarray(x, np.float64)
+        self.dtype, self.ndim = self._x.dtype, self._x.ndim
+
+    def __array__(self, dtype=None, copy=None):
+        return self._x
+
+
+def test_fast_path_leaves_what_is_not_a_numpy_array():
+    """The fast paths ask only dtype and ndim; anything else must reach the general path
+    (and an ndarray subclass is computed as its data)."""
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(4)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    fake = [_LooksLikeAnArray(x) for x in (q, v, a)]
+    np.testing.assert_array_equal(rbd.rnea(model, *fake), rbd.rnea(model, q, v, a))
+    np.testing.assert_array_equal(rbd.aba(model, *fake), rbd.aba(model, q, v, a))
+    np.testing.assert_array_equal(rbd.crba(model, fake[0]), rbd.crba(model, q))
+    np.testing.assert_array_equal(rbd.minverse(model, fake[0]), rbd.minverse(model, q))
+    sub = q.view(type("Sub", (np.ndarray,), {}))
+    np.testing.assert_array_equal(rbd.crba(model, sub), rbd.crba(model, q))
+    with pytest.raises(ValueError, match="q: expected shape"):
+        rbd.rnea(model, _LooksLikeAnArray(q[:3]), v, a)
+
+
 def test_threads_calling_one_model_keep_their_scratch(ff_model):
     """Single calls reuse a workspace the model keeps: threads calling one model at once
     must still get their own results."""
