@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 
 import rbdiff as rbd
-from rbdiff import cpu
+from rbdiff import api, cpu
 from rbdiff.bench.timing import interleaved
 from rbdiff.model.robots import default_floating_base, robot_names, robot_path
 
@@ -128,8 +128,10 @@ def overhead(settings):
     m = _one_joint_model()
     q, v, a = np.zeros(1), np.ones(1), np.ones(1)
     raw = (m.mi, m.mf, q, v, a, None, m._ws, np.empty(m.nv))   # no fext; into tau
+    rbd.rnea(m, q, v, a)       # binds api._rnea_one to the compiled function
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
-             "rbdiff.cpu.rnea_one (compiled entry)": partial(cpu.rnea_one, *raw),
+             "compiled entry, as rbd.rnea calls it": partial(api._rnea_one, *raw),
+             "compiled entry via Numba's dispatcher": partial(cpu.rnea_one, *raw),
              "rbd.rnea (public API)": partial(rbd.rnea, m, q, v, a)}
     if pin is not None:
         pm = _pin_one_joint(m)

@@ -30,11 +30,19 @@ def articulated_dof(r, i, ws, downdate):
 
 
 @helper
-def articulated_block(mi, i, ws, nvi):
-    """articulated_joint for a joint of nvi dofs (a literal nvi lets the loops unroll)."""
+def articulated_joint(mi, i, ws):
+    """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
+    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i). A root joint
+    has no parent, and only a parent reads U Dinv or that IA: for a root both are left
+    unset."""
     n = mi[0, 0]
     iv = mi[i, MI_IV]
+    nvi = mi[i, MI_NV]
     IA = ws[i, W_IA:W_IA + 36]
+    downdate = mi[i, MI_PARENT] > 0
+    if nvi == 1:
+        articulated_dof(n + 1 + iv, i, ws, downdate)
+        return
     for k in range(nvi):
         mat6_vec(IA, ws[n + 1 + iv + k, D_S:D_S + 6], ws[n + 1 + iv + k, D_U:D_U + 6])
     for k in range(nvi):
@@ -42,7 +50,7 @@ def articulated_block(mi, i, ws, nvi):
             ws[i, W_D + nvi * k + l] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
                                             ws[n + 1 + iv + l, D_U:D_U + 6])
     sym_inverse(ws[i, W_D:W_D + 36], nvi, ws[i, W_DINV:W_DINV + 36])
-    if mi[i, MI_PARENT] == 0:
+    if not downdate:
         return
     for k in range(nvi):
         UDinv = ws[n + 1 + iv + k, D_UDINV:D_UDINV + 6]
@@ -50,22 +58,6 @@ def articulated_block(mi, i, ws, nvi):
         for l in range(nvi):
             axpy6(ws[i, W_DINV + nvi * l + k], ws[n + 1 + iv + l, D_U:D_U + 6], UDinv)
         sub_outer6(IA, UDinv, ws[n + 1 + iv + k, D_U:D_U + 6])
-
-
-@helper
-def articulated_joint(mi, i, ws):
-    """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
-    IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i). A root joint
-    has no parent, and only a parent reads U Dinv or that IA: for a root both are left
-    unset. 1-dof and 6-dof (free-flyer) joints take compiled-in sizes (~40% less time
-    for a free-flyer than the general loops)."""
-    nvi = mi[i, MI_NV]
-    if nvi == 1:
-        articulated_dof(mi[0, 0] + 1 + mi[i, MI_IV], i, ws, mi[i, MI_PARENT] > 0)
-    elif nvi == 6:
-        articulated_block(mi, i, ws, 6)
-    else:
-        articulated_block(mi, i, ws, nvi)
 
 
 @kernel
