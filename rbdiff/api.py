@@ -19,13 +19,13 @@ from .kernels.workspace import single_call_scratch
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
 _SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
-_empty = np.empty
-# The fast paths ask only for dtype float64 and ndim 1 (no type() checks: ~70 ns less
-# with np.empty bound here). Anything else leaves them: no .dtype (AttributeError), not a
+# The fast paths ask only for dtype float64 and ndim 1 (no type() checks: ~70 ns less,
+# with np.empty bound below). Anything else leaves them: no .dtype (AttributeError), not a
 # NumPy array (the compiled entry's unboxing raises TypeError), or input the entry
 # refuses (ValueError); the general path then validates it and names the argument.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 # module globals: one dictionary lookup on the fast path instead of two
+_empty = np.empty
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
 # (scratch: the model's single_call_scratch, model._ws and model._F)
 _rnea_one = native(cpu.rnea_one, "_rnea_one", globals())

@@ -1,8 +1,6 @@
 """Forward kinematics: joint placements, world motion subspaces, velocities and
 accelerations (the first pass of every recursive algorithm)."""
 
-import numpy as np
-
 from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_H, MF_IO, MF_MASS, MF_P,
                             MF_R, MF_S, MI_IQ, MI_IV, MI_NV, MI_PARENT, MI_TYPE, REVOLUTE,
                             REVOLUTE_UNBOUNDED, SPHERICAL)
