@@ -16,15 +16,20 @@ d f(integrate(q, e)) / d e at e = 0, as Pinocchio does.
 """
 
 import weakref
-from typing import NamedTuple
 
 import numpy as np
 
-from . import cpu_derivatives as cd
-from .api import _F64, _ND, _explain, _gpu, _on_device, _prepare, aba, rnea
+from .api import aba, rnea
+from .cpu import batch as cb
+from .cpu import policy
+from .cpu import single as cs
 from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge
 from .kernels.jit import native
 from .model.configuration import integrate
+from .results import ABADerivatives, RNEADerivatives
+from .validation import F64 as _F64
+from .validation import ND as _ND
+from .validation import explain, gpu_call, on_device, prepare
 
 METHODS = ("idsva", "chain_rule", "complex_step", "finite_difference")
 _ANALYTICAL = ("idsva", "chain_rule")
@@ -34,26 +39,12 @@ _AUTO_LAST = [None, DMM]                    # the last model asked about, and it
 _CS_STEP = 1e-20                               # complex step: no cancellation, any tiny h
 _FD_STEP = np.finfo(np.float64).eps ** (1 / 3)  # balances O(h^2) truncation and eps/h rounding
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
-_rnea_d_one = native(cd.rnea_derivatives_one, "_rnea_d_one", globals())
-_aba_d_one = native(cd.aba_derivatives_one, "_aba_d_one", globals())
-_rnea_cr_one = native(cd.rnea_chain_rule_one, "_rnea_cr_one", globals())
-_aba_p_one = native(cd.aba_derivatives_product_one, "_aba_p_one", globals())
-_aba_cr_one = native(cd.aba_chain_rule_one, "_aba_cr_one", globals())
+_rnea_d_one = native(cs.rnea_derivatives_one, "_rnea_d_one", globals())
+_aba_d_one = native(cs.aba_derivatives_one, "_aba_d_one", globals())
+_rnea_cr_one = native(cs.rnea_chain_rule_one, "_rnea_cr_one", globals())
+_aba_p_one = native(cs.aba_derivatives_product_one, "_aba_p_one", globals())
+_aba_cr_one = native(cs.aba_chain_rule_one, "_aba_cr_one", globals())
 _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
-
-
-class RNEADerivatives(NamedTuple):
-    """Partial derivatives of tau = ID(q, v, a, fext), each (nv, nv) or (B, nv, nv)."""
-    dtau_dq: np.ndarray
-    dtau_dv: np.ndarray
-    dtau_da: np.ndarray
-
-
-class ABADerivatives(NamedTuple):
-    """Partial derivatives of qdd = FD(q, v, tau, fext), each (nv, nv) or (B, nv, nv)."""
-    dqdd_dq: np.ndarray
-    dqdd_dv: np.ndarray
-    dqdd_dtau: np.ndarray
 
 
 def _check_method(method):
@@ -101,11 +92,11 @@ def _caller_outputs(out, shape, dt, names):
     return tuple(out)
 
 
-def _analytical(model, one, batch_fn, fext, named, extra=(), out=None, names=()):
-    """Validate, then run the single or batch entry into three (nv, nv) or (B, nv, nv)
-    outputs: new arrays, or the caller's ``out`` (``extra``: arguments after the
-    outputs)."""
-    arrays, f, batch, mf = _prepare(model, fext, named)
+def _analytical(model, one, batched, fext, named, extra=(), out=None, names=()):
+    """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
+    (serial, parallel) into three (nv, nv) or (B, nv, nv) outputs: new arrays, or the
+    caller's ``out`` (``extra``: arguments after the outputs)."""
+    arrays, f, batch, mf = prepare(model, fext, named)
     shape = model._svv if batch is None else (batch,) + model._svv
     dt = arrays[0].dtype
     if out is None:
@@ -113,9 +104,13 @@ def _analytical(model, one, batch_fn, fext, named, extra=(), out=None, names=())
     else:
         outs = _caller_outputs(out, shape, dt, names)
     try:
-        (one if batch is None else batch_fn)(model.mi, mf, *arrays, f, *outs, *extra)
+        if batch is None:
+            one(model.mi, mf, *arrays, f, *outs, *extra)
+        else:
+            policy.check(model, arrays, f)
+            policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs), extra)
     except ValueError:
-        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
     return outs
 
 
@@ -213,11 +208,13 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
-    if _on_device(q, v, a, fext):
-        return _gpu("rnea_derivatives", model, q, v, a, fext, method=method, out=out)
+    if on_device(q, v, a, fext):
+        return gpu_call("rnea_derivatives", model, q, v, a, fext, method=method, out=out)
     return _new(RNEADerivatives, _analytical(
-        model, *((cd.rnea_derivatives_one, cd.rnea_derivatives_batch) if idsva
-                 else (cd.rnea_chain_rule_one, cd.rnea_chain_rule_batch)), fext,
+        model, *((cs.rnea_derivatives_one, (cb.rnea_derivatives_batch,
+                                            cb.rnea_derivatives_parallel)) if idsva
+                 else (cs.rnea_chain_rule_one, (cb.rnea_chain_rule_batch,
+                                                cb.rnea_chain_rule_parallel))), fext,
         [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], out=out,
         names=RNEADerivatives._fields))
 
@@ -260,14 +257,17 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 return _new(ABADerivatives, (d1, d2, d3))
             except ValueError:
                 pass
-        one, batch_fn, fast, extra = (cd.aba_derivatives_one, cd.aba_derivatives_batch,
-                                      None, ())
+        one, batched, fast = (cs.aba_derivatives_product_one,
+                              (cb.aba_derivatives_batch, cb.aba_derivatives_parallel), None)
     elif method == "idsva":
-        one, batch_fn, fast, extra = (cd.aba_derivatives_product_one,
-                                      cd.aba_derivatives_product_batch, "_aba_p_one", (code,))
+        one, batched, fast = (cs.aba_derivatives_product_one,
+                              (cb.aba_derivatives_batch, cb.aba_derivatives_parallel),
+                              "_aba_p_one")
     else:
-        one, batch_fn, fast, extra = (cd.aba_chain_rule_one, cd.aba_chain_rule_batch,
-                                      "_aba_cr_one", (code,))
+        one, batched, fast = (cs.aba_chain_rule_one,
+                              (cb.aba_chain_rule_batch, cb.aba_chain_rule_parallel),
+                              "_aba_cr_one")
+    extra = (code,)
     if fast is not None and out is None and _fast(q, v, tau, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
@@ -276,10 +276,10 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
             return _new(ABADerivatives, (d1, d2, d3))
         except ValueError:
             pass
-    if _on_device(q, v, tau, fext):
-        return _gpu("aba_derivatives", model, q, v, tau, fext, method=method,
+    if on_device(q, v, tau, fext):
+        return gpu_call("aba_derivatives", model, q, v, tau, fext, method=method,
                     product=product, out=out)
     return _new(ABADerivatives, _analytical(
-        model, one, batch_fn, fext,
+        model, one, batched, fext,
         [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra, out=out,
         names=ABADerivatives._fields))

@@ -2,23 +2,21 @@
 updateFramePlacements and getFrameJacobian).
 
 Every function takes one configuration (q of shape (nq,)) or a batch (B, nq) and returns
-the same leading axis; a batch runs the kinematics kernel on all cores (cpu.py,
-``prange``) and equals a loop of single calls bit for bit. The placements and motions
+the same leading axis; a batch runs the kinematics kernel through rbdiff.cpu.batch (on
+all cores when rbdiff.cpu.policy finds it worth it) and equals a loop of single calls
+bit for bit. The placements and motions
 the kernel leaves in its workspace are re-expressed here with element-wise NumPy only
 (no matmul or einsum, whose summation order may depend on the batch shape).
 """
 
-from collections import namedtuple
-from typing import NamedTuple
-
 import numpy as np
 
-from . import cpu, cpu_derivatives
-from .api import _explain, _gpu, _on_device, _prepare
+from .cpu import batch as cb
+from .cpu import policy
+from .cpu import single as cs
 from .kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_WIDTH
-
-Kinematics = namedtuple("Kinematics", "placements velocities accelerations")
-REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
+from .results import REFERENCE_CODES, REFERENCE_FRAMES, Kinematics, KinematicsDerivatives
+from .validation import explain, gpu_call, on_device, prepare
 
 
 def _workspace(model, q, v=None, a=None):
@@ -26,17 +24,21 @@ def _workspace(model, q, v=None, a=None):
     batch: world placements, S, v and a (with -g). v, a None: zero."""
     named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
                                     if x is not None]
-    arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
+    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
     lead = () if batch is None else (batch,)
     z = np.zeros(lead + (model.nv,), arrays[0].dtype)
     given = dict(zip((n for n, _, _ in named), arrays))
     ws = np.empty(lead + (model.njoints + 1 + model.nv, W_WIDTH), arrays[0].dtype)
+    args = (model.mi, mf, given["q"], given.get("v", z), given.get("a", z), ws)
     try:
-        (cpu.kinematics_one if batch is None else cpu.kinematics_batch)(
-            model.mi, mf, given["q"], given.get("v", z), given.get("a", z), ws)
+        if batch is None:
+            cs.kinematics_one(*args)
+        else:
+            policy.check(model, args[2:5])
+            policy.run(model, cb.kinematics_batch, cb.kinematics_parallel, batch, args)
         return ws
     except ValueError:
-        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
 
 
 def _homogeneous(R9, p):
@@ -142,20 +144,6 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     return J
 
 
-class KinematicsDerivatives(NamedTuple):
-    """Partial derivatives of every joint's spatial velocity and acceleration, each
-    (njoints, 6, nv) or (B, njoints, 6, nv); [i - 1, :, k] is joint i's [linear, angular]
-    row pair against dof k (the universe, joint 0, is left out as in fext)."""
-    dv_dq: np.ndarray
-    dv_dv: np.ndarray
-    da_dq: np.ndarray
-    da_dv: np.ndarray
-    da_da: np.ndarray
-
-
-_REFERENCE_CODES = {"world": 0, "local": 1, "local_world_aligned": 2}
-
-
 def kinematics_derivatives(model, q, v, a, reference="world"):
     """Derivatives of the spatial velocity v_i and acceleration a_i (gravity excluded) of
     every joint with respect to q (tangent space), v and a (Carpentier & Mansard 2018
@@ -180,21 +168,24 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
     Pinocchio's acceleration getter in WORLD and LOCAL_WORLD_ALIGNED differs from the true
     da_dq in the columns of a multi-dof joint (spherical, free-flyer) that has a parent;
     rbdiff returns the true derivative (checked against central differences)."""
-    if reference not in _REFERENCE_CODES:
+    if reference not in REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
-    if _on_device(q, v, a):
-        return _gpu("kinematics_derivatives", model, q, v, a, reference=reference)
+    if on_device(q, v, a):
+        return gpu_call("kinematics_derivatives", model, q, v, a, reference=reference)
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
-    arrays, _, batch, mf = _prepare(model, None, named, wants_fext=False)
+    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
     shape = (model.njoints, 6, model.nv)
     if batch is not None:
         shape = (batch,) + shape
     outs = tuple(np.empty(shape, arrays[0].dtype) for _ in range(5))
-    one, many = cpu_derivatives.kinematics_derivatives_one, \
-        cpu_derivatives.kinematics_derivatives_batch
+    args = (model.mi, mf, *arrays, REFERENCE_CODES[reference], *outs)
     try:
-        (one if batch is None else many)(model.mi, mf, *arrays, _REFERENCE_CODES[reference],
-                                         *outs)
+        if batch is None:
+            cs.kinematics_derivatives_one(*args)
+        else:
+            policy.check(model, arrays)
+            policy.run(model, cb.kinematics_derivatives_batch,
+                       cb.kinematics_derivatives_parallel, batch, args)
     except ValueError:
-        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
     return KinematicsDerivatives(*outs)

@@ -25,15 +25,19 @@ are computed there (method="idsva": rbdiff.gpu.rnea_second_order_derivatives /
 aba_second_order_derivatives, from the same kernels) and the tensors stay there.
 """
 
-from typing import NamedTuple
-
 import numpy as np
 
-from . import cpu_second_order as cso
-from .api import _F64, _ND, _explain, _gpu, _on_device, _prepare, aba, rnea
+from .api import aba, rnea
+from .cpu import batch as cb
+from .cpu import policy
+from .cpu import single as cs
 from .kernels import fdsva_so as fk
 from .derivatives import _CS_STEP, _FD_STEP, aba_derivatives, rnea_derivatives
 from .model.configuration import integrate
+from .results import ABASecondOrderDerivatives, RNEASecondOrderDerivatives
+from .validation import F64 as _F64
+from .validation import ND as _ND
+from .validation import explain, gpu_call, on_device, prepare
 
 RNEA_METHODS = ("idsva", "complex_step", "finite_difference", "finite_difference_rnea")
 ABA_METHODS = ("idsva", "complex_step", "finite_difference")
@@ -41,30 +45,8 @@ ABA_METHODS = ("idsva", "complex_step", "finite_difference")
 INNER_ROUTES = {"auto": fk.AUTO, "dtm": fk.DTM, "idfoza": fk.IDFOZA}
 OUTER_ROUTES = {"auto": fk.AUTO, "dense": fk.DENSE, "aza": fk.AZA}
 _FD2_STEP = np.finfo(np.float64).eps ** (1 / 4)   # second differences: O(h^2) vs eps/h^2
-_rnea_so_one, _aba_so_one = cso.rnea_second_order_one, cso.aba_second_order_one
+_rnea_so_one, _aba_so_one = cs.rnea_second_order_one, cs.aba_second_order_one
 _new = tuple.__new__
-
-
-class RNEASecondOrderDerivatives(NamedTuple):
-    """Second-order partial derivatives of tau = ID(q, v, a, fext), each (nv, nv, nv) or
-    (B, nv, nv, nv), output index first: d2tau_dq2[i, j, k] = d^2 tau_i / dq_j dq_k,
-    d2tau_dv2[i, j, k] = d^2 tau_i / dv_j dv_k, d2tau_dqdv[i, j, k] = d^2 tau_i / dq_j dv_k,
-    dM_dq[i, j, k] = d M_ij / dq_k."""
-    d2tau_dq2: np.ndarray
-    d2tau_dv2: np.ndarray
-    d2tau_dqdv: np.ndarray
-    dM_dq: np.ndarray
-
-
-class ABASecondOrderDerivatives(NamedTuple):
-    """Second-order partial derivatives of qdd = FD(q, v, tau, fext), each (nv, nv, nv)
-    or (B, nv, nv, nv), output index first: d2qdd_dq2[i, j, k] = d^2 qdd_i / dq_j dq_k,
-    d2qdd_dv2, d2qdd_dqdv[i, j, k] = d^2 qdd_i / dq_j dv_k,
-    d2qdd_dtaudq[i, j, k] = d^2 qdd_i / dtau_j dq_k = d Minv_ij / dq_k."""
-    d2qdd_dq2: np.ndarray
-    d2qdd_dv2: np.ndarray
-    d2qdd_dqdv: np.ndarray
-    d2qdd_dtaudq: np.ndarray
 
 
 def _check_method(method, methods, name="method"):
@@ -80,18 +62,23 @@ def _fast(q, v, u, fext):
             and q.ndim == 1 and v.ndim == 1 and u.ndim == 1)
 
 
-def _analytical(model, one, batch_fn, fext, named, extra=()):
-    """Validate, then run the single or batch entry into one new block of four tensors
-    (``extra``: arguments after the outputs)."""
-    arrays, f, batch, mf = _prepare(model, fext, named)
+def _analytical(model, one, batched, fext, named, extra=()):
+    """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
+    (serial, parallel) into one new block of four tensors (``extra``: arguments after
+    the outputs)."""
+    arrays, f, batch, mf = prepare(model, fext, named)
     nv = model.nv
     shape = (4, nv, nv, nv) if batch is None else (4, batch, nv, nv, nv)
     out = np.empty(shape, arrays[0].dtype)
+    args = (model.mi, mf, *arrays, f, out[0], out[1], out[2], out[3])
     try:
-        (one if batch is None else batch_fn)(model.mi, mf, *arrays, f,
-                                             out[0], out[1], out[2], out[3], *extra)
+        if batch is None:
+            one(*args, *extra)
+        else:
+            policy.check(model, arrays, f)
+            policy.run(model, *batched, batch, args, extra)
     except ValueError:
-        raise _explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
     return out[0], out[1], out[2], out[3]
 
 
@@ -225,8 +212,8 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
             return _new(RNEASecondOrderDerivatives, t)
         except ValueError:
             pass
-    if _on_device(q, v, a, fext):
-        return _gpu("rnea_second_order_derivatives", model, q, v, a, fext, method=method)
+    if on_device(q, v, a, fext):
+        return gpu_call("rnea_second_order_derivatives", model, q, v, a, fext, method=method)
     if method != "idsva":
         if method == "finite_difference_rnea":
             per_state = lambda q_, v_, a_, f_: _rnea_second_differences(model, q_, v_, a_, f_)
@@ -236,7 +223,8 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
         return RNEASecondOrderDerivatives(*_numerical(model, rnea, per_state, q, v, a, fext,
                                                       ("q", "v", "a")))
     return _new(RNEASecondOrderDerivatives, _analytical(
-        model, cso.rnea_second_order_one, cso.rnea_second_order_batch, fext,
+        model, cs.rnea_second_order_one,
+        (cb.rnea_second_order_batch, cb.rnea_second_order_parallel), fext,
         [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
 
 
@@ -280,16 +268,17 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva", in
             return _new(ABASecondOrderDerivatives, t)
         except ValueError:
             pass
-    if _on_device(q, v, tau, fext):
+    if on_device(q, v, tau, fext):
         if inner != "auto" or outer != "auto":
             raise ValueError("inner, outer: the GPU forms eq. 46's products by the automatic "
                              "routes only; leave them 'auto'")
-        return _gpu("aba_second_order_derivatives", model, q, v, tau, fext, method=method)
+        return gpu_call("aba_second_order_derivatives", model, q, v, tau, fext, method=method)
     if method != "idsva":
         per_state = lambda q_, v_, t_, f_: _through_first_order(
             model, aba_derivatives, q_, v_, t_, f_, method)
         return ABASecondOrderDerivatives(*_numerical(model, aba, per_state, q, v, tau, fext,
                                                      ("q", "v", "tau")))
     return _new(ABASecondOrderDerivatives, _analytical(
-        model, cso.aba_second_order_one, cso.aba_second_order_batch, fext,
+        model, cs.aba_second_order_one,
+        (cb.aba_second_order_batch, cb.aba_second_order_parallel), fext,
         [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], routes))

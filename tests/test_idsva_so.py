@@ -10,7 +10,7 @@ import pytest
 
 import rbdiff as rbd
 from conftest import full, pin_fext, random_state, rel_err
-from rbdiff import cpu_second_order as cso
+from rbdiff.cpu import single as cso
 from rbdiff.kernels.workspace import D_S, W_A, W_P, W_R, W_V
 from rbdiff.kinematics import _workspace
 from rbdiff.model.layout import FREE_FLYER, SPHERICAL

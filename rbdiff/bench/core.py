@@ -15,7 +15,8 @@ from functools import partial
 import numpy as np
 
 import rbdiff as rbd
-from rbdiff import api, cpu
+from rbdiff import api
+from rbdiff.cpu import single
 from rbdiff.bench.timing import interleaved
 from rbdiff.model.robots import default_floating_base, robot_names, robot_path
 
@@ -131,7 +132,7 @@ def overhead(settings):
     rbd.rnea(m, q, v, a)       # binds api._rnea_one to the compiled function
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
              "compiled entry, as rbd.rnea calls it": partial(api._rnea_one, *raw),
-             "compiled entry via Numba's dispatcher": partial(cpu.rnea_one, *raw),
+             "compiled entry via Numba's dispatcher": partial(single.rnea_one, *raw),
              "rbd.rnea (public API)": partial(rbd.rnea, m, q, v, a)}
     if pin is not None:
         pm = _pin_one_joint(m)

@@ -17,9 +17,9 @@ default stream: call ``numba.cuda.synchronize()`` before timing, and ``copy_to_h
 import numpy as np
 from numba import cuda
 
-from ..derivatives import ABADerivatives, RNEADerivatives
-from ..kinematics import _REFERENCE_CODES, REFERENCE_FRAMES, KinematicsDerivatives
-from ..second_order import ABASecondOrderDerivatives, RNEASecondOrderDerivatives
+from ..results import (REFERENCE_CODES, REFERENCE_FRAMES, ABADerivatives,
+                       ABASecondOrderDerivatives, KinematicsDerivatives, RNEADerivatives,
+                       RNEASecondOrderDerivatives)
 from . import launch
 
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
@@ -308,8 +308,8 @@ def kinematics_derivatives(model, q, v, a, reference="world", out=None,
     (B, nq), v and a (nv,) or (B, nv). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq,
     da_dv, da_da) of device arrays (njoints, 6, nv) or (B, njoints, 6, nv), or fills
     ``out`` (five device arrays). reference: "world", "local" or "local_world_aligned"."""
-    if reference not in _REFERENCE_CODES:
+    if reference not in REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
     return _derivatives(model, KinematicsDerivatives, [(model.njoints, 6, model.nv)] * 5,
                         launch.launch_kinematics_derivatives, q, v, a, None, out,
-                        _layout(layout), _REFERENCE_CODES[reference])
+                        _layout(layout), REFERENCE_CODES[reference])

@@ -108,6 +108,7 @@ class Model:
         self._sv = (self.nv,)                          # output shapes the api allocates
         self._svv = (self.nv, self.nv)
         self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
+        self._plans = {}                                        # cpu.policy: batch plans
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
     def _pack(self):

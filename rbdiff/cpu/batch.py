@@ -1,0 +1,261 @@
+"""Batch entry points, two per function; no math, and no input checks (rbdiff.cpu.checks
+runs them first, see rbdiff.cpu.policy):
+
+``*_batch``     the items in order on this thread, on one set of scratch arrays for the
+                whole call (no allocation per item);
+``*_parallel``  the batch cut into ``nchunks`` contiguous chunks, one ``*_batch`` call
+                per chunk in a ``prange``: scratch once per chunk, and every item computed
+                by the same compiled code as in ``*_batch``, so results are bit-equal.
+
+Arguments: the model's (mi, mf), the batched inputs (leading axis B) and fext
+(B, njoints or 0, 6), then the batched outputs, then the function's options."""
+
+import numpy as np
+from numba import prange
+
+from ..kernels.aba import aba
+from ..kernels.aba_derivatives import aba_derivatives
+from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
+from ..kernels.crba import crba
+from ..kernels.fdsva_so import fdsva_so_routes
+from ..kernels.fk import kinematics_pass
+from ..kernels.idsva import IDSVA_WIDTH, idsva
+from ..kernels.idsva_so import SC_SIZE, idsva_so
+from ..kernels.jit import entry, helper, pentry
+from ..kernels.kinematics_derivatives import kinematics_derivatives
+from ..kernels.minverse import minverse
+from ..kernels.rnea import rnea
+from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
+                                       record_offsets, rnea_chain_rule)
+from ..kernels.workspace import W_WIDTH, workspace_rows
+
+
+@helper
+def chunk(B, nchunks, c):
+    """Items [lo, hi) of chunk c when B items are cut into nchunks near-equal chunks."""
+    return B * c // nchunks, B * (c + 1) // nchunks
+
+
+# ---- dynamics --------------------------------------------------------------------------
+
+
+@entry
+def rnea_batch(mi, mf, q, v, a, fext, tau):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        rnea(mi, mf, q[b], v[b], a[b], fext[b], ws, tau[b])
+
+
+@pentry
+def rnea_parallel(mi, mf, q, v, a, fext, tau, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        rnea_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi], tau[lo:hi])
+
+
+@entry
+def crba_batch(mi, mf, q, M):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        crba(mi, mf, q[b], ws, M[b])
+
+
+@pentry
+def crba_parallel(mi, mf, q, M, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        crba_batch(mi, mf, q[lo:hi], M[lo:hi])
+
+
+@entry
+def aba_batch(mi, mf, q, v, tau, fext, qdd):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        aba(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd[b])
+
+
+@pentry
+def aba_parallel(mi, mf, q, v, tau, fext, qdd, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi])
+
+
+@entry
+def minverse_batch(mi, mf, q, Minv):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
+    for b in range(q.shape[0]):
+        minverse(mi, mf, q[b], ws, F, Minv[b])
+
+
+@pentry
+def minverse_parallel(mi, mf, q, Minv, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        minverse_batch(mi, mf, q[lo:hi], Minv[lo:hi])
+
+
+@entry
+def kinematics_batch(mi, mf, q, v, a, ws):
+    """World placements, S, v and a (with -g) of each item into its slab ws[b]
+    (B, workspace_rows, W_WIDTH)."""
+    for b in range(q.shape[0]):
+        kinematics_pass(mi, mf, q[b], v[b], a[b], ws[b])
+
+
+@pentry
+def kinematics_parallel(mi, mf, q, v, a, ws, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], ws[lo:hi])
+
+
+# ---- first-order derivatives -----------------------------------------------------------
+
+
+@entry
+def rnea_derivatives_batch(mi, mf, q, v, a, fext, dq, dv, da):
+    ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        idsva(mi, mf, q[b], v[b], a[b], fext[b], ws, dq[b], dv[b], da[b])
+
+
+@pentry
+def rnea_derivatives_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        rnea_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
+                               dq[lo:hi], dv[lo:hi], da[lo:hi])
+
+
+@entry
+def rnea_chain_rule_batch(mi, mf, q, v, a, fext, dq, dv, da):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    off = np.empty(mi[0, 0] + 2, np.int64)
+    G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        rnea_chain_rule(mi, mf, q[b], v[b], a[b], fext[b], ws, G, off, dq[b], dv[b], da[b])
+
+
+@pentry
+def rnea_chain_rule_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        rnea_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
+                              dq[lo:hi], dv[lo:hi], da[lo:hi])
+
+
+@entry
+def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
+    """IDSVA FD derivatives, the eq. 24 product chosen by ``product`` (aza.AUTO, DMM or
+    AZA)."""
+    nv = mi[0, 2]
+    aza = use_aza(mi, product)
+    ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
+    qdd = np.empty(nv, q.dtype)
+    S3 = np.empty((3, nv, nv), q.dtype)
+    F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    for b in range(q.shape[0]):
+        if aza:
+            aba_derivatives_aza(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
+                                dq[b], dv[b], dtau[b])
+        else:
+            aba_derivatives(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
+                            dq[b], dv[b], dtau[b])
+
+
+@pentry
+def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                              dq[lo:hi], dv[lo:hi], dtau[lo:hi], product)
+
+
+@entry
+def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
+    nv = mi[0, 2]
+    aza = use_aza(mi, product)
+    ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
+    off = np.empty(mi[0, 0] + 2, np.int64)
+    G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
+    qdd = np.empty(nv, q.dtype)
+    S3 = np.empty((3, nv, nv), q.dtype)
+    F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    for b in range(q.shape[0]):
+        aba_derivatives_chain_rule(mi, mf, q[b], v[b], tau[b], fext[b], ws, G, off, qdd, S3,
+                                   F, dq[b], dv[b], dtau[b], aza)
+
+
+@pentry
+def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                             dq[lo:hi], dv[lo:hi], dtau[lo:hi], product)
+
+
+@entry
+def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    off = np.empty(mi[0, 0] + 2, np.int64)
+    G = np.empty((record_offsets(mi, off), KIN_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        kinematics_derivatives(mi, mf, q[b], v[b], a[b], reference, ws, G, off,
+                               dvq[b], dvv[b], daq[b], dav[b], daa[b])
+
+
+@pentry
+def kinematics_derivatives_parallel(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa,
+                                    nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], reference,
+                                     dvq[lo:hi], dvv[lo:hi], daq[lo:hi], dav[lo:hi],
+                                     daa[lo:hi])
+
+
+# ---- second-order derivatives ----------------------------------------------------------
+
+
+@entry
+def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D):
+    ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
+    sc = np.empty(SC_SIZE, q.dtype)
+    for b in range(q.shape[0]):
+        idsva_so(mi, mf, q[b], v[b], a[b], fext[b], ws, sc, Q[b], V[b], X[b], D[b])
+
+
+@pentry
+def rnea_second_order_parallel(mi, mf, q, v, a, fext, Q, V, X, D, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        rnea_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
+                                Q[lo:hi], V[lo:hi], X[lo:hi], D[lo:hi])
+
+
+@entry
+def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
+    """FDSVA-SO with the routes inner (fdsva_so.AUTO, DTM, IDFOZA) and outer (AUTO,
+    DENSE, AZA)."""
+    nv = mi[0, 2]
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    sc = np.empty(SC_SIZE, q.dtype)
+    qdd = np.empty(nv, q.dtype)
+    lam = np.empty(nv, np.int64)
+    Mt = np.empty((7, nv, nv), q.dtype)
+    F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    T = np.empty((5, nv, nv, nv), q.dtype)
+    for b in range(q.shape[0]):
+        fdsva_so_routes(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
+                        dQ[b], dV[b], dX[b], dT[b], inner, outer)
+
+
+@pentry
+def aba_second_order_parallel(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer,
+                              nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                               dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner, outer)

@@ -1,0 +1,112 @@
+"""Input validation of the public functions, below the api layer and the GPU dispatch:
+dtype promotion, shapes, batch axes, and the precise message when a compiled entry
+point refuses its input."""
+
+import numpy as np
+
+from .kernels.checks import QUAT_TOL
+from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
+
+ND = np.ndarray
+F64 = np.dtype(np.float64)
+SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
+
+
+def as_array(x, n, name):
+    """x as an array of a supported dtype whose last axis has length n (1-D or 2-D)."""
+    if x is None:
+        raise TypeError(f"{name}: expected an array of shape ({n},) or (B, {n}), got None")
+    x = np.asarray(x)
+    if x.dtype not in SUPPORTED:
+        if x.dtype.kind in "biuf":
+            x = x.astype(np.float64)
+        elif x.dtype.kind == "c":
+            x = x.astype(np.complex128)
+        else:
+            raise TypeError(f"{name}: expected a real or complex numeric array, "
+                            f"got dtype {x.dtype}")
+    if x.ndim not in (1, 2) or x.shape[-1] != n:
+        raise ValueError(f"{name}: expected shape ({n},) or (B, {n}), got {x.shape}")
+    return np.ascontiguousarray(x)
+
+
+def fext_array(model, fext, batch, dtype, wanted):
+    if not wanted:
+        return None
+    if fext is None:
+        return None if batch is None else np.zeros((batch, 0, 6), dtype)
+    f = np.asarray(fext)
+    want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
+    if f.shape != want:
+        raise ValueError(f"fext: expected shape {want} (one local-frame spatial force "
+                         f"[linear, angular] per joint), got {f.shape}")
+    if f.dtype.kind not in "biufc":
+        raise TypeError(f"fext: expected a numeric array, got dtype {f.dtype}")
+    return np.ascontiguousarray(f, dtype=dtype)
+
+
+def prepare(model, fext, named, wants_fext=True):
+    """Validated, dtype-promoted, C-contiguous arrays; batch size or None; model floats."""
+    arrays = [as_array(x, n, name) for name, x, n in named]
+    ndim = arrays[0].ndim
+    for (name, _, _), x in zip(named, arrays):
+        if x.ndim != ndim:
+            raise ValueError(f"{name}: shape {x.shape} mixes single and batched inputs "
+                             f"({named[0][0]} has shape {arrays[0].shape})")
+        if ndim == 2 and x.shape[0] != arrays[0].shape[0]:
+            raise ValueError(f"{name}: batch size {x.shape[0]} differs from "
+                             f"{named[0][0]}'s {arrays[0].shape[0]}")
+    dtype = np.result_type(*arrays)
+    if fext is not None:
+        dtype = np.result_type(dtype, np.asarray(fext).dtype)
+    if dtype not in SUPPORTED:
+        dtype = np.dtype(np.complex128) if dtype.kind == "c" else F64
+    arrays = [x.astype(dtype, copy=False) for x in arrays]
+    batch = arrays[0].shape[0] if ndim == 2 else None
+    f = fext_array(model, fext, batch, dtype, wants_fext)
+    mf = model.mf32 if dtype == np.float32 else model.mf
+    return arrays, f, batch, mf
+
+
+def explain(model, named, fext):
+    """The precise reason a compiled entry point refused its input."""
+    for name, x in list(named) + [("fext", fext)]:
+        if x is None:
+            continue
+        x = np.asarray(x)
+        bad = np.argwhere(~np.isfinite(x))
+        if len(bad):
+            return ValueError(f"{name} contains NaN or Inf at index "
+                              f"{tuple(int(k) for k in bad[0])}")
+    q = np.atleast_2d(np.asarray(named[0][1]))
+    for i in range(1, model.njoints + 1):
+        t, iq = int(model.joint_types[i]), int(model.idx_q[i])
+        span = {SPHERICAL: (iq, 4), FREE_FLYER: (iq + 3, 4), REVOLUTE_UNBOUNDED: (iq, 2)}
+        if t in span:
+            s, k = span[t]
+            norms = np.linalg.norm(q[:, s:s + k].real, axis=1)
+            worst = int(np.argmax(np.abs(norms - 1.0)))
+            if abs(norms[worst] - 1.0) > QUAT_TOL:
+                what = "(cos, sin) pair" if t == REVOLUTE_UNBOUNDED else "quaternion"
+                return ValueError(
+                    f"q: the {what} of joint {model.names[i]!r} (q[{s}:{s + k}]"
+                    f"{'' if q.shape[0] == 1 else f' of batch item {worst}'}) has norm "
+                    f"{norms[worst]:.9g}, expected 1 (tolerance {QUAT_TOL}); normalise it")
+    return ValueError("invalid input")
+
+
+def on_device(*xs):
+    """True when an argument lives on a CUDA device (``__cuda_array_interface__``, or a
+    Numba device array, the simulator's included). Asked only after the NumPy fast
+    paths, so it costs them nothing."""
+    for x in xs:
+        if type(x) is not ND and x is not None and (
+                hasattr(x, "__cuda_array_interface__") or hasattr(x, "__cuda_ndarray__")):
+            return True
+    return False
+
+
+def gpu_call(name, *args, **kwargs):
+    """rbdiff.gpu.<name>(*args, **kwargs); numba.cuda is imported on first use only."""
+    from . import gpu   # the GPU backend, imported on first use
+    return getattr(gpu, name)(*args, **kwargs)
