@@ -164,6 +164,16 @@ def test_fixed_joint_named_universe():
     assert model.frames[2].parent_frame == 0
 
 
+@pytest.mark.parametrize("xml,ff", [
+    (_robot(L.format("universe"), L.format("x"), _joint("j", "universe", "x")), False),
+    (_robot(L.format("base"), L.format("x"), _joint("root_joint", "base", "x", "fixed")), True),
+    (_robot(L.format("root_joint"), L.format("x"), _joint("j", "root_joint", "x")), True),
+], ids=["root-link-universe", "fixed-joint-root_joint", "root-link-root_joint"])
+def test_names_shared_with_universe_or_root_joint(xml, ff):
+    """Other types than the universe's FIXED_JOINT and root_joint's JOINT: a frame each."""
+    assert_same_frames(load_urdf(xml, floating_base=ff), _pin(xml, ff))
+
+
 # -- ModelBuilder -----------------------------------------------------------------------
 def test_builder_frames():
     """add_joint adds a JOINT frame, append_body(name=...) a BODY frame, add_frame an
