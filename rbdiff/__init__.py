@@ -24,6 +24,8 @@ from .model.configuration import difference
 from .model.configuration import integrate
 from .model.configuration import neutral
 from .model.configuration import random_configuration
+from .model.model import Frame
+from .model.model import FrameType
 from .model.model import Model
 from .model.model import ModelBuilder
 from .model.robots import load_robot

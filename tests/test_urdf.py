@@ -8,6 +8,7 @@ import pytest
 import pinocchio as pin
 
 from rbdiff.model import robots
+from rbdiff.model.model import FrameType
 from rbdiff.model.robots import example_robot_data_dir, load_robot, robot_names
 from rbdiff.model.urdf import load_urdf, rpy_matrix
 
@@ -70,15 +71,15 @@ def assert_matches_pinocchio(model, pm, link_names=None):
         assert abs(model.masses[i] - Y.mass) <= TOL * max(1.0, Y.mass), pm.names[i]
         np.testing.assert_allclose(model.coms[i], Y.lever, atol=TOL, rtol=0)
         np.testing.assert_allclose(model.inertias[i], Y.inertia, atol=TOL, rtol=0)
-    pin_links = [f.name for f in pm.frames if f.type == pin.BODY]
-    ours = [f.name for f in model.frames[1:]]
-    assert sorted(ours) == sorted(pin_links)
-    if link_names is not None:
-        assert sorted(ours) == sorted(link_names)
-    for f in model.frames[1:]:
-        pf = pm.frames[pm.getFrameId(f.name, pin.BODY)]
-        assert f.parent == pf.parentJoint, f.name
+    # Pinocchio's frames, in its order: names, types, parent joints and frames, placements
+    assert [f.name for f in model.frames] == [f.name for f in pm.frames]
+    for f, pf in zip(model.frames, pm.frames):
+        assert (int(f.type), f.parent, f.parent_frame) == (
+            int(pf.type), pf.parentJoint, pf.parentFrame), f.name
         np.testing.assert_allclose(f.placement, pf.placement.homogeneous, atol=TOL, rtol=0)
+    if link_names is not None:
+        assert sorted(f.name for f in model.frames if f.type == FrameType.BODY) \
+            == sorted(link_names)
     assert model.frames[0].name == "universe"
     np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
 

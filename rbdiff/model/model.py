@@ -8,7 +8,9 @@ coordinates in the child frame to the parent frame.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
@@ -18,13 +20,63 @@ from ..kernels.workspace import single_call_scratch
 _SPHERICAL_S = np.hstack([np.zeros((3, 3)), np.eye(3)]).T   # columns [0; e_k]
 
 
-@dataclass(frozen=True)
+class FrameType(IntEnum):
+    """Pinocchio's FrameType, same names and values (bit flags: ``get_frame_id`` takes an
+    OR of several as a mask, as Pinocchio's getFrameId does)."""
+
+    OP_FRAME = 1        # operational frame, added by the user
+    JOINT = 2           # a joint's own frame (identity placement on that joint)
+    FIXED_JOINT = 4     # a URDF fixed joint (and the universe)
+    BODY = 8            # a URDF link
+    SENSOR = 16
+
+
+_ALL_TYPES = 31
+
+
+@dataclass(frozen=True, eq=False)
 class Frame:
-    """A named frame attached to joint ``parent`` (0 = universe) at ``placement`` (4x4)."""
+    """A named frame attached to joint ``parent`` (0 = universe) at ``placement`` (4x4, in
+    that joint's frame), as Pinocchio's Frame: ``parent`` is its parentJoint (also readable
+    as ``parent_joint``), ``parent_frame`` the index in ``model.frames`` of the frame it
+    hangs from in the frame tree, ``type`` a :class:`FrameType`."""
 
     name: str
     parent: int
     placement: np.ndarray
+    type: FrameType = FrameType.OP_FRAME
+    parent_frame: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "type", FrameType(int(self.type)))   # e.g. pin.BODY
+
+    @property
+    def parent_joint(self):
+        """Pinocchio's name for ``parent``."""
+        return self.parent
+
+    def __repr__(self):
+        return (f"Frame({self.name!r}, type={self.type.name}, parent_joint={self.parent}, "
+                f"parent_frame={self.parent_frame})")
+
+
+def _frame_type(t, where="type"):
+    """A FrameType mask (int) from a FrameType, an int (Pinocchio's FrameType, or an OR of
+    several) or a name such as "BODY" (any case)."""
+    if isinstance(t, str):
+        try:
+            return int(FrameType[t.upper()])
+        except KeyError:
+            raise ValueError(f"{where}: unknown frame type {t!r}; expected one of "
+                             f"{[m.name for m in FrameType]}") from None
+    try:
+        mask = int(t)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: expected a FrameType, an int or a name, "
+                        f"got {type(t).__name__}") from None
+    if not 0 < mask <= _ALL_TYPES:
+        raise ValueError(f"{where}: {t!r} is not a FrameType or an OR of FrameTypes")
+    return mask
 
 
 def _readonly(a, dtype=np.float64):
@@ -76,7 +128,8 @@ class Model:
     ``parents`` (njoints+1, parents[0] = 0), ``joint_types``, ``idx_q``, ``idx_v``,
     ``nqs``, ``nvs``, ``placements`` (njoints+1, 4, 4), ``axes``, ``masses``, ``coms``,
     ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
-    ``frames``, ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to);
+    ``frames`` (a tuple of :class:`Frame`, Pinocchio's list for a URDF model: see
+    ``load_urdf``), ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to);
     ``mi``/``mf``, the packed arrays the kernels read (see ``layout``).
     """
 
@@ -102,7 +155,9 @@ class Model:
         self.lower_limits = _readonly(lower)
         self.upper_limits = _readonly(upper)
         self.frames = tuple(frames)
-        self._frame_index = {f.name: k for k, f in enumerate(self.frames)}
+        self._frame_index = {}       # name -> first frame with that name
+        for k, f in enumerate(self.frames):
+            self._frame_index.setdefault(f.name, k)
         self.mi, self.mf = self._pack()
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
         self._sv = (self.nv,)                          # output shapes the api allocates
@@ -168,12 +223,32 @@ class Model:
         except ValueError:
             raise KeyError(f"no joint named {name!r}") from None
 
-    def get_frame_id(self, name):
-        """Index of the frame called ``name`` in ``model.frames``."""
-        try:
-            return self._frame_index[name]
-        except KeyError:
-            raise KeyError(f"no frame named {name!r}") from None
+    def get_frame_id(self, name, type=None):
+        """Index in ``model.frames`` of the first frame called ``name`` (of type ``type``
+        when given: a :class:`FrameType`, Pinocchio's FrameType, an OR of several, or a
+        name such as "BODY"), as Pinocchio's getFrameId. A URDF joint and link may share a
+        name: the joint's frame comes first, pass ``type`` to pick. Raises KeyError naming
+        close matches when there is none."""
+        if type is None:
+            k = self._frame_index.get(name)
+            if k is not None:
+                return k
+        else:
+            mask = _frame_type(type)
+            for k, f in enumerate(self.frames):
+                if f.name == name and int(f.type) & mask:
+                    return k
+        msg = f"no frame named {name!r}"
+        if type is not None:
+            kinds = [m.name for m in FrameType if int(m) & mask]
+            msg += f" of type {'|'.join(kinds)}"
+            others = sorted({f.type.name for f in self.frames if f.name == name})
+            if others:
+                msg += f" (there is a frame of that name of type {'|'.join(others)})"
+        close = difflib.get_close_matches(str(name), list(self._frame_index), n=5, cutoff=0.6)
+        msg += f"; close matches: {close}" if close else "; no close match among " \
+            f"the {len(self.frames)} frames (see model.frames)"
+        raise KeyError(msg)
 
     def joint_type_name(self, i):
         return L.JOINT_NAMES[int(self.joint_types[i])]
@@ -213,6 +288,10 @@ def _placement(placement):
 class ModelBuilder:
     """Builds a :class:`Model` joint by joint (Pinocchio's addJoint / appendBodyToJoint).
 
+    Frames as Pinocchio's: frame 0 is the universe (FIXED_JOINT); ``add_joint`` adds the
+    joint's JOINT frame (Pinocchio's addJointFrame), ``append_body(..., name=...)`` a BODY
+    frame and ``add_frame`` any other (OP_FRAME unless told).
+
     >>> b = ModelBuilder()
     >>> j = b.add_joint(0, "revolute", "shoulder", placement=np.eye(4), axis=[0, 0, 1])
     >>> b.append_body(j, mass=1.0, com=[0, 0, 0.5], inertia=np.eye(3) * 0.1)
@@ -233,20 +312,31 @@ class ModelBuilder:
         self._bodies = [(0.0, np.zeros(3), np.zeros((3, 3)))]
         self._lower = []
         self._upper = []
-        self._frames = [Frame("universe", 0, np.eye(4))]
+        self._frames = []
+        self._frame_keys = {}       # (name, type) -> index in _frames
+        self._append_frame(Frame("universe", 0, np.eye(4), FrameType.FIXED_JOINT, 0))
 
     @property
     def njoints(self):
         return len(self._names) - 1
 
+    @property
+    def nframes(self):
+        """Frames so far, the universe included (the next frame's index)."""
+        return len(self._frames)
+
     def add_joint(self, parent, joint_type, name, placement=None, axis=None,
-                  lower=None, upper=None):
-        """Add a joint under joint ``parent`` (0 = universe); returns its index.
+                  lower=None, upper=None, parent_frame=None):
+        """Add a joint under joint ``parent`` (0 = universe) and its JOINT frame; returns
+        the joint's index.
 
         joint_type: "revolute", "prismatic", "continuous", "spherical" or "free_flyer".
         placement: 4x4 (or (R, p)) of the joint frame in the parent joint's frame.
         axis: unit 3-vector for revolute, prismatic and continuous joints.
         lower/upper: position limits (revolute, prismatic) used by random_configuration.
+        parent_frame: the JOINT frame's parent in the frame tree; None: the parent joint's
+        own frame (Pinocchio's addJointFrame default; its URDF parser passes the parent
+        link's BODY frame).
         """
         if joint_type not in self._TYPES:
             raise ValueError(f"joint {name!r}: unsupported joint type {joint_type!r}; "
@@ -255,6 +345,7 @@ class ModelBuilder:
             raise ValueError(f"joint {name!r}: a joint with this name already exists")
         if not (0 <= parent <= self.njoints):
             raise ValueError(f"joint {name!r}: parent {parent} is not an existing joint")
+        self._check_new_frame(name, FrameType.JOINT, parent_frame)
         t = self._TYPES[joint_type]
         ax = np.zeros(3)
         if t in (L.REVOLUTE, L.PRISMATIC, L.REVOLUTE_UNBOUNDED):
@@ -280,33 +371,86 @@ class ModelBuilder:
         else:
             self._lower.append([-np.inf] * nq)
             self._upper.append([np.inf] * nq)
-        return self.njoints
+        j = self.njoints
+        if parent_frame is None:
+            parent_frame = self._joint_frame(int(parent))
+        self._append_frame(Frame(name, j, np.eye(4), FrameType.JOINT, int(parent_frame)))
+        return j
 
     def append_body(self, joint, mass, com, inertia, placement=None, name=None):
         """Rigidly attach a body to ``joint``: mass, com and inertia about the com given in
         the frame ``placement`` relative to the joint frame (identity if None). Bodies on
-        one joint are combined exactly. ``name`` adds a frame at ``placement``."""
+        one joint are combined exactly. ``name`` adds a BODY frame at ``placement``."""
         where = name or f"body on joint {self._names[joint]!r}"
         check_inertia(mass, com, inertia, where)
+        if name is not None:
+            self._validate_frame(name, joint, FrameType.BODY, None)
         T = _placement(placement)
         R, p = T[:3, :3], T[:3, 3]
         c = R @ np.asarray(com, dtype=float) + p
         I = R @ np.asarray(inertia, dtype=float) @ R.T
         self._bodies[joint] = combine_inertias(*self._bodies[joint], float(mass), c, I)
         if name is not None:
-            self.add_frame(name, joint, T)
+            self.add_frame(name, joint, T, FrameType.BODY)
 
-    def add_frame(self, name, joint, placement=None):
-        """Add a named frame on ``joint`` at ``placement``; returns its index."""
-        self._frames.append(Frame(name, int(joint), _placement(placement)))
+    def add_frame(self, name, joint, placement=None, type=FrameType.OP_FRAME,
+                  parent_frame=None):
+        """Add a frame called ``name`` on ``joint`` at ``placement`` (in the joint's frame);
+        returns its index in ``model.frames``. ``type``: a :class:`FrameType` (or its name);
+        ``parent_frame``: its parent in the frame tree, None for the joint's own frame.
+        A second frame with the same name and type is refused (Pinocchio's addFrame
+        would silently return the first)."""
+        joint, ftype = self._validate_frame(name, joint, type, parent_frame)
+        if parent_frame is None:
+            parent_frame = self._joint_frame(joint)
+        return self._append_frame(Frame(name, joint, _placement(placement), ftype,
+                                        int(parent_frame)))
+
+    def _append_frame(self, frame):
+        self._frame_keys[(frame.name, frame.type)] = len(self._frames)
+        self._frames.append(frame)
         return len(self._frames) - 1
+
+    def _joint_frame(self, joint):
+        """Joint ``joint``'s own frame: the first JOINT or FIXED_JOINT frame with its name
+        (Pinocchio's rule; the universe's is frame 0)."""
+        name = self._names[joint]
+        found = [self._frame_keys.get((name, t)) for t in (FrameType.JOINT,
+                                                            FrameType.FIXED_JOINT)]
+        found = [k for k in found if k is not None]
+        return min(found) if found else 0
+
+    def _validate_frame(self, name, joint, ftype, parent_frame):
+        """(joint, FrameType) of a frame about to be added; raises ValueError if it can't."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"frame name must be a non-empty string, got {name!r}")
+        joint = int(joint)
+        if not 0 <= joint <= self.njoints:
+            raise ValueError(f"frame {name!r}: joint {joint} is not an existing joint")
+        mask = _frame_type(ftype, f"frame {name!r}")
+        try:
+            ftype = FrameType(mask)
+        except ValueError:
+            raise ValueError(f"frame {name!r}: type must be one FrameType, got {ftype!r}") \
+                from None
+        self._check_new_frame(name, ftype, parent_frame)
+        return joint, ftype
+
+    def _check_new_frame(self, name, ftype, parent_frame):
+        if (name, ftype) in self._frame_keys:
+            raise ValueError(f"frame {name!r}: a {ftype.name} frame with this name "
+                             "already exists")
+        if parent_frame is not None and not 0 <= int(parent_frame) < len(self._frames):
+            raise ValueError(f"frame {name!r}: parent_frame {parent_frame} is not an "
+                             "existing frame")
 
     def build(self):
         """The immutable Model."""
         n = self.njoints
         lower = np.concatenate(self._lower) if n else np.zeros(0)
         upper = np.concatenate(self._upper) if n else np.zeros(0)
-        frames = [Frame(f.name, f.parent, _readonly(f.placement)) for f in self._frames]
+        frames = [Frame(f.name, f.parent, _readonly(f.placement), f.type, f.parent_frame)
+                  for f in self._frames]
         return Model(self._names, self._parents, self._types, np.array(self._placements),
                      np.array(self._axes), np.array([b[0] for b in self._bodies]),
                      np.array([b[1] for b in self._bodies]),

@@ -3,7 +3,7 @@ seeded random trees that mix every joint type."""
 
 import numpy as np
 
-from .model import ModelBuilder
+from .model import FrameType, ModelBuilder
 
 _LINK_INERTIA = np.diag([0.5, 0.5, 1.0])  # protocol: Izz = 1 (Ixx, Iyy: smallest physical values; planar motion never sees them)
 
@@ -89,7 +89,7 @@ def random_tree(n, rng=None, joint_types=("revolute", "prismatic", "continuous",
         j = b.add_joint(parent, jt, f"j{k}_{jt}", placement=T, axis=axis,
                         lower=-2.0, upper=2.0)
         b.append_body(j, *random_inertia(rng))
-        b.add_frame(f"body{k}", j, np.eye(4))
+        b.add_frame(f"body{k}", j, np.eye(4), FrameType.BODY)
         for c in children[k]:
             visit(c, j)
 

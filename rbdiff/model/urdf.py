@@ -3,8 +3,13 @@
 The joint order, ``nq``, ``nv`` and configuration layout are those of Pinocchio's
 ``buildModelFromUrdf``: a depth-first traversal from the root link in which the child
 joints of a link are visited sorted by joint name (urdfdom keeps joints in a
-``std::map``). Fixed joints are merged into the moving joint they hang from, and every
-link becomes a frame on that joint.
+``std::map``). Fixed joints are merged into the moving joint they hang from.
+
+The frames are Pinocchio's too, in its order: "universe" (FIXED_JOINT), with a floating
+base the "root_joint" JOINT frame, then depth first as the joints are numbered, for each
+URDF joint its frame (JOINT for a moving joint, FIXED_JOINT at the child link's origin
+for a fixed one) followed by the child link's BODY frame; the root link's BODY frame
+comes first. A link and a joint may share a name (different types).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .model import Model, ModelBuilder, check_inertia, combine_inertias
+from .model import FrameType, Model, ModelBuilder, check_inertia, combine_inertias
 
 _MOVING = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
            "floating": "free_flyer"}
@@ -62,24 +67,31 @@ def load_urdf(path_or_xml, floating_base=False) -> Model:
     jnames = ["universe"] + (["root_joint"] if floating_base else [])
     bodies = {}             # moving joint -> [(link, mass, com, inertia)] in the joint frame
     visited = set()
-    # (URDF joint into the link, link, moving joint, placement of the joint's parent link)
-    stack = [(None, root, top, np.eye(4))]
+    # (URDF joint into the link, link, moving joint, placement of the parent link in that
+    # joint, BODY frame of the parent link); the root link hangs from frame 0 or root_joint
+    stack = [(None, root, top, np.eye(4), 1 if floating_base else 0)]
     while stack:
-        jt, lname, j, T = stack.pop()
+        jt, lname, j, T, pf = stack.pop()
         if jt is not None:      # joints are added when popped: depth-first preorder numbering
             T = T @ jt.origin
             if jt.type != "fixed":
-                j = b.add_joint(j, _MOVING[jt.type], jt.name, T, jt.axis, jt.lower, jt.upper)
+                j = b.add_joint(j, _MOVING[jt.type], jt.name, T, jt.axis, jt.lower, jt.upper,
+                                parent_frame=pf)
                 jnames.append(jt.name)
+                pf = b.nframes - 1      # the joint's JOINT frame
                 T = np.eye(4)
+            elif jt.name == "universe":
+                pf = 0  # Pinocchio's addFrame keeps one frame per (name, type): the universe
+            else:
+                pf = b.add_frame(jt.name, j, T, FrameType.FIXED_JOINT, pf)
         visited.add(lname)
         if links[lname].inertial is not None:
             m, c, I = links[lname].inertial
             R, p = T[:3, :3], T[:3, 3]
             bodies.setdefault(j, []).append((lname, m, R @ c + p, R @ I @ R.T))
-        b.add_frame(lname, j, T)
+        body = b.add_frame(lname, j, T, FrameType.BODY, pf)
         for jn in reversed(links[lname].child_joints):
-            stack.append((joints[jn], joints[jn].child, j, T))
+            stack.append((joints[jn], joints[jn].child, j, T, body))
     if len(visited) != len(links):
         cyc = sorted(set(links) - visited)[0]
         raise ValueError(f"link {cyc!r} is part of a cycle in the kinematic graph "
