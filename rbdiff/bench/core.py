@@ -1,6 +1,8 @@
-"""Core benchmark: one rbdiff call vs one Pinocchio Python call (rnea, crba, aba,
-minverse) per robot, timed interleaved at a fixed random state, plus the empty-call
-overhead of an rbdiff entry point.
+"""Core benchmark: one rbdiff call vs one Pinocchio Python call per robot and public
+function, timed interleaved at a fixed random state, plus the empty-call overhead of an
+rbdiff entry point. The dynamics pairs are here; each other family of public functions
+lists its pairs in a module of its own (``PAIR_MODULES``: ``calls(model, pm, q, v, a)``
+-> {name: (rbdiff call, Pinocchio call or None, post)}).
 
 Run: ``python -m rbdiff.bench.core [--robots iiwa14 panda] [--quick] [--json PATH]``
 (or ``python -m rbdiff bench-core ...``).
@@ -31,7 +33,8 @@ except ImportError:
     tqdm = None
 
 ROBOTS = ("iiwa14", "panda", "hyq", "solo12", "talos_full_v2", "g1")
-ALGORITHMS = ("rnea", "crba", "aba", "minverse")
+ALGORITHMS = ("rnea", "crba", "aba", "minverse")      # the dynamics pairs, in calls()
+PAIR_MODULES = ()     # rbdiff.bench modules with more pairs (configuration, kinematics)
 TARGET = 1.25              # rbdiff / Pinocchio per-call time we aim to stay under
 AGREE = 1e-8               # max|diff| allowed, relative to max(1, max|pin|)
 SEED = 0
@@ -68,6 +71,16 @@ def random_state(model, pm, rng):
 
 
 def calls(model, pm, q, v, a):
+    """{name: (rbdiff call, Pinocchio call or None, post)} of every pair: the dynamics and
+    those of PAIR_MODULES."""
+    import importlib
+    pairs = dynamics_calls(model, pm, q, v, a)
+    for name in PAIR_MODULES:
+        pairs.update(importlib.import_module(f"rbdiff.bench.{name}").calls(model, pm, q, v, a))
+    return pairs
+
+
+def dynamics_calls(model, pm, q, v, a):
     """{algorithm: (rbdiff call, Pinocchio call or None, full result from Pinocchio's)}.
 
     Calls are ``functools.partial`` objects: the cheapest zero-argument wrapper, the
@@ -163,8 +176,8 @@ def run(robots=ROBOTS, quick=False, progress=True):
                numba=__import__("numba").__version__,
                pinocchio=None if pin is None else pin.__version__,
                results=[], skipped=[])
-    total = len(robots) * len(ALGORITHMS)
-    bar = tqdm(total=total, file=sys.stderr, leave=False, unit="pair") \
+    total = len(robots)
+    bar = tqdm(total=total, file=sys.stderr, leave=False, unit="robot") \
         if (progress and tqdm is not None) else _NoBar()
     try:
         for robot in robots:
@@ -172,14 +185,14 @@ def run(robots=ROBOTS, quick=False, progress=True):
                 model, pm = load(robot)
             except (ImportError, OSError) as e:   # example-robot-data or a URDF missing
                 out["skipped"].append(dict(robot=robot, reason=str(e)))
-                bar.update(len(ALGORITHMS))
+                bar.update()
                 continue
             q, v, a = random_state(model, pm, rng)
             for alg, (ours, theirs, post) in calls(model, pm, q, v, a).items():
                 bar.set_postfix_str(f"{robot} {alg}")
                 out["results"].append(bench_pair(robot, model, alg, ours, theirs, post,
                                                  settings))
-                bar.update()
+            bar.update()
     finally:
         bar.close()
     out["overhead"] = overhead(settings)
