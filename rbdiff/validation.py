@@ -45,8 +45,40 @@ def fext_array(model, fext, batch, dtype, wanted):
     return np.ascontiguousarray(f, dtype=dtype)
 
 
+def _ready(model, named, wants_fext):
+    """prepare()'s result when every input already is a float64 ndarray of the right
+    length, all 1-D or all 2-D with one batch size, and fext is None; else None. (The
+    common call: ~2 us less than the general checks. Strided inputs are fine: the entry
+    points compile for their layout.)"""
+    x0 = named[0][1]
+    if type(x0) is not ND:
+        return None
+    nd = x0.ndim
+    if nd == 1:
+        for _, x, n in named:
+            if type(x) is not ND or x.dtype is not F64 or x.shape != (n,):
+                return None
+        return [x for _, x, _ in named], None, None, model.mf
+    if nd != 2:
+        return None
+    B = x0.shape[0]
+    for _, x, n in named:
+        if type(x) is not ND or x.dtype is not F64 or x.shape != (B, n):
+            return None
+    return [x for _, x, _ in named], _no_forces(B) if wants_fext else None, B, model.mf
+
+
+def _no_forces(batch):
+    """fext of a batch without external forces: (B, 0, 6), read by nobody."""
+    return np.empty((batch, 0, 6))
+
+
 def prepare(model, fext, named, wants_fext=True):
     """Validated, dtype-promoted, C-contiguous arrays; batch size or None; model floats."""
+    if fext is None:
+        ready = _ready(model, named, wants_fext)
+        if ready is not None:
+            return ready
     arrays = [as_array(x, n, name) for name, x, n in named]
     ndim = arrays[0].ndim
     for (name, _, _), x in zip(named, arrays):

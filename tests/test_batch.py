@@ -1,6 +1,7 @@
 """Batches equal loops: every public function called once on a leading batch axis returns,
-item by item, what a loop of single calls returns (the batch entry points run the same
-kernels under ``prange``). Oracle: the single-call path, itself checked against
+item by item, what a loop of single calls returns, down both batch paths (rbdiff.cpu:
+``*_batch`` on the calling thread and ``*_parallel`` over chunks under ``prange``, forced
+with cpu.policy.forced). Oracle: the single-call path, itself checked against
 Pinocchio in test_dynamics.py / test_idsva.py. The GPU functions' batches (and their
 ``out=`` buffers) are checked the same way in the CUDA simulator, test_gpu_sim.py.
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
+from rbdiff.cpu import policy
 from rbdiff.model.robots import example_robot_data_dir
 
 B = 4
@@ -61,10 +63,12 @@ def _same(batched, looped):
 
 
 def _check(fn, *batch_args, **kw):
-    batched = fn(*batch_args, **kw)
     model, rest = batch_args[0], batch_args[1:]
     looped = [fn(model, *(None if x is None else x[b] for x in rest), **kw) for b in range(B)]
-    _same(batched, looped)
+    for mode in ("serial", "parallel"):
+        with policy.forced(mode):
+            batched = fn(*batch_args, **kw)
+        _same(batched, looped)
     return batched
 
 

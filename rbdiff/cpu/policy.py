@@ -14,11 +14,15 @@ So every batch entry keeps a small plan (per model and entry point, in ``model._
   and resets when one wins. A losing probe costs at most one time slice per backoff
   period, so a loaded machine pays well under 1 % for the probes.
 
+``policy.forced("serial" | "parallel")`` overrides the choice in a ``with`` block (tests
+run both paths; a user may pin one).
+
 Serial runs call ``*_batch`` on the calling thread: no other thread is woken, so nothing
 waits on the scheduler. The number of threads is Numba's (``NUMBA_NUM_THREADS``,
 ``numba.set_num_threads``); rbdiff never changes it, nor the threading layer.
 """
 
+from contextlib import contextmanager
 from time import perf_counter
 
 import numpy as np
@@ -44,6 +48,22 @@ class Plan:
 
 
 _NO_FEXT = np.zeros((1, 0, 6))
+_MODES = ("auto", "serial", "parallel")
+_forced = ["auto"]
+
+
+@contextmanager
+def forced(mode):
+    """Run every batch in the block serially ("serial"), on all Numba threads
+    ("parallel") or as the plans decide ("auto")."""
+    if mode not in _MODES:
+        raise ValueError(f"mode: expected one of {_MODES}, got {mode!r}")
+    before = _forced[0]
+    _forced[0] = mode
+    try:
+        yield
+    finally:
+        _forced[0] = before
 
 
 def check(model, inputs, fext=None):
@@ -70,6 +90,12 @@ def run(model, serial, parallel, batch, args, options=()):
     """serial(*args, *options) or parallel(*args, *options, nchunks), as the plan
     decides; ``args`` are the entry's (mi, mf, inputs..., outputs...), every input and
     output with leading axis ``batch``."""
+    if _forced[0] != "auto":
+        if _forced[0] == "serial":
+            serial(*args, *options)
+        else:
+            parallel(*args, *options, min(get_num_threads(), batch))
+        return
     p = plan_of(model, serial)
     t0 = perf_counter()
     est = None if p.serial_runs < 2 else p.item_s * batch

@@ -1,0 +1,88 @@
+"""cpu.policy: when a batch runs serially or in parallel. Fakes stand in for the entry
+points, so the decisions are checked without timing real kernels: a fake 'parallel' that
+sleeps longer than the serial estimate is a run that lost (a descheduled worker)."""
+
+import time
+
+import pytest
+
+from rbdiff.cpu import policy
+
+
+class _Model:
+    def __init__(self):
+        self._plans = {}
+
+
+def _fakes(serial_s, parallel_s):
+    calls = []
+
+    def serial(*args):
+        calls.append("serial")
+        if serial_s:
+            time.sleep(serial_s)
+
+    def parallel(*args):
+        assert args[-1] >= 1                   # nchunks
+        calls.append("parallel")
+        if parallel_s:
+            time.sleep(parallel_s)
+    return serial, parallel, calls
+
+
+def test_first_two_runs_serial_then_parallel_when_it_pays(monkeypatch):
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    m = _Model()
+    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    for _ in range(4):
+        policy.run(m, serial, parallel, 64, ())
+    assert calls == ["serial", "serial", "parallel", "parallel"]
+
+
+def test_small_batches_stay_serial(monkeypatch):
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    m = _Model()
+    serial, parallel, calls = _fakes(0.0, 0.0)
+    for _ in range(5):
+        policy.run(m, serial, parallel, 2, ())      # no work: far under PARALLEL_MIN_S
+    assert calls == ["serial"] * 5
+    assert policy.plan_of(m, serial).item_s * 2 < policy.PARALLEL_MIN_S
+
+
+def test_a_losing_parallel_run_backs_off(monkeypatch):
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    m = _Model()
+    serial, parallel, calls = _fakes(1e-3, 5e-3)        # parallel slower: it lost
+    for _ in range(3):
+        policy.run(m, serial, parallel, 64, ())
+    p = policy.plan_of(m, serial)
+    assert calls == ["serial", "serial", "parallel"]
+    assert p.serial_until > time.perf_counter() and p.backoff == 2 * policy.BACKOFF_MIN_S
+    policy.run(m, serial, parallel, 64, ())
+    assert calls[-1] == "serial"                          # within the backoff
+    p.serial_until = 0.0                                  # the backoff has run out
+    policy.run(m, serial, parallel, 64, ())
+    assert calls[-1] == "parallel"                        # probes again; loses again
+    assert p.backoff == 4 * policy.BACKOFF_MIN_S
+
+
+def test_one_thread_runs_serially(monkeypatch):
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 1)
+    m = _Model()
+    serial, parallel, calls = _fakes(1e-3, 0.0)
+    for _ in range(3):
+        policy.run(m, serial, parallel, 64, ())
+    assert calls == ["serial"] * 3
+
+
+def test_forced_modes():
+    m = _Model()
+    serial, parallel, calls = _fakes(0.0, 0.0)
+    with policy.forced("parallel"):
+        policy.run(m, serial, parallel, 1, ())
+    with policy.forced("serial"):
+        policy.run(m, serial, parallel, 10 ** 6, ())
+    assert calls == ["parallel", "serial"]
+    with pytest.raises(ValueError, match="mode"):
+        with policy.forced("fast"):
+            pass
