@@ -46,7 +46,6 @@ def _call(model, one, batched, fext, named, out_shape, forces=False):
         if nb is None:
             one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
         else:
-            policy.check(model, arrays, f)
             policy.run(model, *batched, nb, args + (out,))
     except ValueError:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None

@@ -107,7 +107,6 @@ def _analytical(model, one, batched, fext, named, extra=(), out=None, names=()):
         if batch is None:
             one(model.mi, mf, *arrays, f, *outs, *extra)
         else:
-            policy.check(model, arrays, f)
             policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs), extra)
     except ValueError:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None

@@ -34,7 +34,6 @@ def _workspace(model, q, v=None, a=None):
         if batch is None:
             cs.kinematics_one(*args)
         else:
-            policy.check(model, args[2:5])
             policy.run(model, cb.kinematics_batch, cb.kinematics_parallel, batch, args)
         return ws
     except ValueError:
@@ -183,7 +182,6 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
         if batch is None:
             cs.kinematics_derivatives_one(*args)
         else:
-            policy.check(model, arrays)
             policy.run(model, cb.kinematics_derivatives_batch,
                        cb.kinematics_derivatives_parallel, batch, args)
     except ValueError:

@@ -75,7 +75,6 @@ def _analytical(model, one, batched, fext, named, extra=()):
         if batch is None:
             one(*args, *extra)
         else:
-            policy.check(model, arrays, f)
             policy.run(model, *batched, batch, args, extra)
     except ValueError:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None

@@ -1,11 +1,12 @@
-"""Batch entry points, two per function; no math, and no input checks (rbdiff.cpu.checks
-runs them first, see rbdiff.cpu.policy):
+"""Batch entry points, two per function; no math (rbdiff.cpu.policy picks one per call):
 
 ``*_batch``     the items in order on this thread, on one set of scratch arrays for the
-                whole call (no allocation per item);
-``*_parallel``  the batch cut into ``nchunks`` contiguous chunks, one ``*_batch`` call
-                per chunk in a ``prange``: scratch once per chunk, and every item computed
-                by the same compiled code as in ``*_batch``, so results are bit-equal.
+                whole call (no allocation per item); ``check``: check every item first
+                (rbdiff.cpu.checks), so a refused batch writes nothing;
+``*_parallel``  checks every item, then cuts the batch into ``nchunks`` contiguous
+                chunks, one unchecked ``*_batch`` call per chunk in a ``prange``: scratch
+                once per chunk, every item computed by the same compiled code as in
+                ``*_batch``, so results are bit-equal.
 
 Arguments: the model's (mi, mf), the batched inputs (leading axis B) and fext
 (B, njoints or 0, 6), then the batched outputs, then the function's options."""
@@ -28,6 +29,7 @@ from ..kernels.rnea import rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
+from .checks import batch_configurations_ok, batch_states_ok
 
 
 @helper
@@ -40,7 +42,9 @@ def chunk(B, nchunks, c):
 
 
 @entry
-def rnea_batch(mi, mf, q, v, a, fext, tau):
+def rnea_batch(mi, mf, q, v, a, fext, tau, check):
+    if check:
+        batch_states_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     for b in range(q.shape[0]):
         rnea(mi, mf, q[b], v[b], a[b], fext[b], ws, tau[b])
@@ -48,13 +52,16 @@ def rnea_batch(mi, mf, q, v, a, fext, tau):
 
 @pentry
 def rnea_parallel(mi, mf, q, v, a, fext, tau, nchunks):
+    batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi], tau[lo:hi])
+        rnea_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi], tau[lo:hi], False)
 
 
 @entry
-def crba_batch(mi, mf, q, M):
+def crba_batch(mi, mf, q, M, check):
+    if check:
+        batch_configurations_ok(mi, q)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     for b in range(q.shape[0]):
         crba(mi, mf, q[b], ws, M[b])
@@ -62,13 +69,16 @@ def crba_batch(mi, mf, q, M):
 
 @pentry
 def crba_parallel(mi, mf, q, M, nchunks):
+    batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        crba_batch(mi, mf, q[lo:hi], M[lo:hi])
+        crba_batch(mi, mf, q[lo:hi], M[lo:hi], False)
 
 
 @entry
-def aba_batch(mi, mf, q, v, tau, fext, qdd):
+def aba_batch(mi, mf, q, v, tau, fext, qdd, check):
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     for b in range(q.shape[0]):
         aba(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd[b])
@@ -76,13 +86,16 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd):
 
 @pentry
 def aba_parallel(mi, mf, q, v, tau, fext, qdd, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi])
+        aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi], False)
 
 
 @entry
-def minverse_batch(mi, mf, q, Minv):
+def minverse_batch(mi, mf, q, Minv, check):
+    if check:
+        batch_configurations_ok(mi, q)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
     for b in range(q.shape[0]):
@@ -91,31 +104,37 @@ def minverse_batch(mi, mf, q, Minv):
 
 @pentry
 def minverse_parallel(mi, mf, q, Minv, nchunks):
+    batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        minverse_batch(mi, mf, q[lo:hi], Minv[lo:hi])
+        minverse_batch(mi, mf, q[lo:hi], Minv[lo:hi], False)
 
 
 @entry
-def kinematics_batch(mi, mf, q, v, a, ws):
+def kinematics_batch(mi, mf, q, v, a, ws, check):
     """World placements, S, v and a (with -g) of each item into its slab ws[b]
     (B, workspace_rows, W_WIDTH)."""
+    if check:
+        batch_states_ok(mi, q, v, a, None)
     for b in range(q.shape[0]):
         kinematics_pass(mi, mf, q[b], v[b], a[b], ws[b])
 
 
 @pentry
 def kinematics_parallel(mi, mf, q, v, a, ws, nchunks):
+    batch_states_ok(mi, q, v, a, None)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], ws[lo:hi])
+        kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], ws[lo:hi], False)
 
 
 # ---- first-order derivatives -----------------------------------------------------------
 
 
 @entry
-def rnea_derivatives_batch(mi, mf, q, v, a, fext, dq, dv, da):
+def rnea_derivatives_batch(mi, mf, q, v, a, fext, dq, dv, da, check):
+    if check:
+        batch_states_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
     for b in range(q.shape[0]):
         idsva(mi, mf, q[b], v[b], a[b], fext[b], ws, dq[b], dv[b], da[b])
@@ -123,14 +142,17 @@ def rnea_derivatives_batch(mi, mf, q, v, a, fext, dq, dv, da):
 
 @pentry
 def rnea_derivatives_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
+    batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         rnea_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
-                               dq[lo:hi], dv[lo:hi], da[lo:hi])
+                               dq[lo:hi], dv[lo:hi], da[lo:hi], False)
 
 
 @entry
-def rnea_chain_rule_batch(mi, mf, q, v, a, fext, dq, dv, da):
+def rnea_chain_rule_batch(mi, mf, q, v, a, fext, dq, dv, da, check):
+    if check:
+        batch_states_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     off = np.empty(mi[0, 0] + 2, np.int64)
     G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
@@ -140,16 +162,19 @@ def rnea_chain_rule_batch(mi, mf, q, v, a, fext, dq, dv, da):
 
 @pentry
 def rnea_chain_rule_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
+    batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         rnea_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
-                              dq[lo:hi], dv[lo:hi], da[lo:hi])
+                              dq[lo:hi], dv[lo:hi], da[lo:hi], False)
 
 
 @entry
-def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
+def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check):
     """IDSVA FD derivatives, the eq. 24 product chosen by ``product`` (aza.AUTO, DMM or
     AZA)."""
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     aza = use_aza(mi, product)
     ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
@@ -167,14 +192,17 @@ def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
 
 @pentry
 def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                              dq[lo:hi], dv[lo:hi], dtau[lo:hi], product)
+                              dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
 
 
 @entry
-def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
+def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check):
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     aza = use_aza(mi, product)
     ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
@@ -190,14 +218,17 @@ def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
 
 @pentry
 def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                             dq[lo:hi], dv[lo:hi], dtau[lo:hi], product)
+                             dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
 
 
 @entry
-def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa):
+def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa, check):
+    if check:
+        batch_states_ok(mi, q, v, a, None)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     off = np.empty(mi[0, 0] + 2, np.int64)
     G = np.empty((record_offsets(mi, off), KIN_WIDTH), q.dtype)
@@ -209,18 +240,21 @@ def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav,
 @pentry
 def kinematics_derivatives_parallel(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa,
                                     nchunks):
+    batch_states_ok(mi, q, v, a, None)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], reference,
                                      dvq[lo:hi], dvv[lo:hi], daq[lo:hi], dav[lo:hi],
-                                     daa[lo:hi])
+                                     daa[lo:hi], False)
 
 
 # ---- second-order derivatives ----------------------------------------------------------
 
 
 @entry
-def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D):
+def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D, check):
+    if check:
+        batch_states_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
     sc = np.empty(SC_SIZE, q.dtype)
     for b in range(q.shape[0]):
@@ -229,16 +263,19 @@ def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D):
 
 @pentry
 def rnea_second_order_parallel(mi, mf, q, v, a, fext, Q, V, X, D, nchunks):
+    batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         rnea_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
-                                Q[lo:hi], V[lo:hi], X[lo:hi], D[lo:hi])
+                                Q[lo:hi], V[lo:hi], X[lo:hi], D[lo:hi], False)
 
 
 @entry
-def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
+def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer, check):
     """FDSVA-SO with the routes inner (fdsva_so.AUTO, DTM, IDFOZA) and outer (AUTO,
     DENSE, AZA)."""
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     sc = np.empty(SC_SIZE, q.dtype)
@@ -255,7 +292,8 @@ def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer
 @pentry
 def aba_second_order_parallel(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer,
                               nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                               dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner, outer)
+                               dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner, outer, False)

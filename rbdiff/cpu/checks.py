@@ -45,14 +45,17 @@ def configuration_checked(mi, q, ws):
 
 @entry
 def batch_states_ok(mi, q, v, u, fext):
-    """q (B, nq) valid configurations; v, u (B, nv) and fext (B, k, 6) finite. Raises
-    ValueError(BAD_Q or BAD_STATE) before any item runs, so a refused batch writes
-    nothing."""
+    """q (B, nq) valid configurations; v, u (B, nv) and fext (B, k, 6) or None finite.
+    Raises ValueError(BAD_Q or BAD_STATE) before any item runs, so a refused batch
+    writes nothing."""
     for b in range(q.shape[0]):
         if not configuration_ok(mi, q[b]):
             raise ValueError(BAD_Q)
-    if not (all_finite(v.ravel()) and all_finite(u.ravel()) and all_finite(fext.ravel())):
+    if not (all_finite(v.ravel()) and all_finite(u.ravel())):
         raise ValueError(BAD_STATE)
+    if fext is not None:
+        if not all_finite(fext.ravel()):
+            raise ValueError(BAD_STATE)
 
 
 @entry

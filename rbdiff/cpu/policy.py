@@ -25,10 +25,7 @@ waits on the scheduler. The number of threads is Numba's (``NUMBA_NUM_THREADS``,
 from contextlib import contextmanager
 from time import perf_counter
 
-import numpy as np
 from numba import get_num_threads
-
-from .checks import batch_configurations_ok, batch_states_ok
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
 LOSS = 0.9                # a parallel run slower than LOSS x the serial estimate lost
@@ -47,7 +44,6 @@ class Plan:
         self.backoff = BACKOFF_MIN_S
 
 
-_NO_FEXT = np.zeros((1, 0, 6))
 _MODES = ("auto", "serial", "parallel")
 _forced = ["auto"]
 
@@ -66,17 +62,6 @@ def forced(mode):
         _forced[0] = before
 
 
-def check(model, inputs, fext=None):
-    """Refuse a bad batch before any item runs (ValueError with a checks.BAD_* code):
-    inputs = (q,) or (q, v, a/tau), each with a leading batch axis; fext (B, k, 6) or
-    None."""
-    if len(inputs) == 1:
-        batch_configurations_ok(model.mi, inputs[0])
-    else:
-        q, v, u = inputs
-        batch_states_ok(model.mi, q, v, u, _NO_FEXT if fext is None else fext)
-
-
 def plan_of(model, serial):
     """The plan of entry ``serial`` on ``model`` (made on first use)."""
     plans = model._plans
@@ -87,12 +72,13 @@ def plan_of(model, serial):
 
 
 def run(model, serial, parallel, batch, args, options=()):
-    """serial(*args, *options) or parallel(*args, *options, nchunks), as the plan
-    decides; ``args`` are the entry's (mi, mf, inputs..., outputs...), every input and
-    output with leading axis ``batch``."""
+    """serial(*args, *options, True) or parallel(*args, *options, nchunks), as the plan
+    decides (both check every item before computing any: a bad batch raises ValueError
+    with a cpu.checks code and writes nothing); ``args`` are the entry's (mi, mf,
+    inputs..., outputs...), every input and output with leading axis ``batch``."""
     if _forced[0] != "auto":
         if _forced[0] == "serial":
-            serial(*args, *options)
+            serial(*args, *options, True)
         else:
             parallel(*args, *options, min(get_num_threads(), batch))
         return
@@ -100,12 +86,12 @@ def run(model, serial, parallel, batch, args, options=()):
     t0 = perf_counter()
     est = None if p.serial_runs < 2 else p.item_s * batch
     if est is None or est < PARALLEL_MIN_S or t0 < p.serial_until:
-        serial(*args, *options)
+        serial(*args, *options, True)
         _observe_serial(p, (perf_counter() - t0) / batch)
         return
     n = get_num_threads()
     if n < 2:
-        serial(*args, *options)
+        serial(*args, *options, True)
         return
     parallel(*args, *options, min(n, batch))
     took = perf_counter() - t0
