@@ -3,6 +3,7 @@ two rounds per measurement), run in-process into tmp_path; and the bench's own f
 differences, complex step and Pinocchio twins against Pinocchio."""
 
 import json
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -400,3 +401,65 @@ def test_batch_target_marks():
         dict(loop=True, pin=False)
     assert sec_ba._target(T["robot"], T["func"], T["B"], 1.0, None) == dict(loop=False,
                                                                            pin=None)
+
+
+# ------------------------------------------------------------------ suite robustness
+
+def test_missing_dependency_fails_before_any_section(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(suite, "run", lambda cfg, outdir: ran.append(cfg) or
+                        dict(files={}, meta=dict(wall_s=0.0)))
+    assert suite.missing_dependencies(suite.PRESETS["tiny"]) == []
+    monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib fails
+    with pytest.raises(SystemExit) as e:
+        suite.main(["--tiny", "--only", "accuracy", "--out", str(tmp_path / "a")])
+    assert e.value.code == 2 and not ran and not (tmp_path / "a" / "results.json").exists()
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and "--no-figures" in err
+    assert "pip install 'rbdiff[bench]'" in err
+    # without figures matplotlib is not needed
+    assert suite.main(["--tiny", "--only", "accuracy", "--out", str(tmp_path), "--no-figures",
+                       "--no-progress"]) == 0
+    assert len(ran) == 1 and ran[0].figures is False
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "pinocchio", None)
+    with pytest.raises(SystemExit):
+        suite.main(["--tiny", "--only", "accuracy", "--out", str(tmp_path), "--no-figures"])
+    err = capsys.readouterr().err
+    assert "tqdm" in err and "--no-progress" in err and "pinocchio" in err
+    assert "matplotlib" not in err and "rbdiff[bench]" in err
+    assert len(ran) == 1
+
+
+def test_results_json_after_each_section_when_a_later_one_fails(tmp_path, monkeypatch):
+    import types
+    seen = {}
+
+    def ok_run(cfg, bar, out):
+        bar.step("ok")
+        return dict(value=1.5)
+
+    def bad_run(cfg, bar, out):     # results.json already holds the finished section
+        seen["json"] = json.loads((tmp_path / "results.json").read_text())
+        raise RuntimeError("boom")
+
+    def module(run):
+        return types.SimpleNamespace(total=lambda cfg: 1, run=run,
+                                     figures=lambda sec, outdir: {},
+                                     report=lambda sec, files, cfg: ["## fake section", ""])
+    monkeypatch.setattr(suite, "SECTION_MODULES", {"first_order": module(ok_run),
+                                                   "precision": module(bad_run)})
+    cfg = replace(suite.PRESETS["tiny"], sections=("first_order", "precision"),
+                  progress=False)
+    with pytest.raises(RuntimeError, match="boom"):
+        suite.run(cfg, tmp_path)
+    assert seen["json"]["first_order"] == dict(value=1.5)
+    assert seen["json"]["meta"]["sections_done"] == ["first_order"]
+    assert not seen["json"]["meta"]["complete"]
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["first_order"] == dict(value=1.5) and "precision" not in data
+    assert data["meta"]["failed"] == dict(section="precision", error="RuntimeError: boom")
+    text = (tmp_path / "report.md").read_text()
+    assert "## fake section" in text and "incomplete run" in text and "boom" in text
+    assert not (tmp_path / "results.json.tmp").exists()
+
