@@ -27,8 +27,9 @@ Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.
     second-order method against the complex step vs N (singh-2023 Fig. 12 and 20).
 (g) ``precision`` (bench/precision.py): the first-order derivative kernels in float32
     against float64: errors and time ratio per robot.
-(h) ``batch`` (bench/batch.py): one batched call on all cores vs a Python loop of single
-    rbdiff calls and of Pinocchio calls, per robot and batch size B.
+(h) ``batch`` (bench/batch.py): one batched call vs a Python loop of single rbdiff
+    calls and of Pinocchio calls, per robot and batch size B, with the cores idle, with
+    the other cores busy, and on one thread against the single-call kernel.
 
 The optional dependencies (``pip install 'rbdiff[bench]'``: matplotlib unless
 ``--no-figures``, Pinocchio, example-robot-data for its robots, tqdm unless
@@ -204,9 +205,10 @@ class Config:
     # accuracy_n: sizes, cap of Finite-Diff-1
     acc_sizes: tuple = (2, 3, 5, 8, 12, 20, 32, 50, 80, 110)
     acc_fd1_max: int = 110
-    # batch: robots (--robots sets them too) and batch sizes B
+    # batch: robots (--robots sets them too), batch sizes B and measured modes
     batch_robots: tuple = ("iiwa14", "hyq", "talos_full_v2")
     batch_sizes: tuple = (1, 4, 16, 64, 256, 1024)
+    batch_modes: tuple = sec_batch.MODES
     figures: bool = True           # PNG figures (matplotlib)
     notes: list = field(default_factory=list)
 
@@ -1159,6 +1161,8 @@ def config_from_args(args):
     cfg = PRESETS["tiny" if args.tiny else "quick" if args.quick else "full"]
     changes = dict(progress=not args.no_progress, mujoco=not args.no_mujoco,
                    figures=not getattr(args, "no_figures", False))
+    if getattr(args, "batch_modes", None):
+        changes["batch_modes"] = tuple(m for m in sec_batch.MODES if m in args.batch_modes)
     if args.robots:
         changes["robots"] = changes["batch_robots"] = tuple(args.robots)
     if args.only:
@@ -1204,6 +1208,9 @@ def main(argv=None):
                           "it if needed (about 4 minutes once; the full mode does by "
                           "default, --quick / --tiny only use an already built one)")
     cpp.add_argument("--no-cpp", action="store_true", help="never use the C++ anchor")
+    p.add_argument("--batch-modes", nargs="+", choices=sec_batch.MODES, metavar="MODE",
+                   help="batch section: measured modes, of "
+                        f"{' '.join(sec_batch.MODES)} (default: all)")
     p.add_argument("--no-figures", action="store_true",
                    help="no PNG figures (matplotlib not needed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
