@@ -601,3 +601,26 @@ def test_results_json_after_each_section_when_a_later_one_fails(tmp_path, monkey
     assert "## fake section" in text and "incomplete run" in text and "boom" in text
     assert not (tmp_path / "results.json.tmp").exists()
 
+
+def test_anchor_usage_names_are_accepted():
+    import argparse
+    import re
+
+    from rbdiff.bench import anchor
+    usage = re.search(r"python -m rbdiff\.bench\.anchor (.*)", anchor.__doc__).group(1)
+    names = usage.split()
+    assert names and any(n.endswith("+ff") for n in names)
+    for n in names:
+        name, floating = anchor.robot_arg(n)
+        assert name == n.removesuffix("+ff")
+    assert anchor.robot_arg("hyq") == ("hyq", True)            # its usual base
+    assert anchor.robot_arg("hyq+ff") == ("hyq", True)
+    assert anchor.robot_arg("panda") == ("panda", False)
+    assert anchor.robot_arg("panda+ff") == ("panda", True)
+    for bad in ("hyq+fixed", "no_such_robot", "no_such_robot+ff"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            anchor.robot_arg(bad)
+    with pytest.raises(SystemExit):        # refused by the parser, before any compiling
+        anchor.main(["no_such_robot"])
+    pm = anchor.pin_model("iiwa14", True)
+    assert (pm.nq, pm.nv) == (14, 13)
