@@ -3,6 +3,8 @@ two rounds per measurement), run in-process into tmp_path; and the bench's own f
 differences, complex step and Pinocchio twins against Pinocchio."""
 
 import json
+import sys
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -365,16 +367,23 @@ def test_batch_section_tiny(tmp_path):
     for word in ("## 8. Batched gradients", "Numba threads", "rbdiff batch", "rbdiff loop",
                  "Pinocchio loop", "batch vs rbdiff loop", "batch vs Pinocchio loop",
                  "copy is included", "np.array_equal", "max abs diff vs Pinocchio",
-                 "**Target**", "Environment:", "| iiwa14 | aba_derivatives | 4 | yes |"):
+                 "**Target**", "Environment:", "| iiwa14 | aba_derivatives | 4 | yes |",
+                 "threading layer", "### Targets", "- **IDLE**", "- **LOADED**",
+                 "- **ONE THREAD**", "### Idle:", "### Loaded:", "### One thread:",
+                 "CPU-bound child process", "batch (worst round)", "worst-round speed-up",
+                 "single-call kernel", "batch / kernel", "| aba | 4 |"):
         assert word in text, word
+    # B = 4 is below the idle target's B = 64: that verdict says what was not measured
+    assert "not measured in this run (needs robot iiwa14 or hyq and B >= 64)" in text
     assert "## 1." not in text and "## 7." not in text
     assert "](batch_throughput.png)" in text
     data = (tmp_path / "batch_throughput.png").read_bytes()
     assert data.startswith(PNG) and len(data) > 1000
     sec = json.loads((tmp_path / "results.json").read_text())["batch"]
     assert sec["threads"] >= 1 and sec["sizes"] == [4] and sec["pin_copy_timed"]
-    assert {(p["robot"], p["func"], p["B"]) for p in sec["points"]} == {
-        ("iiwa14", k, 4) for k, *_ in sec_ba.FUNCS}
+    assert sec["modes"] == list(sec_ba.MODES)
+    expected = {("iiwa14", k, 4) for k, *_ in sec_ba.FUNCS}
+    assert {(p["robot"], p["func"], p["B"]) for p in sec["points"]} == expected
     for p in sec["points"]:
         # the batch into out= buffers exists for the functions that take out=
         assert (p["batch_out_s"] is None) == (p["func"] == "aba")
@@ -382,14 +391,144 @@ def test_batch_section_tiny(tmp_path):
             if p[f"{w}_s"] is None:
                 continue
             assert p[f"{w}_s"] > 0 and p[f"{w}_eval_s"] == pytest.approx(p[f"{w}_s"] / 4)
+            assert p[f"{w}_max_eval_s"] >= p[f"{w}_eval_s"]
         assert p["speedup_loop"] == pytest.approx(p["loop_s"] / p["batch_s"])
         assert p["speedup_pin"] == pytest.approx(p["pin_s"] / p["batch_s"])
         assert p["target"] is None                 # the target is talos at B = 256
+        assert p["issue"] is None                  # the idle target starts at B = 64
+    ld = sec["loaded"]
+    assert {(p["robot"], p["func"], p["B"]) for p in ld["points"]} == expected
+    (hogs,) = ld["hogs"]
+    assert hogs["robot"] == "iiwa14" and hogs["alive"]
+    assert hogs["n"] == max(1, sec_ba.cores() - 1) and len(hogs["busy"]) == hogs["n"]
+    for p in ld["points"]:
+        assert p["batch_max_eval_s"] >= p["batch_eval_s"] > 0
+        assert p["loop_max_eval_s"] >= p["loop_eval_s"] > 0
+        assert p["speedup_loop"] == pytest.approx(p["loop_s"] / p["batch_s"])
+        assert 0 < p["speedup_worst_round"] and 0 <= p["rounds_batch_slower"] <= p["rounds"]
+        assert p["issue"] == (p["speedup_loop"] >= sec_ba.ISSUE["loaded"])
+    ot = sec["one_thread"]
+    assert {(p["robot"], p["func"], p["B"]) for p in ot["points"]} == expected
+    for p in ot["points"]:
+        assert p["batch_eval_s"] > 0 and p["kernel_eval_s"] > 0 and p["loop_eval_s"] > 0
+        assert p["batch_over_kernel"] == pytest.approx(p["batch_s"] / p["kernel_s"])
+        assert p["issue"] == (p["batch_over_kernel"] <= sec_ba.ISSUE["one_thread"])
     assert len(sec["checks"]) == len(sec_ba.FUNCS)
     for c in sec["checks"]:
         assert c["bit_equal"] and c["agree"] and c["max_abs_diff"] < 1e-8, c
     assert sec["threads"] == numba.config.NUMBA_NUM_THREADS    # all cores for the batch
     assert numba.get_num_threads() == before                   # restored afterwards
+
+
+def test_batch_modes_option(tmp_path, monkeypatch):
+    from rbdiff.bench import batch as sec_ba
+    seen = {}
+
+    def fake_run(cfg, outdir):
+        seen["cfg"] = cfg
+        return dict(files={}, meta=dict(wall_s=0.0), batch={})
+    monkeypatch.setattr(suite, "run", fake_run)
+    assert suite.main(["--tiny", "--only", "batch", "--batch-modes", "one_thread", "idle",
+                       "--out", str(tmp_path), "--no-progress"]) == 0
+    assert seen["cfg"].batch_modes == ("idle", "one_thread")          # in MODES order
+    assert sec_ba.total(seen["cfg"]) == 2 * len(sec_ba.FUNCS)
+    with pytest.raises(SystemExit):
+        suite.main(["--batch-modes", "busy", "--out", str(tmp_path)])
+    # standalone: the issue's robots, sizes and all three modes by default
+    monkeypatch.setattr(sec_ba, "report", lambda *a: [])
+    assert sec_ba.main(["--out", str(tmp_path), "--no-progress"]) == 0
+    cfg = seen["cfg"]
+    assert cfg.sections == ("batch",) and cfg.batch_modes == sec_ba.MODES
+    assert cfg.batch_robots == sec_ba.ISSUE["robots"]
+    assert cfg.batch_sizes == sec_ba.ISSUE["sizes"]
+    assert sec_ba.main(["--robots", "talos_full_v2", "--sizes", "256", "--modes", "idle",
+                        "--out", str(tmp_path), "--no-progress"]) == 0
+    cfg = seen["cfg"]
+    assert (cfg.batch_robots, cfg.batch_sizes, cfg.batch_modes) == (
+        ("talos_full_v2",), (256,), ("idle",))
+    with pytest.raises(SystemExit):
+        sec_ba.main(["--robots", "hyq+ff", "--out", str(tmp_path)])
+
+
+def test_batch_issue_targets_and_verdicts():
+    from rbdiff.bench import batch as sec_ba
+    I = sec_ba.ISSUE
+    assert sec_ba.issue_target("idle", "iiwa14", "aba", 16, 9.0) is None        # B < 64
+    assert sec_ba.issue_target("idle", "hyq", "aba", 64, I["idle"]) is True
+    assert sec_ba.issue_target("idle", "hyq", "aba", 256, I["idle"] - 0.01) is False
+    assert sec_ba.issue_target("loaded", "iiwa14", "aba", 4, 0.99) is False
+    assert sec_ba.issue_target("loaded", "iiwa14", "aba_derivatives", 4, 1.0) is True
+    assert sec_ba.issue_target("one_thread", "hyq", "rnea_derivatives", 4, 1.1) is True
+    assert sec_ba.issue_target("one_thread", "hyq", "rnea_derivatives", 4, 1.11) is False
+    assert sec_ba.issue_target("loaded", "talos_full_v2", "aba", 4, 0.5) is None
+    assert sec_ba.issue_target("loaded", "iiwa14", "crba", 4, 0.5) is None
+    assert sec_ba.issue_target("loaded", "iiwa14", "aba", 4, None) is None
+
+    def pt(robot, func, B, mode, value, **kw):
+        key = "batch_over_kernel" if mode == "one_thread" else "speedup_loop"
+        return dict(robot=robot, label=bm.robot_label(robot), func=func, B=B, **{key: value},
+                    issue=sec_ba.issue_target(mode, robot, func, B, value), **kw)
+    sec = dict(modes=["idle", "loaded"], cpu_count=2, cores=2,
+               points=[pt("iiwa14", "aba", B, "idle", s) for B, s in ((16, 0.5), (64, 1.6),
+                                                                      (256, 1.4))],
+               loaded=dict(hogs=[dict(n=1)], points=[
+                   pt("hyq", "aba", 4, "loaded", 1.2, speedup_worst_round=0.7),
+                   pt("hyq", "aba", 16, "loaded", 1.1, speedup_worst_round=0.9)]))
+    idle = sec_ba.issue_verdict(sec, "idle")
+    assert idle.startswith("- **IDLE**") and "**FAIL**: 1 of 2 points pass" in idle
+    assert "lowest 1.40x (iiwa14, aba, B = 256)" in idle and "not measured: hyq" in idle
+    loaded = sec_ba.issue_verdict(sec, "loaded")
+    assert "**pass**: 2 of 2 points pass" in loaded and "1 CPU-bound process" in loaded
+    assert "worst single round 0.70x (hyq + free-flyer, aba, B = 4)" in loaded
+    assert "not measured: B = 64, B = 256, iiwa14" in loaded
+    assert "not measured (mode not run" in sec_ba.issue_verdict(sec, "one_thread")
+
+
+def test_batch_single_kernel_is_the_fast_path_entry():
+    """The one-thread mode's single-call kernel: the compiled entry the public function
+    calls for one float64 state, returning the same numbers."""
+    from rbdiff.bench import batch as sec_ba
+    model = rbd.load_robot("hyq")
+    q, v, a = cm.state(model, np.random.default_rng(6))
+    tau = rbd.rnea(model, q, v, a)
+    for key, fn, u in (("aba", rbd.aba, tau), ("rnea_derivatives", rbd.rnea_derivatives, a),
+                       ("aba_derivatives", rbd.aba_derivatives, tau)):
+        k, tail = sec_ba.single_kernel(key, model, q, v, u)
+        assert getattr(k, "__name__", "") != "first_call"
+        k(model.mi, model.mf, q, v, u, None, *tail)
+        want = fn(model, q, v, u)
+        got = tail[1:] if key == "aba" else tail[:3]
+        for g, w in zip(got, want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_interleaved_worst_round_and_round_times():
+    from rbdiff.bench.timing import interleaved
+    t = interleaved({"a": lambda: None, "b": lambda: sum(range(50))}, repeats=5,
+                    min_time=1e-4, times=True)
+    for r in t.values():
+        assert len(r["times"]) == r["repeats"] == 5
+        assert r["min"] == min(r["times"]) <= r["median"] <= r["max"] == max(r["times"])
+    assert "times" not in interleaved({"a": lambda: None}, repeats=3, min_time=1e-4)["a"]
+
+
+def test_batch_hogs_load_a_core_and_are_killed():
+    from rbdiff.bench import batch as sec_ba
+    with sec_ba.Hogs(1) as h:
+        (p,) = h.procs
+        assert p.poll() is None
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.2:
+            pass
+    assert p.returncode is not None                  # killed and reaped
+    assert h.stats["n"] == 1 and h.stats["alive"] and h.stats["wall_s"] >= 0.2
+    if h.stats["busy"][0] is not None:               # /proc: the hog did run
+        assert h.stats["busy"][0] > 0
+    with pytest.raises(RuntimeError):                # killed when the block raises
+        with sec_ba.Hogs(1) as h:
+            (p,) = h.procs
+            raise RuntimeError("boom")
+    assert p.returncode is not None
 
 
 def test_batch_target_marks():
@@ -400,3 +539,88 @@ def test_batch_target_marks():
         dict(loop=True, pin=False)
     assert sec_ba._target(T["robot"], T["func"], T["B"], 1.0, None) == dict(loop=False,
                                                                            pin=None)
+
+
+# ------------------------------------------------------------------ suite robustness
+
+def test_missing_dependency_fails_before_any_section(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(suite, "run", lambda cfg, outdir: ran.append(cfg) or
+                        dict(files={}, meta=dict(wall_s=0.0)))
+    assert suite.missing_dependencies(suite.PRESETS["tiny"]) == []
+    monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib fails
+    with pytest.raises(SystemExit) as e:
+        suite.main(["--tiny", "--only", "accuracy", "--out", str(tmp_path / "a")])
+    assert e.value.code == 2 and not ran and not (tmp_path / "a" / "results.json").exists()
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and "--no-figures" in err
+    assert "pip install 'rbdiff[bench]'" in err
+    # without figures matplotlib is not needed
+    assert suite.main(["--tiny", "--only", "accuracy", "--out", str(tmp_path), "--no-figures",
+                       "--no-progress"]) == 0
+    assert len(ran) == 1 and ran[0].figures is False
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "pinocchio", None)
+    with pytest.raises(SystemExit):
+        suite.main(["--tiny", "--only", "accuracy", "--out", str(tmp_path), "--no-figures"])
+    err = capsys.readouterr().err
+    assert "tqdm" in err and "--no-progress" in err and "pinocchio" in err
+    assert "matplotlib" not in err and "rbdiff[bench]" in err
+    assert len(ran) == 1
+
+
+def test_results_json_after_each_section_when_a_later_one_fails(tmp_path, monkeypatch):
+    import types
+    seen = {}
+
+    def ok_run(cfg, bar, out):
+        bar.step("ok")
+        return dict(value=1.5)
+
+    def bad_run(cfg, bar, out):     # results.json already holds the finished section
+        seen["json"] = json.loads((tmp_path / "results.json").read_text())
+        raise RuntimeError("boom")
+
+    def module(run):
+        return types.SimpleNamespace(total=lambda cfg: 1, run=run,
+                                     figures=lambda sec, outdir: {},
+                                     report=lambda sec, files, cfg: ["## fake section", ""])
+    monkeypatch.setattr(suite, "SECTION_MODULES", {"first_order": module(ok_run),
+                                                   "precision": module(bad_run)})
+    cfg = replace(suite.PRESETS["tiny"], sections=("first_order", "precision"),
+                  progress=False)
+    with pytest.raises(RuntimeError, match="boom"):
+        suite.run(cfg, tmp_path)
+    assert seen["json"]["first_order"] == dict(value=1.5)
+    assert seen["json"]["meta"]["sections_done"] == ["first_order"]
+    assert not seen["json"]["meta"]["complete"]
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["first_order"] == dict(value=1.5) and "precision" not in data
+    assert data["meta"]["failed"] == dict(section="precision", error="RuntimeError: boom")
+    text = (tmp_path / "report.md").read_text()
+    assert "## fake section" in text and "incomplete run" in text and "boom" in text
+    assert not (tmp_path / "results.json.tmp").exists()
+
+
+def test_anchor_usage_names_are_accepted():
+    import argparse
+    import re
+
+    from rbdiff.bench import anchor
+    usage = re.search(r"python -m rbdiff\.bench\.anchor (.*)", anchor.__doc__).group(1)
+    names = usage.split()
+    assert names and any(n.endswith("+ff") for n in names)
+    for n in names:
+        name, floating = anchor.robot_arg(n)
+        assert name == n.removesuffix("+ff")
+    assert anchor.robot_arg("hyq") == ("hyq", True)            # its usual base
+    assert anchor.robot_arg("hyq+ff") == ("hyq", True)
+    assert anchor.robot_arg("panda") == ("panda", False)
+    assert anchor.robot_arg("panda+ff") == ("panda", True)
+    for bad in ("hyq+fixed", "no_such_robot", "no_such_robot+ff"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            anchor.robot_arg(bad)
+    with pytest.raises(SystemExit):        # refused by the parser, before any compiling
+        anchor.main(["no_such_robot"])
+    pm = anchor.pin_model("iiwa14", True)
+    assert (pm.nq, pm.nv) == (14, 13)

@@ -7,7 +7,11 @@ module compiles ``cpp/pin_anchor.cpp`` against the headers that ship in the ``pi
 every template instantiated in the program itself, then times it on the very model the
 Python side built (saved with ``pinocchio.Model.saveToBinary``).
 
-    python -m rbdiff.bench.anchor panda hyq+ff talos_full_v2+ff
+    python -m rbdiff.bench.anchor panda hyq talos_full_v2+ff
+
+A robot name alone takes the robot's usual base (a free flyer for legged robots and
+humanoids, as ``rbd.load_robot``); ``NAME+ff`` asks for a free-flyer base explicitly (as
+``python -m rbdiff.bench.gpu --robots`` spells it).
 
 Nothing here is needed by the library; ``available()`` says why the anchor cannot run
 (no compiler, no Eigen, no pin) instead of failing.
@@ -126,24 +130,49 @@ def run(pin_model, seed=0, repeats=21, dump=False):
     return out
 
 
-def main(argv=None):
+def robot_arg(s):
+    """``NAME`` or ``NAME+ff`` (argparse type): (name, floating base), the usual base for a
+    name alone; ArgumentTypeError for an unknown robot or suffix."""
     import argparse
 
-    from .models import robot_pair
+    from rbdiff.model.robots import default_floating_base, robot_names
+    name, plus, suffix = s.partition("+")
+    if plus and suffix != "ff":
+        raise argparse.ArgumentTypeError(f"{s!r}: expected NAME or NAME+ff")
+    if name not in robot_names():
+        raise argparse.ArgumentTypeError(f"unknown robot {name!r}; known: "
+                                         f"{', '.join(robot_names())}")
+    return name, (True if plus else default_floating_base(name))
+
+
+def pin_model(name, floating):
+    """Pinocchio's model of robot ``name`` from its URDF, with a free flyer or fixed."""
+    import pinocchio as pin
+
+    from rbdiff.model.robots import robot_path
+    path = str(robot_path(name))
+    return (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+            else pin.buildModelFromUrdf(path))
+
+
+def main(argv=None):
+    import argparse
     p = argparse.ArgumentParser(prog="python -m rbdiff.bench.anchor", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("robots", nargs="*", default=["panda", "hyq", "talos_full_v2"],
-                   help="robot names, each with its usual base (hyq and talos: free-flyer)")
+    p.add_argument("robots", nargs="*", type=robot_arg, metavar="NAME[+ff]",
+                   default=[robot_arg(n) for n in ("panda", "hyq", "talos_full_v2")],
+                   help="robots: NAME with its usual base (hyq and talos: free-flyer), "
+                        "NAME+ff with a free-flyer base (default: panda hyq talos_full_v2)")
     p.add_argument("--repeats", type=int, default=21)
     args = p.parse_args(argv)
     why = available()
     if why:
         print(f"C++ anchor unavailable: {why}")
         return 1
-    for name in args.robots:
-        _, pm = robot_pair(name)
-        r = run(pm, repeats=args.repeats)
-        print(f"{name:20s} nv={r['nv']:3d}  ComputeRNEASecondOrderDerivatives "
+    for name, floating in args.robots:
+        r = run(pin_model(name, floating), repeats=args.repeats)
+        label = name + ("+ff" if floating else "")
+        print(f"{label:20s} nv={r['nv']:3d}  ComputeRNEASecondOrderDerivatives "
               f"{r['rnea_second_order_derivatives'] * 1e6:8.2f} us   computeRNEADerivatives "
               f"{r['rnea_derivatives'] * 1e6:7.2f} us   computeABADerivatives "
               f"{r['aba_derivatives'] * 1e6:7.2f} us")

@@ -27,8 +27,14 @@ Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.
     second-order method against the complex step vs N (singh-2023 Fig. 12 and 20).
 (g) ``precision`` (bench/precision.py): the first-order derivative kernels in float32
     against float64: errors and time ratio per robot.
-(h) ``batch`` (bench/batch.py): one batched call on all cores vs a Python loop of single
-    rbdiff calls and of Pinocchio calls, per robot and batch size B.
+(h) ``batch`` (bench/batch.py): one batched call vs a Python loop of single rbdiff
+    calls and of Pinocchio calls, per robot and batch size B, with the cores idle, with
+    the other cores busy, and on one thread against the single-call kernel.
+
+The optional dependencies (``pip install 'rbdiff[bench]'``: matplotlib unless
+``--no-figures``, Pinocchio, example-robot-data for its robots, tqdm unless
+``--no-progress``) are checked before any section starts; results.json is rewritten
+after every section, so a run that fails later keeps what finished.
 
 All timings are single-threaded (Numba's thread count is set to 1 while timing, like
 the paper's single-core protocol; section (h)'s batches use all cores) and interleaved
@@ -37,6 +43,7 @@ round-robin in this process (``bench.timing.interleaved``; DESIGN.md section 4).
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -198,9 +205,11 @@ class Config:
     # accuracy_n: sizes, cap of Finite-Diff-1
     acc_sizes: tuple = (2, 3, 5, 8, 12, 20, 32, 50, 80, 110)
     acc_fd1_max: int = 110
-    # batch: robots (--robots sets them too) and batch sizes B
+    # batch: robots (--robots sets them too), batch sizes B and measured modes
     batch_robots: tuple = ("iiwa14", "hyq", "talos_full_v2")
     batch_sizes: tuple = (1, 4, 16, 64, 256, 1024)
+    batch_modes: tuple = sec_batch.MODES
+    figures: bool = True           # PNG figures (matplotlib)
     notes: list = field(default_factory=list)
 
 
@@ -901,8 +910,13 @@ def write_report(out, outdir, files):
              "- method: every comparison is timed in this process, interleaved "
              "round-robin (rbdiff.bench.timing.interleaved), median over rounds; peers "
              "are called from Python (DESIGN.md section 4).",
-             f"- raw numbers: `results.json`; sections run: {', '.join(out['config']['sections'])}",
+             f"- raw numbers: `results.json`; sections run: "
+             f"{', '.join(m.get('sections_done', out['config']['sections']))}",
              ""]
+    if m.get("failed"):
+        f = m["failed"]
+        lines[-1:-1] = [f"- **incomplete run**: section {f['section']} failed ({f['error']}); "
+                        "the sections above it are complete"]
     if "table" in out:
         lines += report_table(out, files)
     if "scaling" in out:
@@ -1012,6 +1026,60 @@ def _meta():
                 derivatives=_has_derivatives())
 
 
+# the extra that installs the benchmark's optional dependencies (pyproject.toml)
+EXTRA = "rbdiff[bench]"
+
+
+def _robots_needed(cfg):
+    """The robots the sections of ``cfg`` load."""
+    sec = cfg.sections
+    names = []
+    if "table" in sec or "precision" in sec:
+        names += cfg.robots
+    if "second_order" in sec:
+        names += cfg.so_robots
+    if "accuracy" in sec:
+        names += [arg for kind, arg in cfg.accuracy_cases if kind == "robot"]
+    if "batch" in sec:
+        names += cfg.batch_robots
+    return list(dict.fromkeys(names))
+
+
+def _importable(name):
+    try:
+        importlib.import_module(name)
+        return True
+    except ImportError:
+        return False
+
+
+def missing_dependencies(cfg):
+    """[(module, what it is for, option that does without it or None)] of the optional
+    dependencies the run ``cfg`` needs and cannot import; checked before any section
+    starts (a missing matplotlib used to end a long run at the figures)."""
+    from rbdiff.model.robots import _BUNDLED, example_robot_data_dir
+    missing = []
+    if getattr(cfg, "figures", True) and not _importable("matplotlib"):
+        missing.append(("matplotlib", "the PNG figures", "--no-figures"))
+    if not _importable("pinocchio"):
+        missing.append(("pinocchio (pip package pin)", "the Pinocchio peer of every "
+                        "comparison", None))
+    erd = [r for r in _robots_needed(cfg) if r not in _BUNDLED]
+    if erd and example_robot_data_dir() is None:
+        missing.append(("example-robot-data", f"the robots {', '.join(erd)}", None))
+    if cfg.progress and not _importable("tqdm"):
+        missing.append(("tqdm", "the progress bar", "--no-progress"))
+    return missing
+
+
+def missing_message(missing):
+    """The sentence that names what is missing and the extra that installs it."""
+    parts = [f"{m} ({what}" + (f"; or run with {opt}" if opt else "") + ")"
+             for m, what, opt in missing]
+    return (f"missing optional dependencies of the benchmark: {', '.join(parts)}. Install "
+            f"them with: pip install '{EXTRA}'")
+
+
 def _json_default(o):
     if isinstance(o, (np.floating, np.integer)):
         return o.item()
@@ -1022,15 +1090,33 @@ def _json_default(o):
     raise TypeError(type(o).__name__)
 
 
+def write_json(out, outdir):
+    """results.json in ``outdir``, replaced whole (a crash mid-write leaves the last one)."""
+    tmp = outdir / "results.json.tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=1, default=_json_default)
+    os.replace(tmp, outdir / "results.json")
+
+
+def _section_runners(cfg):
+    """[(name, run(cfg, bar, out))] of the sections of ``cfg``, in the report's order."""
+    runners = [("table", run_table), ("scaling", run_scaling), ("accuracy", run_accuracy)]
+    runners += [(name, mod.run) for name, mod in SECTION_MODULES.items()]
+    return [(name, f) for name, f in runners if name in cfg.sections]
+
+
 def run(cfg, outdir):
     """Run the sections of ``cfg``, write report.md, results.json and the PNGs into
-    ``outdir``; returns the results dict."""
+    ``outdir``; returns the results dict. results.json is rewritten after every section
+    (``meta.sections_done``); when a section raises, results.json and report.md keep the
+    finished sections and name the failure (``meta.failed``), and the error propagates."""
     import numba
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     out = dict(meta=_meta(), config={k: v for k, v in asdict(cfg).items() if k != "notes"},
                notes=list(cfg.notes))
+    out["meta"].update(complete=False, sections_done=[])
     if not _has_derivatives():
         out["notes"].append("rbdiff.derivatives is not available: analytical derivative "
                             "rows and curves show Pinocchio only.")
@@ -1040,32 +1126,43 @@ def run(cfg, outdir):
         out["notes"].append("Pinocchio is not installed: no Pinocchio peer.")
     threads = numba.get_num_threads()
     bar = Progress(_total(cfg), cfg.progress)
+    name = None
     try:
         numba.set_num_threads(max(1, min(cfg.threads, numba.config.NUMBA_NUM_THREADS)))
-        if "table" in cfg.sections:
-            out["table"] = run_table(cfg, bar, out)
-        if "scaling" in cfg.sections:
-            out["scaling"] = run_scaling(cfg, bar, out)
-        if "accuracy" in cfg.sections:
-            out["accuracy"] = run_accuracy(cfg, bar, out)
-        for name, mod in SECTION_MODULES.items():
-            if name in cfg.sections:
-                out[name] = mod.run(cfg, bar, out)
+        for name, section in _section_runners(cfg):
+            out[name] = section(cfg, bar, out)
+            out["meta"]["sections_done"].append(name)
+            out["meta"]["wall_s"] = time.perf_counter() - t0
+            write_json(out, outdir)
+        name = None
+    except BaseException as e:          # KeyboardInterrupt too: keep what finished
+        out["meta"]["failed"] = dict(section=name, error=f"{type(e).__name__}: {e}")
+        out["meta"]["wall_s"] = time.perf_counter() - t0
+        out["files"] = {}
+        try:
+            write_json(out, outdir)
+            write_report(out, outdir, {})
+        except Exception as e2:         # noqa: BLE001 (the section's error matters more)
+            print(f"bench: could not write the partial results: {e2}", file=sys.stderr)
+        raise
     finally:
         numba.set_num_threads(threads)
         bar.close()
-    files = make_figures(out, outdir)
+    files = make_figures(out, outdir) if cfg.figures else {}
     out["files"] = files
     out["meta"]["wall_s"] = time.perf_counter() - t0
+    out["meta"]["complete"] = True
     write_report(out, outdir, files)
-    with open(outdir / "results.json", "w") as f:
-        json.dump(out, f, indent=1, default=_json_default)
+    write_json(out, outdir)
     return out
 
 
 def config_from_args(args):
     cfg = PRESETS["tiny" if args.tiny else "quick" if args.quick else "full"]
-    changes = dict(progress=not args.no_progress, mujoco=not args.no_mujoco)
+    changes = dict(progress=not args.no_progress, mujoco=not args.no_mujoco,
+                   figures=not getattr(args, "no_figures", False))
+    if getattr(args, "batch_modes", None):
+        changes["batch_modes"] = tuple(m for m in sec_batch.MODES if m in args.batch_modes)
     if args.robots:
         changes["robots"] = changes["batch_robots"] = tuple(args.robots)
     if args.only:
@@ -1111,6 +1208,11 @@ def main(argv=None):
                           "it if needed (about 4 minutes once; the full mode does by "
                           "default, --quick / --tiny only use an already built one)")
     cpp.add_argument("--no-cpp", action="store_true", help="never use the C++ anchor")
+    p.add_argument("--batch-modes", nargs="+", choices=sec_batch.MODES, metavar="MODE",
+                   help="batch section: measured modes, of "
+                        f"{' '.join(sec_batch.MODES)} (default: all)")
+    p.add_argument("--no-figures", action="store_true",
+                   help="no PNG figures (matplotlib not needed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     from rbdiff.model.robots import robot_names
@@ -1121,6 +1223,9 @@ def main(argv=None):
         cfg = config_from_args(args)
     except ValueError as e:
         p.error(str(e))
+    missing = missing_dependencies(cfg)      # before any section: fail in seconds
+    if missing:
+        p.error(missing_message(missing))
     print(f"rbdiff bench ({cfg.mode}): sections {', '.join(cfg.sections)} -> {args.out}/ "
           "(the first run compiles kernels)", file=sys.stderr, flush=True)
     out = run(cfg, args.out)

@@ -37,7 +37,7 @@ def calibrate(func, min_time=3e-3):
         number = max(number + 1, int(number * grow))
 
 
-def interleaved(funcs, repeats=15, number=None, min_time=3e-3):
+def interleaved(funcs, repeats=15, number=None, min_time=3e-3, times=False):
     """Time zero-argument callables interleaved, round-robin, in this process.
 
     ``funcs``: {name: callable}. Each of ``repeats`` rounds times every callable over
@@ -46,8 +46,10 @@ def interleaved(funcs, repeats=15, number=None, min_time=3e-3):
     callable always runs right after the same neighbour. The garbage collector is off
     while timing, as in ``timeit``.
 
-    Returns {name: {"median": s, "min": s, "number": calls per round, "repeats": rounds}}
-    where "median" and "min" are seconds per call over the rounds.
+    Returns {name: {"median": s, "min": s, "max": s, "number": calls per round,
+    "repeats": rounds}} where "median", "min" and "max" (the worst round) are seconds per
+    call over the rounds; with ``times=True`` also "times": every round's seconds per
+    call, in round order (round r of one callable ran next to round r of the others).
     """
     names = list(funcs)
     if not names:
@@ -66,5 +68,9 @@ def interleaved(funcs, repeats=15, number=None, min_time=3e-3):
     finally:
         if gc_was_enabled:
             gc.enable()
-    return {n: {"median": statistics.median(ts), "min": min(ts), "number": counts[n],
-                "repeats": repeats} for n, ts in per_call.items()}
+    res = {n: {"median": statistics.median(ts), "min": min(ts), "max": max(ts),
+               "number": counts[n], "repeats": repeats} for n, ts in per_call.items()}
+    if times:
+        for n, ts in per_call.items():
+            res[n]["times"] = ts
+    return res
