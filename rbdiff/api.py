@@ -16,7 +16,8 @@ from .kernels.workspace import single_call_scratch
 from .validation import F64 as _F64
 from .validation import explain, gpu_call, on_device, prepare
 
-# The fast paths ask only for dtype float64 and ndim 1 (no type() checks: ~70 ns less,
+# The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch; the batch
+# entries check the shapes, cpu.checks) (no type() checks: ~70 ns less,
 # with np.empty bound below). Anything else leaves them: no .dtype (AttributeError), not a
 # NumPy array (the compiled entry's unboxing raises TypeError), or input the entry
 # refuses (ValueError); the general path then validates it and names the argument.
@@ -29,6 +30,11 @@ _rnea_one = native(single.rnea_one, "_rnea_one", globals())
 _aba_one = native(single.aba_one, "_aba_one", globals())
 _crba_one = native(single.crba_one, "_crba_one", globals(), inputs=(2,))
 _minverse_one = native(single.minverse_one, "_minverse_one", globals(), inputs=(2,))
+_run = policy.run
+_RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
+_ABA_B = (batch.aba_batch, batch.aba_parallel)
+_CRBA_B = (batch.crba_batch, batch.crba_parallel)
+_MINV_B = (batch.minverse_batch, batch.minverse_parallel)
 
 
 def _call(model, one, batched, fext, named, out_shape, forces=False):
@@ -46,7 +52,7 @@ def _call(model, one, batched, fext, named, out_shape, forces=False):
         if nb is None:
             one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
         else:
-            policy.run(model, *batched, nb, args + (out,))
+            _run(model, *batched, nb, args + (out,))
     except ValueError:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
     return out
@@ -59,17 +65,22 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
-        if fext is None and q.dtype is v.dtype is a.dtype is _F64 and \
-                q.ndim == v.ndim == a.ndim == 1:
-            tau = _empty(model.nv)
-            _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
-            return tau
+    try:    # fast paths (see _FAST_MISS); the entries check lengths and values
+        if fext is None and q.dtype is v.dtype is a.dtype is _F64:
+            if q.ndim == v.ndim == a.ndim == 1:
+                tau = _empty(model.nv)
+                _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
+                return tau
+            if q.ndim == v.ndim == a.ndim == 2:
+                n = q.shape[0]
+                tau = _empty((n, model.nv))
+                _run(model, *_RNEA_B, n, (model.mi, model.mf, q, v, a, _empty((n, 0, 6)), tau))
+                return tau
     except _FAST_MISS:
         pass
     if on_device(q, v, a, fext):
         return gpu_call("rnea", model, q, v, a, fext)
-    return _call(model, single.rnea_one, (batch.rnea_batch, batch.rnea_parallel), fext,
+    return _call(model, single.rnea_one, _RNEA_B, fext,
                  [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], model._sv)
 
 
@@ -80,16 +91,21 @@ def aba(model, q, v, tau, fext=None):
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
     try:
-        if fext is None and q.dtype is v.dtype is tau.dtype is _F64 and \
-                q.ndim == v.ndim == tau.ndim == 1:
-            qdd = _empty(model.nv)
-            _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
-            return qdd
+        if fext is None and q.dtype is v.dtype is tau.dtype is _F64:
+            if q.ndim == v.ndim == tau.ndim == 1:
+                qdd = _empty(model.nv)
+                _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
+                return qdd
+            if q.ndim == v.ndim == tau.ndim == 2:
+                n = q.shape[0]
+                qdd = _empty((n, model.nv))
+                _run(model, *_ABA_B, n, (model.mi, model.mf, q, v, tau, _empty((n, 0, 6)), qdd))
+                return qdd
     except _FAST_MISS:
         pass
     if on_device(q, v, tau, fext):
         return gpu_call("aba", model, q, v, tau, fext)
-    return _call(model, single.aba_one, (batch.aba_batch, batch.aba_parallel), fext,
+    return _call(model, single.aba_one, _ABA_B, fext,
                  [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], model._sv)
 
 
@@ -97,31 +113,41 @@ def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            M = _empty(model._svv)
-            _crba_one(model.mi, model.mf, q, model._ws, M)
-            return M
+        if q.dtype is _F64:
+            if q.ndim == 1:
+                M = _empty(model._svv)
+                _crba_one(model.mi, model.mf, q, model._ws, M)
+                return M
+            if q.ndim == 2:
+                M = _empty((q.shape[0],) + model._svv)
+                _run(model, *_CRBA_B, q.shape[0], (model.mi, model.mf, q, M))
+                return M
     except _FAST_MISS:
         pass
     if on_device(q):
         return gpu_call("crba", model, q)
-    return _call(model, single.crba_one, (batch.crba_batch, batch.crba_parallel), None, [("q", q, model.nq)], model._svv)
+    return _call(model, single.crba_one, _CRBA_B, None, [("q", q, model.nq)], model._svv)
 
 
 def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            Minv = _empty(model._svv)
-            _minverse_one(model.mi, model.mf, q, model._ws, model._F, Minv)
-            return Minv
+        if q.dtype is _F64:
+            if q.ndim == 1:
+                Minv = _empty(model._svv)
+                _minverse_one(model.mi, model.mf, q, model._ws, model._F, Minv)
+                return Minv
+            if q.ndim == 2:
+                Minv = _empty((q.shape[0],) + model._svv)
+                _run(model, *_MINV_B, q.shape[0], (model.mi, model.mf, q, Minv))
+                return Minv
     except _FAST_MISS:
         pass
     if on_device(q):
         return gpu_call("minverse", model, q)
-    return _call(model, single.minverse_one, (batch.minverse_batch, batch.minverse_parallel),
-                 None, [("q", q, model.nq)], model._svv, forces=True)
+    return _call(model, single.minverse_one, _MINV_B, None, [("q", q, model.nq)],
+                 model._svv, forces=True)
 
 
 def nonlinear_effects(model, q, v):

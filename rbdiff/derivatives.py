@@ -45,6 +45,11 @@ _rnea_cr_one = native(cs.rnea_chain_rule_one, "_rnea_cr_one", globals())
 _aba_p_one = native(cs.aba_derivatives_product_one, "_aba_p_one", globals())
 _aba_cr_one = native(cs.aba_chain_rule_one, "_aba_cr_one", globals())
 _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
+# batch entry pairs (serial, parallel): cpu.policy picks one per call
+_RNEA_D_B = (cb.rnea_derivatives_batch, cb.rnea_derivatives_parallel)
+_RNEA_CR_B = (cb.rnea_chain_rule_batch, cb.rnea_chain_rule_parallel)
+_ABA_D_B = (cb.aba_derivatives_batch, cb.aba_derivatives_parallel)
+_ABA_CR_B = (cb.aba_chain_rule_batch, cb.aba_chain_rule_parallel)
 
 
 def _check_method(method):
@@ -124,6 +129,30 @@ def _fast(q, v, u, fext):
     return (fext is None and type(q) is _ND and type(v) is _ND and type(u) is _ND
             and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
             and q.ndim == 1 and v.ndim == 1 and u.ndim == 1)
+
+
+def _fast_batch(q, v, u, fext):
+    """The batch size B for the common batch call (float64 (B, n) ndarrays, no fext; the
+    batch entries check the shapes), else None."""
+    if (fext is None and type(q) is _ND and type(v) is _ND and type(u) is _ND
+            and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
+            and q.ndim == 2 and v.ndim == 2 and u.ndim == 2):
+        return q.shape[0]
+    return None
+
+
+def _batch_into_new(model, batched, q, v, u, extra=()):
+    """The three (B, nv, nv) outputs of the batch pair ``batched`` on checked-type
+    inputs, or None when the entry refuses them (the general path then names why)."""
+    n = q.shape[0]
+    s = (n,) + model._svv
+    outs = (np.empty(s), np.empty(s), np.empty(s))
+    try:
+        policy.run(model, *batched, n, (model.mi, model.mf, q, v, u, np.empty((n, 0, 6)),
+                                        *outs), extra)
+    except ValueError:
+        return None
+    return outs
 
 
 def _stepped(model, fn, q, v, u, fext, method):
@@ -207,13 +236,16 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
+    one, batched = ((cs.rnea_derivatives_one, _RNEA_D_B) if idsva
+                    else (cs.rnea_chain_rule_one, _RNEA_CR_B))
+    if out is None and _fast_batch(q, v, a, fext) is not None:
+        outs = _batch_into_new(model, batched, q, v, a)
+        if outs is not None:
+            return _new(RNEADerivatives, outs)
     if on_device(q, v, a, fext):
         return gpu_call("rnea_derivatives", model, q, v, a, fext, method=method, out=out)
     return _new(RNEADerivatives, _analytical(
-        model, *((cs.rnea_derivatives_one, (cb.rnea_derivatives_batch,
-                                            cb.rnea_derivatives_parallel)) if idsva
-                 else (cs.rnea_chain_rule_one, (cb.rnea_chain_rule_batch,
-                                                cb.rnea_chain_rule_parallel))), fext,
+        model, one, batched, fext,
         [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], out=out,
         names=RNEADerivatives._fields))
 
@@ -256,17 +288,16 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 return _new(ABADerivatives, (d1, d2, d3))
             except ValueError:
                 pass
-        one, batched, fast = (cs.aba_derivatives_product_one,
-                              (cb.aba_derivatives_batch, cb.aba_derivatives_parallel), None)
+        one, batched, fast = cs.aba_derivatives_product_one, _ABA_D_B, None
     elif method == "idsva":
-        one, batched, fast = (cs.aba_derivatives_product_one,
-                              (cb.aba_derivatives_batch, cb.aba_derivatives_parallel),
-                              "_aba_p_one")
+        one, batched, fast = cs.aba_derivatives_product_one, _ABA_D_B, "_aba_p_one"
     else:
-        one, batched, fast = (cs.aba_chain_rule_one,
-                              (cb.aba_chain_rule_batch, cb.aba_chain_rule_parallel),
-                              "_aba_cr_one")
+        one, batched, fast = cs.aba_chain_rule_one, _ABA_CR_B, "_aba_cr_one"
     extra = (code,)
+    if out is None and _fast_batch(q, v, tau, fext) is not None:
+        outs = _batch_into_new(model, batched, q, v, tau, extra)
+        if outs is not None:
+            return _new(ABADerivatives, outs)
     if fast is not None and out is None and _fast(q, v, tau, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)

@@ -43,24 +43,42 @@ def configuration_checked(mi, q, ws):
     workspace_ok(mi, ws)
 
 
+@helper
+def rows_finite(x):
+    """Every entry of x (B, n) finite, row by row (x.ravel() of a strided x would copy)."""
+    for b in range(x.shape[0]):
+        if not all_finite(x[b]):
+            return False
+    return True
+
+
 @entry
 def batch_states_ok(mi, q, v, u, fext):
-    """q (B, nq) valid configurations; v, u (B, nv) and fext (B, k, 6) or None finite.
-    Raises ValueError(BAD_Q or BAD_STATE) before any item runs, so a refused batch
-    writes nothing."""
-    for b in range(q.shape[0]):
+    """q (B, nq) valid configurations; v, u (B, nv) and fext (B, k, 6) (k = 0 or
+    njoints) or None finite. Raises ValueError(BAD_SHAPE, BAD_Q or BAD_STATE) before any
+    item runs, so a refused batch writes nothing."""
+    B = q.shape[0]
+    if (q.shape[1] != mi[0, 1] or v.shape[0] != B or v.shape[1] != mi[0, 2]
+            or u.shape[0] != B or u.shape[1] != mi[0, 2]):
+        raise ValueError(BAD_SHAPE)
+    for b in range(B):
         if not configuration_ok(mi, q[b]):
             raise ValueError(BAD_Q)
-    if not (all_finite(v.ravel()) and all_finite(u.ravel())):
+    if not (rows_finite(v) and rows_finite(u)):
         raise ValueError(BAD_STATE)
     if fext is not None:
-        if not all_finite(fext.ravel()):
-            raise ValueError(BAD_STATE)
+        if fext.shape[0] != B or (fext.shape[1] != 0 and fext.shape[1] != mi[0, 0]):
+            raise ValueError(BAD_SHAPE)
+        for b in range(B):
+            if not rows_finite(fext[b]):
+                raise ValueError(BAD_STATE)
 
 
 @entry
 def batch_configurations_ok(mi, q):
-    """q (B, nq) valid configurations, or ValueError(BAD_Q)."""
+    """q (B, nq) valid configurations, or ValueError(BAD_SHAPE or BAD_Q)."""
+    if q.shape[1] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
     for b in range(q.shape[0]):
         if not configuration_ok(mi, q[b]):
             raise ValueError(BAD_Q)

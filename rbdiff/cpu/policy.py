@@ -75,19 +75,26 @@ def run(model, serial, parallel, batch, args, options=()):
     """serial(*args, *options, True) or parallel(*args, *options, nchunks), as the plan
     decides (both check every item before computing any: a bad batch raises ValueError
     with a cpu.checks code and writes nothing); ``args`` are the entry's (mi, mf,
-    inputs..., outputs...), every input and output with leading axis ``batch``."""
-    if _forced[0] != "auto":
-        if _forced[0] == "serial":
-            serial(*args, *options, True)
+    inputs..., outputs...), every input and output with leading axis ``batch``. Written
+    flat: it is on every batch call's path."""
+    if _forced[0] != "auto" or batch == 0:
+        if _forced[0] == "parallel":
+            parallel(*args, *options, min(get_num_threads(), max(batch, 1)))
         else:
-            parallel(*args, *options, min(get_num_threads(), batch))
+            serial(*args, *options, True)
         return
-    p = plan_of(model, serial)
+    p = model._plans.get(serial) or plan_of(model, serial)
     t0 = perf_counter()
-    est = None if p.serial_runs < 2 else p.item_s * batch
-    if est is None or est < PARALLEL_MIN_S or t0 < p.serial_until:
+    if p.serial_runs < 2 or p.item_s * batch < PARALLEL_MIN_S or t0 < p.serial_until:
         serial(*args, *options, True)
-        _observe_serial(p, (perf_counter() - t0) / batch)
+        # a faster run replaces the estimate (the first run compiles; a preempted run is
+        # slow, never fast), a slower one moves it by an eighth
+        item = (perf_counter() - t0) / batch
+        p.serial_runs += 1
+        if p.item_s is None or item < p.item_s:
+            p.item_s = item
+        else:
+            p.item_s += 0.125 * (item - p.item_s)
         return
     n = get_num_threads()
     if n < 2:
@@ -95,20 +102,9 @@ def run(model, serial, parallel, batch, args, options=()):
         return
     parallel(*args, *options, min(n, batch))
     took = perf_counter() - t0
-    if took > LOSS * est:
+    if took > LOSS * p.item_s * batch:
         p.serial_until = perf_counter() + p.backoff
         p.backoff = min(2 * p.backoff, BACKOFF_MAX_S)
     else:
         p.backoff = BACKOFF_MIN_S
         p.item_s = min(p.item_s, took * n / batch)   # n x parallel time bounds the serial
-
-
-def _observe_serial(p, item):
-    """Fold one serial run's seconds per item into the estimate: a faster run replaces it
-    (the first run includes compilation; a preempted run is slow, never fast), a slower
-    one moves it by an eighth."""
-    p.serial_runs += 1
-    if p.item_s is None or item < p.item_s:
-        p.item_s = item
-    else:
-        p.item_s += 0.125 * (item - p.item_s)
