@@ -24,7 +24,7 @@ from time import perf_counter
 import numpy as np
 from numba import get_num_threads
 
-from .checks import batch_configurations_ok, batch_states_ok
+from .checks import batch_configurations_ok, batch_states_ok, batch_tangent_ok
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
 LOSS = 0.9                # a parallel run slower than LOSS x the serial estimate lost
@@ -48,10 +48,12 @@ _NO_FEXT = np.zeros((1, 0, 6))
 
 def check(model, inputs, fext=None):
     """Refuse a bad batch before any item runs (ValueError with a checks.BAD_* code):
-    inputs = (q,) or (q, v, a/tau), each with a leading batch axis; fext (B, k, 6) or
-    None."""
+    inputs = (q,), (q, v) (integrate's) or (q, v, a/tau), each with a leading batch axis;
+    fext (B, k, 6) or None."""
     if len(inputs) == 1:
         batch_configurations_ok(model.mi, inputs[0])
+    elif len(inputs) == 2:
+        batch_tangent_ok(model.mi, *inputs)
     else:
         q, v, u = inputs
         batch_states_ok(model.mi, q, v, u, _NO_FEXT if fext is None else fext)

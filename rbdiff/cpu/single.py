@@ -10,6 +10,7 @@ from ..kernels.aba import aba
 from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.checks import all_finite, configuration_ok
+from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
 from ..kernels.fdsva_so import fdsva_so_routes
 from ..kernels.fk import kinematics_pass
@@ -22,7 +23,33 @@ from ..kernels.rnea import rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .checks import BAD_Q, BAD_STATE, configuration_checked, state_ok, workspace_ok
+from .checks import (BAD_Q, BAD_SHAPE, BAD_STATE, configuration_checked, configurations_ok,
+                     state_ok, tangent_ok, workspace_ok)
+
+# ---- configuration space (fast entries: no scratch at all) -----------------------------
+
+
+@fast_entry
+def integrate_one(mi, q, v, qout):
+    """qout (nq,) = q (+) v; q (nq,) a valid configuration, v (nv,) finite."""
+    tangent_ok(mi, q, v, qout)
+    integrate(mi, q, v, qout)
+
+
+@fast_entry
+def difference_one(mi, q0, q1, v):
+    """v (nv,) = q1 (-) q0; q0, q1 (nq,) valid configurations."""
+    configurations_ok(mi, q0, q1, v)
+    difference(mi, q0, q1, v)
+
+
+@fast_entry
+def neutral_one(mi, q):
+    """q (nq,) = the neutral configuration."""
+    if q.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
+    neutral(mi, q)
+
 
 # ---- dynamics (fast entries: no Numba runtime, the model's scratch) --------------------
 

@@ -14,6 +14,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from . import configuration as _configuration
 from . import layout as L
 from ..kernels.workspace import single_call_scratch
 
@@ -164,6 +165,7 @@ class Model:
         self._svv = (self.nv, self.nv)
         self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
         self._plans = {}                                        # cpu.policy: batch plans
+        self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
     def _pack(self):
