@@ -281,3 +281,18 @@ def test_random_configuration_is_valid_and_batched():
     qi = rbd.random_configuration(iiwa, 1, batch=200)
     assert np.all(qi >= iiwa.lower_limits) and np.all(qi <= iiwa.upper_limits)
     assert np.array_equal(rbd.random_configuration(model, 3), rbd.random_configuration(model, 3))
+
+
+def test_model_marks_runs_of_one_dof_joints():
+    """layout.MI_RUN: the kernels add runs of revolute / prismatic coordinates as one
+    vector and skip them whole in the quaternion checks."""
+    model = rbd.models.random_tree(30, 6, floating_base=True)
+    t = model.joint_types
+    for i in range(1, model.njoints + 1):
+        run = 0
+        while i + run <= model.njoints and t[i + run] in (L.REVOLUTE, L.PRISMATIC):
+            run += 1
+        assert model.mi[i, L.MI_RUN] == run
+        if run:
+            assert model.idx_q[i + run - 1] - model.idx_q[i] == run - 1
+            assert model.idx_v[i + run - 1] - model.idx_v[i] == run - 1

@@ -46,7 +46,7 @@ computed partly in float64 and stored as float32.
 
 import numpy as np
 
-from ..model.layout import (FREE_FLYER, MI_IQ, MI_IV, MI_TYPE, PRISMATIC,
+from ..model.layout import (FREE_FLYER, MI_IQ, MI_IV, MI_RUN, MI_TYPE, PRISMATIC,
                             REVOLUTE_UNBOUNDED, SPHERICAL)
 from .jit import helper
 from .trig import sincos
@@ -241,35 +241,49 @@ def difference_se3(q0, q1, iq, iv, v):
 @helper
 def integrate(mi, q, v, qout):
     """qout (nq,) = q (+) v for q (nq,), v (nv,) (qout must not alias q)."""
-    for i in range(1, mi[0, 0] + 1):
+    n = mi[0, 0]
+    i = 1
+    while i <= n:
         t = mi[i, MI_TYPE]
         iq = mi[i, MI_IQ]
         iv = mi[i, MI_IV]
-        if t <= PRISMATIC:                      # revolute, prismatic (the common case)
-            qout[iq] = q[iq] + v[iv]
-        elif t == FREE_FLYER:
+        if t <= PRISMATIC:          # a run of revolute / prismatic joints: one vector
+            r = max(mi[i, MI_RUN], 1)
+            for k in range(r):
+                qout[iq + k] = q[iq + k] + v[iv + k]
+            i += r
+            continue
+        if t == FREE_FLYER:
             integrate_se3(q, iq, v, iv, qout)
         elif t == SPHERICAL:
             integrate_so3(q, iq, v, iv, qout)
         else:
             integrate_so2(q, iq, v, iv, qout)
+        i += 1
 
 
 @helper
 def difference(mi, q0, q1, v):
     """v (nv,) = q1 (-) q0, the tangent vector with q0 (+) v = q1."""
-    for i in range(1, mi[0, 0] + 1):
+    n = mi[0, 0]
+    i = 1
+    while i <= n:
         t = mi[i, MI_TYPE]
         iq = mi[i, MI_IQ]
         iv = mi[i, MI_IV]
         if t <= PRISMATIC:
-            v[iv] = q1[iq] - q0[iq]
-        elif t == FREE_FLYER:
+            r = max(mi[i, MI_RUN], 1)
+            for k in range(r):
+                v[iv + k] = q1[iq + k] - q0[iq + k]
+            i += r
+            continue
+        if t == FREE_FLYER:
             difference_se3(q0, q1, iq, iv, v)
         elif t == SPHERICAL:
             difference_so3(q0, q1, iq, iv, v)
         else:
             difference_so2(q0, q1, iq, iv, v)
+        i += 1
 
 
 @helper

@@ -190,6 +190,8 @@ class Model:
                                           + m * (c @ c * np.eye(3) - np.outer(c, c))).ravel()
             mf[i, L.MF_S:L.MF_S + 6 * self.nvs[i]] = self.motion_subspace(i).T.ravel()
         for i in range(n, 0, -1):
+            if self.joint_types[i] in (L.REVOLUTE, L.PRISMATIC):
+                mi[i, L.MI_RUN] = 1 + (mi[i + 1, L.MI_RUN] if i < n else 0)
             mi[i, L.MI_NVSUB] += self.nvs[i]
             if self.parents[i] > 0:
                 mi[self.parents[i], L.MI_NVSUB] += mi[i, L.MI_NVSUB]
