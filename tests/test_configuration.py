@@ -296,3 +296,39 @@ def test_model_marks_runs_of_one_dof_joints():
         if run:
             assert model.idx_q[i + run - 1] - model.idx_q[i] == run - 1
             assert model.idx_v[i + run - 1] - model.idx_v[i] == run - 1
+
+
+def test_fast_path_refuses_what_it_cannot_read():
+    """The fast entries take q and v as any objects (kernels.fastargs) and accept only
+    float64 1-D ndarrays: int64 data (8 bytes too), other byte orders, 2-D arrays and
+    ndarray subclasses go to the general path and give the float64 answer."""
+    from rbdiff import configuration as C
+    from rbdiff.kernels import fastargs
+    model, pm = tree_pair(1, n=6, floating=True)
+    rng = np.random.default_rng(1)
+    q = _q(pm, rng)
+    v = np.round(3 * rng.normal(size=model.nv))
+    want = pin.integrate(pm, q, v)
+    assert _rel(rbd.integrate(model, q, v.astype(np.int64)), want) < INTEGRATE_TOL
+    assert _rel(rbd.integrate(model, q.astype(">f8"), v), want) < INTEGRATE_TOL
+    assert _rel(rbd.integrate(model, q[None], v)[0], want) < INTEGRATE_TOL
+    assert _rel(rbd.integrate(model, np.asmatrix(q), v)[0], want) < INTEGRATE_TOL
+    out = np.empty(model.nq)
+    if fastargs.AVAILABLE:
+        rbd.integrate(model, q, v)           # binds C._integrate_fast to the compiled entry
+        for bad in (q.astype(np.int64), q[None], q.astype(np.float32), list(q), np.asmatrix(q),
+                    q.astype(">f8"), None, 3.0):
+            with pytest.raises(TypeError):
+                C._integrate_fast(model.mi, bad, v, out)
+            with pytest.raises(TypeError):
+                C._integrate_fast(model.mi, q, bad, out)
+        C._integrate_fast(model.mi, q, v, out)
+        assert _rel(out, want) < INTEGRATE_TOL
+    for bad in (q.astype(np.int64), q[None], list(q)):     # the Python-checked fallback
+        with pytest.raises((TypeError, AttributeError)):
+            C._integrate_checked(model.mi, bad, v, out)
+    C._integrate_checked(model.mi, q, v, out)
+    assert _rel(out, want) < INTEGRATE_TOL
+    d = np.empty(model.nv)
+    C._difference_checked(model.mi, q, out, d)
+    assert np.max(np.abs(d - v)) < 1e-12 or _rel(d, pin.difference(pm, q, out)) < 1e-12
