@@ -12,6 +12,9 @@ from .api import gravity
 from .api import minverse
 from .api import nonlinear_effects
 from .api import rnea
+from .configuration import difference
+from .configuration import integrate
+from .configuration import neutral
 from .derivatives import aba_derivatives
 from .derivatives import rnea_derivatives
 from .kinematics import forward_kinematics
@@ -20,9 +23,6 @@ from .kinematics import frame_placement
 from .kinematics import frame_placements
 from .kinematics import kinematics_derivatives
 from .model import models
-from .model.configuration import difference
-from .model.configuration import integrate
-from .model.configuration import neutral
 from .model.configuration import random_configuration
 from .model.model import Frame
 from .model.model import FrameType

@@ -25,7 +25,7 @@ from .cpu import policy
 from .cpu import single as cs
 from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge
 from .kernels.jit import native
-from .model.configuration import integrate
+from .configuration import integrate
 from .results import ABADerivatives, RNEADerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND

@@ -33,7 +33,7 @@ from .cpu import policy
 from .cpu import single as cs
 from .kernels import fdsva_so as fk
 from .derivatives import _CS_STEP, _FD_STEP, aba_derivatives, rnea_derivatives
-from .model.configuration import integrate
+from .configuration import integrate
 from .results import ABASecondOrderDerivatives, RNEASecondOrderDerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND

@@ -100,8 +100,9 @@ def prepare(model, fext, named, wants_fext=True):
     return arrays, f, batch, mf
 
 
-def explain(model, named, fext):
-    """The precise reason a compiled entry point refused its input."""
+def explain(model, named, fext, configurations=None):
+    """The precise reason a compiled entry point refused its input. ``configurations``:
+    the names in ``named`` that are configurations (default: the first one, q)."""
     for name, x in list(named) + [("fext", fext)]:
         if x is None:
             continue
@@ -110,7 +111,20 @@ def explain(model, named, fext):
         if len(bad):
             return ValueError(f"{name} contains NaN or Inf at index "
                               f"{tuple(int(k) for k in bad[0])}")
-    q = np.atleast_2d(np.asarray(named[0][1]))
+    if configurations is None:
+        configurations = (named[0][0],)
+    for name, x in named:
+        if name in configurations:
+            err = _configuration_error(model, name, x)
+            if err is not None:
+                return err
+    return ValueError("invalid input")
+
+
+def _configuration_error(model, name, q):
+    """ValueError naming the first joint whose quaternion or (cos, sin) pair in the
+    configuration ``q`` (nq,) or (B, nq) is not unit, or None."""
+    q = np.atleast_2d(np.asarray(q))
     for i in range(1, model.njoints + 1):
         t, iq = int(model.joint_types[i]), int(model.idx_q[i])
         span = {SPHERICAL: (iq, 4), FREE_FLYER: (iq + 3, 4), REVOLUTE_UNBOUNDED: (iq, 2)}
@@ -121,10 +135,10 @@ def explain(model, named, fext):
             if abs(norms[worst] - 1.0) > QUAT_TOL:
                 what = "(cos, sin) pair" if t == REVOLUTE_UNBOUNDED else "quaternion"
                 return ValueError(
-                    f"q: the {what} of joint {model.names[i]!r} (q[{s}:{s + k}]"
+                    f"{name}: the {what} of joint {model.names[i]!r} ({name}[{s}:{s + k}]"
                     f"{'' if q.shape[0] == 1 else f' of batch item {worst}'}) has norm "
                     f"{norms[worst]:.9g}, expected 1 (tolerance {QUAT_TOL}); normalise it")
-    return ValueError("invalid input")
+    return None
 
 
 def on_device(*xs):

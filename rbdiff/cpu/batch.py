@@ -8,8 +8,9 @@
                 once per chunk, every item computed by the same compiled code as in
                 ``*_batch``, so results are bit-equal.
 
-Arguments: the model's (mi, mf), the batched inputs (leading axis B) and fext
-(B, njoints or 0, 6), then the batched outputs, then the function's options."""
+Arguments: the model's (mi, mf) (mi alone for integrate and difference), the batched
+inputs (leading axis B) and fext (B, njoints or 0, 6), then the batched outputs, then the
+function's options."""
 
 import numpy as np
 from numba import prange
@@ -17,6 +18,7 @@ from numba import prange
 from ..kernels.aba import aba
 from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
+from ..kernels.configuration import difference, integrate
 from ..kernels.crba import crba
 from ..kernels.fdsva_so import fdsva_so_routes
 from ..kernels.fk import kinematics_pass
@@ -29,13 +31,50 @@ from ..kernels.rnea import rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .checks import batch_configurations_ok, batch_states_ok
+from .checks import batch_configurations_ok, batch_states_ok, batch_tangent_ok
 
 
 @helper
 def chunk(B, nchunks, c):
     """Items [lo, hi) of chunk c when B items are cut into nchunks near-equal chunks."""
     return B * c // nchunks, B * (c + 1) // nchunks
+
+
+# ---- configuration space (no scratch) --------------------------------------------------
+
+
+@entry
+def integrate_batch(mi, q, v, qout, check):
+    if check:
+        batch_tangent_ok(mi, q, v)
+    for b in range(q.shape[0]):
+        integrate(mi, q[b], v[b], qout[b])
+
+
+@pentry
+def integrate_parallel(mi, q, v, qout, nchunks):
+    batch_tangent_ok(mi, q, v)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        integrate_batch(mi, q[lo:hi], v[lo:hi], qout[lo:hi], False)
+
+
+@entry
+def difference_batch(mi, q0, q1, v, check):
+    if check:
+        batch_configurations_ok(mi, q0)
+        batch_configurations_ok(mi, q1)
+    for b in range(q0.shape[0]):
+        difference(mi, q0[b], q1[b], v[b])
+
+
+@pentry
+def difference_parallel(mi, q0, q1, v, nchunks):
+    batch_configurations_ok(mi, q0)
+    batch_configurations_ok(mi, q1)
+    for c in prange(nchunks):
+        lo, hi = chunk(q0.shape[0], nchunks, c)
+        difference_batch(mi, q0[lo:hi], q1[lo:hi], v[lo:hi], False)
 
 
 # ---- dynamics --------------------------------------------------------------------------

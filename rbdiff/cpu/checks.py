@@ -2,13 +2,14 @@
 quaternions and (cos, sin) pairs) and finite values. They raise ValueError with a short
 code; the api layer (rbdiff.validation.explain) turns a refusal into a precise message."""
 
-from ..kernels.checks import all_finite, configuration_ok
+from ..kernels.checks import all_finite, configuration_ok, vector_finite
 from ..kernels.jit import entry, helper
 from ..kernels.workspace import W_WIDTH, workspace_rows
 
 BAD_Q = "q: not finite, or a quaternion / (cos, sin) pair is not unit"
 BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
+NOT_VECTORS = "not float64 1-D ndarrays (the general path takes them)"
 
 
 @helper
@@ -23,6 +24,26 @@ def state_ok(mi, q, v, a, fext):
     if fext is not None:
         if not all_finite(fext):
             raise ValueError(BAD_STATE)
+
+
+@helper
+def tangent_ok(mi, q, v, qout):
+    """integrate's input: lengths right (qout's too), q a valid configuration, v finite."""
+    if q.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2] or qout.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
+    if not configuration_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not vector_finite(v):
+        raise ValueError(BAD_STATE)
+
+
+@helper
+def configurations_ok(mi, q0, q1, v):
+    """difference's input: lengths right (v's too), q0 and q1 valid configurations."""
+    if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    if not (configuration_ok(mi, q0) and configuration_ok(mi, q1)):
+        raise ValueError(BAD_Q)
 
 
 @helper
@@ -72,6 +93,18 @@ def batch_states_ok(mi, q, v, u, fext):
         for b in range(B):
             if not rows_finite(fext[b]):
                 raise ValueError(BAD_STATE)
+
+
+@entry
+def batch_tangent_ok(mi, q, v):
+    """q (B, nq) valid configurations and v (B, nv) finite (integrate), or ValueError."""
+    if q.shape[1] != mi[0, 1] or v.shape[0] != q.shape[0] or v.shape[1] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    for b in range(q.shape[0]):
+        if not configuration_ok(mi, q[b]):
+            raise ValueError(BAD_Q)
+    if not rows_finite(v):
+        raise ValueError(BAD_STATE)
 
 
 @entry

@@ -10,7 +10,9 @@ from ..kernels.aba import aba
 from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.checks import all_finite, configuration_ok
+from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
+from ..kernels.fastargs import float64_vector
 from ..kernels.fdsva_so import fdsva_so_routes
 from ..kernels.fk import kinematics_pass
 from ..kernels.idsva import IDSVA_WIDTH, idsva
@@ -22,7 +24,56 @@ from ..kernels.rnea import rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .checks import BAD_Q, BAD_STATE, configuration_checked, state_ok, workspace_ok
+from .checks import (BAD_Q, BAD_SHAPE, BAD_STATE, NOT_VECTORS, configuration_checked,
+                     configurations_ok, state_ok, tangent_ok, workspace_ok)
+
+# ---- configuration space (fast entries: no scratch at all) -----------------------------
+
+
+@fast_entry
+def integrate_one(mi, q, v, qout):
+    """qout (nq,) = q (+) v; q (nq,) a valid configuration, v (nv,) finite."""
+    tangent_ok(mi, q, v, qout)
+    integrate(mi, q, v, qout)
+
+
+@fast_entry
+def difference_one(mi, q0, q1, v):
+    """v (nv,) = q1 (-) q0; q0, q1 (nq,) valid configurations."""
+    configurations_ok(mi, q0, q1, v)
+    difference(mi, q0, q1, v)
+
+
+@fast_entry
+def integrate_ref(mi, q, v, qout):
+    """integrate_one for rbd.integrate's fast path: q and v arrive as any Python objects
+    (kernels.fastargs.REF); TypeError unless both are float64 1-D ndarrays."""
+    ok_q, q = float64_vector(q, qout)
+    ok_v, v = float64_vector(v, qout)
+    if not (ok_q and ok_v):
+        raise TypeError(NOT_VECTORS)
+    tangent_ok(mi, q, v, qout)
+    integrate(mi, q, v, qout)
+
+
+@fast_entry
+def difference_ref(mi, q0, q1, v):
+    """difference_one for rbd.difference's fast path (q0, q1: kernels.fastargs.REF)."""
+    ok_0, q0 = float64_vector(q0, v)
+    ok_1, q1 = float64_vector(q1, v)
+    if not (ok_0 and ok_1):
+        raise TypeError(NOT_VECTORS)
+    configurations_ok(mi, q0, q1, v)
+    difference(mi, q0, q1, v)
+
+
+@fast_entry
+def neutral_one(mi, q):
+    """q (nq,) = the neutral configuration."""
+    if q.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
+    neutral(mi, q)
+
 
 # ---- dynamics (fast entries: no Numba runtime, the model's scratch) --------------------
 

@@ -3,10 +3,12 @@ runs. Their messages are generic; api.py catches them and names the joint or ent
 
 import numpy as np
 
-from ..model.layout import FREE_FLYER, MI_IQ, MI_TYPE, REVOLUTE_UNBOUNDED, SPHERICAL
+from ..model.layout import (FREE_FLYER, MI_IQ, MI_RUN, MI_TYPE, PRISMATIC,
+                            REVOLUTE_UNBOUNDED, SPHERICAL)
 from .jit import helper
 
 QUAT_TOL = 1e-6   # |norm - 1| allowed in quaternions and (cos, sin) pairs
+FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 @helper
@@ -15,6 +17,16 @@ def all_finite(x):
         if not np.isfinite(x.flat[k]):
             return False
     return True
+
+
+@helper
+def vector_finite(x):
+    """all_finite for a 1-D array, without branches (|x| <= FLOAT_MAX is false for NaN and
+    +-Inf): 2-4x faster than x.flat on arrays of any strides."""
+    ok = True
+    for k in range(x.shape[0]):
+        ok &= (abs(x[k].real) <= FLOAT_MAX) & (abs(x[k].imag) <= FLOAT_MAX)
+    return ok
 
 
 @helper
@@ -27,11 +39,17 @@ def _unit(x, first, count):
 
 @helper
 def configuration_ok(mi, q):
-    """True when q is finite and every quaternion / (cos, sin) pair is unit."""
-    if not all_finite(q):
+    """True when q (1-D) is finite and every quaternion / (cos, sin) pair is unit (runs
+    of revolute / prismatic joints are skipped whole: layout.MI_RUN)."""
+    if not vector_finite(q):
         return False
-    for i in range(1, mi[0, 0] + 1):
+    n = mi[0, 0]
+    i = 1
+    while i <= n:
         t = mi[i, MI_TYPE]
+        if t <= PRISMATIC:
+            i += max(mi[i, MI_RUN], 1)
+            continue
         iq = mi[i, MI_IQ]
         if t == SPHERICAL and not _unit(q, iq, 4):
             return False
@@ -39,4 +57,5 @@ def configuration_ok(mi, q):
             return False
         if t == REVOLUTE_UNBOUNDED and not _unit(q, iq, 2):
             return False
+        i += 1
     return True

@@ -17,9 +17,13 @@
             the scratch, which the model keeps. It holds the GIL (releasing and taking
             it back cost ~55 ns a call), so no two threads run on that scratch at once.
 ``pentry``  the same with ``parallel=True`` for batch entry points (``prange``).
+``native``  binds a compiled entry for a fast path, without Numba's type dispatch; its
+            arguments typed ``fastargs.REF`` are checked in the entry, not in Python.
 """
 
 import numba
+
+from .fastargs import REF
 
 _MATH = dict(error_model="numpy", boundscheck=False)
 _NO_NRT = dict(_nrt=False)   # kernels never allocate; views then cost no reference counting
@@ -46,7 +50,7 @@ def pentry(fn):
     return numba.njit(parallel=True, **_OPTS)(fn)
 
 
-def native(dispatcher, name, namespace, inputs=(2, 3, 4)):
+def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
     """A stand-in for ``namespace[name]`` that, on its first call, compiles ``dispatcher``
     for that call's argument types and rebinds ``namespace[name]`` to the compiled
     function itself: later calls skip Numba's per-call type dispatch (~0.4 us).
@@ -55,10 +59,15 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4)):
     so only fast paths that have checked dtype and ndim may call it. The user's arrays
     (positions ``inputs``) are compiled for any strides (layout 'A'), so views stay
     correct; the model's arrays and the outputs the fast path allocates stay C-contiguous
-    (strided 2-D outputs would slow the inner loops)."""
+    (strided 2-D outputs would slow the inner loops). Positions ``refs`` are compiled as
+    ``fastargs.REF`` (any object): the entry checks those itself (fastargs.float64_vector),
+    so the fast path need not."""
     def first_call(*args):
         sig = []
         for k, x in enumerate(args):
+            if k in refs:
+                sig.append(REF)
+                continue
             t = numba.typeof(x)
             if k in inputs and isinstance(t, numba.types.Array):
                 t = t.copy(layout="A", readonly=False)

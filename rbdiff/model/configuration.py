@@ -2,8 +2,11 @@
 them (each joint its own Lie group: R^n, SO(2) as (cos, sin), SO(3) as a unit quaternion
 [x, y, z, w] composed on the right, SE(3) as [p, quaternion] with a body-frame twist).
 
-All functions accept a leading batch axis and complex arrays (complex step on the
-manifold: ``integrate(model, q, 1j * h * e_k)``)."""
+``random_configuration`` is public (rbd.random_configuration). ``neutral``, ``integrate``
+and ``difference`` here are the readable NumPy reference of the compiled ones
+(rbdiff.kernels.configuration, public as rbd.neutral, rbd.integrate, rbd.difference),
+which tests/test_configuration.py checks against them. They accept a leading batch axis;
+integrate also complex arrays (complex step on the manifold)."""
 
 import numpy as np
 
@@ -156,17 +159,25 @@ def integrate(model, q, v):
         elif t == L.REVOLUTE_UNBOUNDED:
             c, s = q[..., iq], q[..., iq + 1]
             cv, sv = np.cos(v[..., iv]), np.sin(v[..., iv])
-            out[..., iq], out[..., iq + 1] = c * cv - s * sv, s * cv + c * sv
+            out[..., iq:iq + 2] = _normalise(np.stack([c * cv - s * sv, s * cv + c * sv], -1))
         elif t == L.SPHERICAL:
-            out[..., iq:iq + 4] = quat_mul(q[..., iq:iq + 4], quat_exp(v[..., iv:iv + 3]))
+            out[..., iq:iq + 4] = _normalise(quat_mul(q[..., iq:iq + 4],
+                                                      quat_exp(v[..., iv:iv + 3])))
         else:
             qt = q[..., iq + 3:iq + 7]
             w, lin = v[..., iv + 3:iv + 6], v[..., iv:iv + 3]
             dp = np.einsum("...ij,...j->...i", _V(w), lin)
             out[..., iq:iq + 3] = q[..., iq:iq + 3] + np.einsum("...ij,...j->...i",
                                                                 quat_to_rot(qt), dp)
-            out[..., iq + 3:iq + 7] = quat_mul(qt, quat_exp(w))
+            q1 = quat_mul(qt, quat_exp(w))
+            flip = np.sum(q1 * qt, axis=-1, keepdims=True).real < 0   # stay on qt's side
+            out[..., iq + 3:iq + 7] = _normalise(np.where(flip, -q1, q1))
     return out
+
+
+def _normalise(x):
+    """Pinocchio's first-order renormalisation of a quaternion or (cos, sin) pair."""
+    return x * (3 - np.sum(x * x, axis=-1, keepdims=True)) / 2
 
 
 def difference(model, q0, q1):

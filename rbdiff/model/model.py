@@ -14,6 +14,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from . import configuration as _configuration
 from . import layout as L
 from ..kernels.workspace import single_call_scratch
 
@@ -164,6 +165,7 @@ class Model:
         self._svv = (self.nv, self.nv)
         self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
         self._plans = {}                                        # cpu.policy: batch plans
+        self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
     def _pack(self):
@@ -188,6 +190,8 @@ class Model:
                                           + m * (c @ c * np.eye(3) - np.outer(c, c))).ravel()
             mf[i, L.MF_S:L.MF_S + 6 * self.nvs[i]] = self.motion_subspace(i).T.ravel()
         for i in range(n, 0, -1):
+            if self.joint_types[i] in (L.REVOLUTE, L.PRISMATIC):
+                mi[i, L.MI_RUN] = 1 + (mi[i + 1, L.MI_RUN] if i < n else 0)
             mi[i, L.MI_NVSUB] += self.nvs[i]
             if self.parents[i] > 0:
                 mi[self.parents[i], L.MI_NVSUB] += mi[i, L.MI_NVSUB]

@@ -1,0 +1,144 @@
+"""Public configuration-space functions: neutral, integrate and difference (Pinocchio's
+``neutral``, ``integrate``, ``difference``), compiled (rbdiff.kernels.configuration).
+
+Every joint is its own Lie group: revolute and prismatic coordinates add, continuous
+joints (cos, sin) rotate in SO(2), spherical joints compose unit quaternions [x, y, z, w]
+on the right (SO(3)), free flyers [p, quaternion] move by the exponential of their
+body-frame twist [linear, angular] (SE(3)).
+
+``integrate`` and ``difference`` take a single configuration (q of shape (nq,)) or a
+batch with a leading axis ((B, nq)), on either argument: a single one is used for every
+item of the other's batch. Inputs may be float64, float32 (the result is float32) or
+complex128: ``integrate(model, q, 1j * h * e_k)`` is a complex step on the manifold
+(the imaginary part of the result, over h, is the tangent derivative). Results are new
+arrays owned by the caller. ``rbd.random_configuration`` lives in
+rbdiff.model.configuration, with the NumPy reference of these functions.
+"""
+
+import numpy as np
+
+from .cpu import batch, policy, single
+from .kernels.fastargs import AVAILABLE
+from .kernels.jit import native
+from .validation import F64 as _F64
+from .validation import SUPPORTED, as_array, explain, on_device
+
+# The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
+# the compiled entry unchecked (typed fastargs.REF): it takes them only as float64 1-D
+# ndarrays (TypeError otherwise), which saves the ~85 ns that asking dtype and ndim in
+# Python costs (two thirds of a 9-joint integrate). Elsewhere the fast paths ask
+# ``dtype is float64 and ndim == 1`` in Python first, as api.rnea's. Anything the entry
+# refuses (TypeError, or ValueError for a wrong length or an invalid value) goes to the
+# general path, which validates it and names the argument.
+_FAST_MISS = (AttributeError, TypeError, ValueError)
+_empty = np.empty
+_integrate_one = native(single.integrate_one, "_integrate_one", globals(), inputs=(1, 2))
+_difference_one = native(single.difference_one, "_difference_one", globals(), inputs=(1, 2))
+
+
+def _integrate_checked(mi, q, v, qout):
+    """The fast entry with the checks in Python (where fastargs is not AVAILABLE)."""
+    if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
+        return _integrate_one(mi, q, v, qout)
+    raise TypeError("not float64 vectors")
+
+
+def _difference_checked(mi, q0, q1, v):
+    if q0.dtype is _F64 and q1.dtype is _F64 and q0.ndim == q1.ndim == 1:
+        return _difference_one(mi, q0, q1, v)
+    raise TypeError("not float64 vectors")
+
+
+if AVAILABLE:
+    _integrate_fast = native(single.integrate_ref, "_integrate_fast", globals(), refs=(1, 2))
+    _difference_fast = native(single.difference_ref, "_difference_fast", globals(),
+                              refs=(1, 2))
+else:
+    _integrate_fast = _integrate_checked
+    _difference_fast = _difference_checked
+
+
+def neutral(model):
+    """The neutral configuration (nq,): zeros, (cos, sin) = (1, 0) for continuous joints,
+    identity quaternions [0, 0, 0, 1] for spherical joints and free flyers (Pinocchio's
+    ``neutral``). A new array each call (a copy of the one the model keeps)."""
+    return model._neutral.copy()
+
+
+def integrate(model, q, v):
+    """q (+) v: the configuration reached from q by the tangent velocity v in unit time
+    (Pinocchio's ``integrate``): q + v for revolute and prismatic coordinates, q exp(v)
+    for rotations (SO(2), SO(3) quaternions composed on the right), and for a free flyer
+    the exponential of the body twist v = [linear, angular]: p + R(quat) V(w) nu,
+    quat exp(w) (rbdiff.kernels.configuration). Quaternions and (cos, sin) pairs of the
+    result are renormalised to first order, as Pinocchio does.
+
+    q (nq,) or (B, nq) valid configurations (unit quaternions, to 1e-6); v (nv,) or
+    (B, nv) finite. Returns (nq,), or (B, nq) when either argument has a batch axis."""
+    qout = _empty(model.nq)
+    try:    # fast path (see _FAST_MISS above)
+        _integrate_fast(model.mi, q, v, qout)
+        return qout
+    except _FAST_MISS:
+        pass
+    return _call(model, single.integrate_one, (batch.integrate_batch, batch.integrate_parallel),
+                 [("q", q, model.nq), ("v", v, model.nv)], model.nq, ("q",))
+
+
+def difference(model, q0, q1):
+    """q1 (-) q0: the tangent vector v (nv,) with integrate(q0, v) = q1 (Pinocchio's
+    ``difference``): q1 - q0 for revolute and prismatic coordinates, log(q0^-1 q1) on the
+    shortest arc for rotations (angles in [-pi, pi]), and for a free flyer the twist
+    [V(w)^-1 R0^T (p1 - p0), w] with w = log(conj(quat0) quat1).
+
+    q0, q1 (nq,) or (B, nq) valid configurations. Returns (nv,), or (B, nv) when either
+    argument has a batch axis."""
+    v = _empty(model.nv)
+    try:
+        _difference_fast(model.mi, q0, q1, v)
+        return v
+    except _FAST_MISS:
+        pass
+    return _call(model, single.difference_one,
+                 (batch.difference_batch, batch.difference_parallel),
+                 [("q0", q0, model.nq), ("q1", q1, model.nq)], model.nv, ("q0", "q1"))
+
+
+def _prepare(named):
+    """The arguments as C-contiguous arrays of one supported dtype, a single one
+    broadcast along the other's batch axis; and the batch size (None: single)."""
+    arrays = [as_array(x, n, name) for name, x, n in named]
+    dtype = np.result_type(*arrays)
+    if dtype not in SUPPORTED:
+        dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
+    nb = None
+    for (name, _, _), x in zip(named, arrays):
+        if x.ndim == 2:
+            if nb is None:
+                nb, first = x.shape[0], name
+            elif x.shape[0] != nb:
+                raise ValueError(f"{name}: batch size {x.shape[0]} differs from "
+                                 f"{first}'s {nb}")
+    if nb is not None:
+        arrays = [x if x.ndim == 2 else np.broadcast_to(x, (nb, x.shape[0])) for x in arrays]
+    return [np.ascontiguousarray(x, dtype=dtype) for x in arrays], nb
+
+
+def _call(model, one, batched, named, width, configurations):
+    """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
+    (serial, parallel) (cpu.policy picks) into a new (width,) or (B, width) array;
+    explain a refusal precisely."""
+    if on_device(*(x for _, x, _ in named)):
+        raise TypeError("rbdiff's configuration functions run on the CPU: pass NumPy "
+                        "arrays (copy device arrays to the host first)")
+    arrays, nb = _prepare(named)
+    out = np.empty(width if nb is None else (nb, width), arrays[0].dtype)
+    try:
+        if nb is None:
+            one(model.mi, *arrays, out)
+        else:
+            policy.run(model, *batched, nb, (model.mi, *arrays, out))
+    except ValueError:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None,
+                      configurations) from None
+    return out
