@@ -145,7 +145,7 @@ def test_parallel_entries_equal_serial(ff_tree):
             (batch.integrate_batch, batch.integrate_parallel, (q, v), m.nq),
             (batch.difference_batch, batch.difference_parallel, (q, q1), m.nv)]:
         a, b = np.empty((B, width)), np.empty((B, width))
-        serial(m.mi, *args, a)
+        serial(m.mi, *args, a, True)
         parallel(m.mi, *args, b, 2)
         assert np.array_equal(a, b)
 
