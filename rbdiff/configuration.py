@@ -25,10 +25,10 @@ from .validation import SUPPORTED, as_array, explain, on_device
 
 # The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
 # the compiled entry unchecked (typed fastargs.REF): it takes them only as float64 1-D
-# ndarrays (TypeError otherwise), which saves the ~85 ns that asking dtype and ndim in
-# Python costs (two thirds of a 9-joint integrate). Elsewhere the fast paths ask
-# ``dtype is float64 and ndim == 1`` in Python first, as api.rnea's. Anything the entry
-# refuses (TypeError, or ValueError for a wrong length or an invalid value) goes to the
+# ndarrays and returns False for anything else, which saves the ~85 ns that asking dtype
+# and ndim in Python costs (two thirds of a 9-joint integrate). Elsewhere the fast paths
+# ask ``dtype is float64 and ndim == 1`` in Python first, as api.rnea's. What the entry
+# does not take, or refuses (ValueError: a wrong length or an invalid value), goes to the
 # general path, which validates it and names the argument.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
@@ -37,16 +37,18 @@ _difference_one = native(single.difference_one, "_difference_one", globals(), in
 
 
 def _integrate_checked(mi, q, v, qout):
-    """The fast entry with the checks in Python (where fastargs is not AVAILABLE)."""
+    """integrate_ref with the checks in Python (where fastargs is not AVAILABLE)."""
     if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-        return _integrate_one(mi, q, v, qout)
-    raise TypeError("not float64 vectors")
+        _integrate_one(mi, q, v, qout)
+        return True
+    return False
 
 
 def _difference_checked(mi, q0, q1, v):
     if q0.dtype is _F64 and q1.dtype is _F64 and q0.ndim == q1.ndim == 1:
-        return _difference_one(mi, q0, q1, v)
-    raise TypeError("not float64 vectors")
+        _difference_one(mi, q0, q1, v)
+        return True
+    return False
 
 
 if AVAILABLE:
@@ -77,8 +79,8 @@ def integrate(model, q, v):
     (B, nv) finite. Returns (nq,), or (B, nq) when either argument has a batch axis."""
     qout = _empty(model.nq)
     try:    # fast path (see _FAST_MISS above)
-        _integrate_fast(model.mi, q, v, qout)
-        return qout
+        if _integrate_fast(model.mi, q, v, qout):
+            return qout
     except _FAST_MISS:
         pass
     return _call(model, single.integrate_one, (batch.integrate_batch, batch.integrate_parallel),
@@ -95,8 +97,8 @@ def difference(model, q0, q1):
     argument has a batch axis."""
     v = _empty(model.nv)
     try:
-        _difference_fast(model.mi, q0, q1, v)
-        return v
+        if _difference_fast(model.mi, q0, q1, v):
+            return v
     except _FAST_MISS:
         pass
     return _call(model, single.difference_one,

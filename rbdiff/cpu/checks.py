@@ -9,7 +9,6 @@ from ..kernels.workspace import W_WIDTH, workspace_rows
 BAD_Q = "q: not finite, or a quaternion / (cos, sin) pair is not unit"
 BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
-NOT_VECTORS = "not float64 1-D ndarrays (the general path takes them)"
 
 
 @helper

@@ -147,6 +147,25 @@ def first_order_normalise(x, y, z, w):
 
 
 @helper
+def add_run(x, ix, y, iy, r, out):
+    """out[ix:ix + r] = x[ix:ix + r] + y[iy:iy + r]; the indices are unsigned, so no
+    negative-index wraparound is compiled in (which keeps the loop from vectorising)."""
+    a = np.uint64(ix)
+    b = np.uint64(iy)
+    for k in range(np.uint64(r)):
+        out[a + k] = x[a + k] + y[b + k]
+
+
+@helper
+def subtract_run(x, y, ix, r, out, iout):
+    """out[iout:iout + r] = x[ix:ix + r] - y[ix:ix + r] (unsigned indices, as add_run)."""
+    a = np.uint64(ix)
+    b = np.uint64(iout)
+    for k in range(np.uint64(r)):
+        out[b + k] = x[a + k] - y[a + k]
+
+
+@helper
 def integrate_so2(q, iq, v, iv, qout):
     c, s = q[iq], q[iq + 1]
     cv, sv = sincos(v[iv])
@@ -249,8 +268,7 @@ def integrate(mi, q, v, qout):
         iv = mi[i, MI_IV]
         if t <= PRISMATIC:          # a run of revolute / prismatic joints: one vector
             r = max(mi[i, MI_RUN], 1)
-            for k in range(r):
-                qout[iq + k] = q[iq + k] + v[iv + k]
+            add_run(q, iq, v, iv, r, qout)
             i += r
             continue
         if t == FREE_FLYER:
@@ -273,8 +291,7 @@ def difference(mi, q0, q1, v):
         iv = mi[i, MI_IV]
         if t <= PRISMATIC:
             r = max(mi[i, MI_RUN], 1)
-            for k in range(r):
-                v[iv + k] = q1[iq + k] - q0[iq + k]
+            subtract_run(q1, q0, iq, r, v, iv)
             i += r
             continue
         if t == FREE_FLYER:
