@@ -34,7 +34,7 @@ except ImportError:
 
 ROBOTS = ("iiwa14", "panda", "hyq", "solo12", "talos_full_v2", "g1")
 ALGORITHMS = ("rnea", "crba", "aba", "minverse")      # the dynamics pairs, in calls()
-PAIR_MODULES = ()     # rbdiff.bench modules with more pairs (configuration, kinematics)
+PAIR_MODULES = ("core_kinematics",)   # rbdiff.bench modules with more pairs
 TARGET = 1.25              # rbdiff / Pinocchio per-call time we aim to stay under
 AGREE = 1e-8               # max|diff| allowed, relative to max(1, max|pin|)
 SEED = 0

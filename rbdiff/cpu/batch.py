@@ -7,8 +7,9 @@ runs them first, see rbdiff.cpu.policy):
                 per chunk in a ``prange``: scratch once per chunk, and every item computed
                 by the same compiled code as in ``*_batch``, so results are bit-equal.
 
-Arguments: the model's (mi, mf), the batched inputs (leading axis B) and fext
-(B, njoints or 0, 6), then the batched outputs, then the function's options."""
+Arguments: the model's (mi, mf) (and its frame table (frame_parents, frame_mf) for the
+frame functions), the batched inputs (leading axis B) and fext (B, njoints or 0, 6), then
+the batched outputs, then the function's options."""
 
 import numpy as np
 from numba import prange
@@ -18,13 +19,14 @@ from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.crba import crba
 from ..kernels.fdsva_so import fdsva_so_routes
-from ..kernels.fk import kinematics_pass
+from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
+                              frame_placements)
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import kinematics_derivatives
 from ..kernels.minverse import minverse
-from ..kernels.rnea import rnea
+from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -97,18 +99,103 @@ def minverse_parallel(mi, mf, q, Minv, nchunks):
 
 
 @entry
-def kinematics_batch(mi, mf, q, v, a, ws):
-    """World placements, S, v and a (with -g) of each item into its slab ws[b]
-    (B, workspace_rows, W_WIDTH)."""
+def gravity_batch(mi, mf, q, tau):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     for b in range(q.shape[0]):
-        kinematics_pass(mi, mf, q[b], v[b], a[b], ws[b])
+        gravity(mi, mf, q[b], ws, tau[b])
 
 
 @pentry
-def kinematics_parallel(mi, mf, q, v, a, ws, nchunks):
+def gravity_parallel(mi, mf, q, tau, nchunks):
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], ws[lo:hi])
+        gravity_batch(mi, mf, q[lo:hi], tau[lo:hi])
+
+
+@entry
+def nonlinear_effects_batch(mi, mf, q, v, tau):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        nonlinear_effects(mi, mf, q[b], v[b], ws, tau[b])
+
+
+@pentry
+def nonlinear_effects_parallel(mi, mf, q, v, tau, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        nonlinear_effects_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi])
+
+
+# ---- kinematics and frames -------------------------------------------------------------
+
+
+@entry
+def forward_kinematics_batch(mi, mf, q, v, a, oMi, vel, acc):
+    """oMi and, unless None (then v, resp. a, is None too), vel and acc."""
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        if vel is None:
+            forward_kinematics(mi, mf, q[b], None, None, ws, oMi[b], None, None)
+        elif acc is None:
+            forward_kinematics(mi, mf, q[b], v[b], None, ws, oMi[b], vel[b], None)
+        else:
+            forward_kinematics(mi, mf, q[b], v[b], a[b], ws, oMi[b], vel[b], acc[b])
+
+
+@pentry
+def forward_kinematics_parallel(mi, mf, q, v, a, oMi, vel, acc, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        if vel is None:     # None cannot be sliced: the branches are pruned by type
+            forward_kinematics_batch(mi, mf, q[lo:hi], None, None, oMi[lo:hi], None, None)
+        elif acc is None:
+            forward_kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], None, oMi[lo:hi],
+                                     vel[lo:hi], None)
+        else:
+            forward_kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], oMi[lo:hi],
+                                     vel[lo:hi], acc[lo:hi])
+
+
+@entry
+def frame_placement_batch(mi, mf, fparent, fmf, q, T, frame):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        frame_placement(mi, mf, fparent, fmf, q[b], frame, ws, T[b])
+
+
+@pentry
+def frame_placement_parallel(mi, mf, fparent, fmf, q, T, frame, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        frame_placement_batch(mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], frame)
+
+
+@entry
+def frame_placements_batch(mi, mf, fparent, fmf, q, T):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        frame_placements(mi, mf, fparent, fmf, q[b], ws, T[b])
+
+
+@pentry
+def frame_placements_parallel(mi, mf, fparent, fmf, q, T, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        frame_placements_batch(mi, mf, fparent, fmf, q[lo:hi], T[lo:hi])
+
+
+@entry
+def frame_jacobian_batch(mi, mf, fparent, fmf, q, J, frame, reference):
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        frame_jacobian(mi, mf, fparent, fmf, q[b], frame, reference, ws, J[b])
+
+
+@pentry
+def frame_jacobian_parallel(mi, mf, fparent, fmf, q, J, frame, reference, nchunks):
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        frame_jacobian_batch(mi, mf, fparent, fmf, q[lo:hi], J[lo:hi], frame, reference)
 
 
 # ---- first-order derivatives -----------------------------------------------------------

@@ -9,6 +9,8 @@ from ..kernels.workspace import W_WIDTH, workspace_rows
 BAD_Q = "q: not finite, or a quaternion / (cos, sin) pair is not unit"
 BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
+BAD_FRAME = "frame: not an index into model.frames"
+BAD_REFERENCE = "reference: not a reference-frame code"
 
 
 @helper
@@ -23,6 +25,31 @@ def state_ok(mi, q, v, a, fext):
     if fext is not None:
         if not all_finite(fext):
             raise ValueError(BAD_STATE)
+
+
+@helper
+def velocity_state_ok(mi, q, v):
+    """state_ok without a/tau and fext: lengths right, q valid, v finite."""
+    if q.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    if not configuration_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not all_finite(v):
+        raise ValueError(BAD_STATE)
+
+
+@helper
+def frame_ok(fparent, frame):
+    """frame indexes the model's frame table."""
+    if frame < 0 or frame >= fparent.shape[0]:
+        raise ValueError(BAD_FRAME)
+
+
+@helper
+def reference_ok(reference):
+    """reference is one of kinematics_derivatives' WORLD, LOCAL, LOCAL_WORLD_ALIGNED."""
+    if reference < 0 or reference > 2:
+        raise ValueError(BAD_REFERENCE)
 
 
 @helper

@@ -48,12 +48,12 @@ _NO_FEXT = np.zeros((1, 0, 6))
 
 def check(model, inputs, fext=None):
     """Refuse a bad batch before any item runs (ValueError with a checks.BAD_* code):
-    inputs = (q,) or (q, v, a/tau), each with a leading batch axis; fext (B, k, 6) or
-    None."""
+    inputs = (q,), (q, v) or (q, v, a/tau), each with a leading batch axis; fext
+    (B, k, 6) or None."""
     if len(inputs) == 1:
         batch_configurations_ok(model.mi, inputs[0])
     else:
-        q, v, u = inputs
+        q, v, u = inputs if len(inputs) == 3 else (inputs[0], inputs[1], inputs[1])
         batch_states_ok(model.mi, q, v, u, _NO_FEXT if fext is None else fext)
 
 
