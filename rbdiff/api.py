@@ -35,15 +35,18 @@ _RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
 _ABA_B = (batch.aba_batch, batch.aba_parallel)
 _CRBA_B = (batch.crba_batch, batch.crba_parallel)
 _MINV_B = (batch.minverse_batch, batch.minverse_parallel)
+_gravity_one = native(single.gravity_one, "_gravity_one", globals(), inputs=(2,))
+_nonlinear_effects_one = native(single.nonlinear_effects_one, "_nonlinear_effects_one",
+                                globals(), inputs=(2, 3))
 
 
 def _call(model, one, batched, fext, named, out_shape, forces=False):
     """Validate and run the single entry point ``one`` or the batch pair ``batched`` =
     (serial, parallel) (cpu.policy picks) into a new output array of shape (B,) +
     out_shape or out_shape; explain a refusal precisely. Functions of (q, v, a/tau) take
-    fext (None allowed); functions of q alone do not. Single calls get scratch of the
+    fext (None allowed); functions of q or (q, v) do not. Single calls get scratch of the
     input dtype: a workspace, and M^-1's force scratch F when ``forces``."""
-    takes_fext = len(named) > 1
+    takes_fext = len(named) == 3
     arrays, f, nb, mf = prepare(model, fext, named, wants_fext=takes_fext)
     dt = arrays[0].dtype
     out = np.empty(out_shape if nb is None else (nb,) + out_shape, dt)
@@ -151,20 +154,33 @@ def minverse(model, q):
 
 
 def nonlinear_effects(model, q, v):
-    """C(q, v) v + g(q) (nv,) = rnea(q, v, 0). Batch: (B, nv)."""
+    """C(q, v) v + g(q) (nv,) = rnea(q, v, 0), by RNEA without the qdd terms (as
+    Pinocchio's nonLinearEffects). Batch: (B, nv)."""
+    try:
+        if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
+            h = _empty(model._sv)
+            _nonlinear_effects_one(model.mi, model.mf, q, v, model._ws, h)
+            return h
+    except _FAST_MISS:
+        pass
     if on_device(q, v):
         return gpu_call("nonlinear_effects", model, q, v)
-    v = np.asarray(v)
-    return rnea(model, q, v, np.zeros(v.shape, dtype=v.dtype if v.dtype.kind in "fc"
-                                      else np.float64))
+    return _call(model, single.nonlinear_effects_one,
+                 (batch.nonlinear_effects_batch, batch.nonlinear_effects_parallel), None,
+                 [("q", q, model.nq), ("v", v, model.nv)], model._sv)
 
 
 def gravity(model, q):
-    """Generalised gravity g(q) (nv,) = rnea(q, 0, 0). Batch: (B, nv)."""
+    """Generalised gravity g(q) (nv,) = rnea(q, 0, 0), by RNEA without the velocity and
+    qdd terms (as Pinocchio's computeGeneralizedGravity). Batch: (B, nv)."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            g = _empty(model._sv)
+            _gravity_one(model.mi, model.mf, q, model._ws, g)
+            return g
+    except _FAST_MISS:
+        pass
     if on_device(q):
         return gpu_call("gravity", model, q)
-    q = np.asarray(q)
-    shape = q.shape[:-1] + (model.nv,)
-    dt = q.dtype if q.dtype.kind in "fc" else np.float64
-    z = np.zeros(shape, dtype=dt)
-    return rnea(model, q, z, z)
+    return _call(model, single.gravity_one, (batch.gravity_batch, batch.gravity_parallel),
+                 None, [("q", q, model.nq)], model._sv)

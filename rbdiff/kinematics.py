@@ -1,146 +1,206 @@
 """Forward kinematics, frame placements and frame Jacobians (Pinocchio's forwardKinematics,
-updateFramePlacements and getFrameJacobian).
+updateFramePlacement(s) and computeFrameJacobian), and the kinematics derivatives.
 
 Every function takes one configuration (q of shape (nq,)) or a batch (B, nq) and returns
-the same leading axis; a batch runs the kinematics kernel through rbdiff.cpu.batch (on
-all cores when rbdiff.cpu.policy finds it worth it) and equals a loop of single calls
-bit for bit. The placements and motions
-the kernel leaves in its workspace are re-expressed here with element-wise NumPy only
-(no matmul or einsum, whose summation order may depend on the batch shape).
+the same leading axis; the work is done by compiled kernels (kernels/frames.py,
+kernels/kinematics_derivatives.py) writing straight into the returned arrays. A batch
+runs through rbdiff.cpu.batch (on all cores when rbdiff.cpu.policy finds it worth it)
+and equals a loop of single calls bit for bit. Single float64 1-D calls take a fast path
+as api.rnea's: a natively bound entry on the model's scratch, the frame found by name in
+a dictionary, the reference by code.
 """
+
+import operator
 
 import numpy as np
 
 from .cpu import batch as cb
 from .cpu import policy
 from .cpu import single as cs
-from .kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_WIDTH
+from .kernels.jit import native
+from .kernels.workspace import single_call_scratch
 from .results import REFERENCE_CODES, REFERENCE_FRAMES, Kinematics, KinematicsDerivatives
+from .validation import F64 as _F64
 from .validation import explain, gpu_call, on_device, prepare
 
-
-def _workspace(model, q, v=None, a=None):
-    """The kinematics kernel's workspace (rows, W_WIDTH), or (B, rows, W_WIDTH) for a
-    batch: world placements, S, v and a (with -g). v, a None: zero."""
-    named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
-                                    if x is not None]
-    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
-    lead = () if batch is None else (batch,)
-    z = np.zeros(lead + (model.nv,), arrays[0].dtype)
-    given = dict(zip((n for n, _, _ in named), arrays))
-    ws = np.empty(lead + (model.njoints + 1 + model.nv, W_WIDTH), arrays[0].dtype)
-    args = (model.mi, mf, given["q"], given.get("v", z), given.get("a", z), ws)
-    try:
-        if batch is None:
-            cs.kinematics_one(*args)
-        else:
-            policy.run(model, cb.kinematics_batch, cb.kinematics_parallel, batch, args)
-        return ws
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
-
-
-def _homogeneous(R9, p):
-    T = np.zeros(R9.shape[:-1] + (4, 4), dtype=R9.dtype)
-    T[..., :3, :3] = R9.reshape(R9.shape[:-1] + (3, 3))
-    T[..., :3, 3] = p
-    T[..., 3, 3] = 1.0
-    return T
+# The fast paths (see api.py): only dtype float64 and ndim 1 are asked; a frame (a name
+# or an index) is turned into its index, and a reference into its code, by one dictionary
+# lookup each (model._frame_ids, REFERENCE_CODES); anything else gives -1, which the
+# compiled entry refuses (ValueError). Every miss takes the general path, which names the
+# problem.
+_FAST_MISS = (AttributeError, TypeError, ValueError)
+_empty = np.empty
+_new = tuple.__new__          # Kinematics(...) without the namedtuple's Python __new__
+_REF = REFERENCE_CODES
+_S44 = (4, 4)
+_fk_q = native(cs.forward_kinematics_one, "_fk_q", globals(), inputs=(2,))
+_fk_qv = native(cs.forward_kinematics_one, "_fk_qv", globals(), inputs=(2, 3))
+_fk_qva = native(cs.forward_kinematics_one, "_fk_qva", globals())
+_frame_placement_one = native(cs.frame_placement_one, "_frame_placement_one", globals(),
+                              inputs=(4,))
+_frame_placements_one = native(cs.frame_placements_one, "_frame_placements_one",
+                               globals(), inputs=(4,))
+_frame_jacobian_one = native(cs.frame_jacobian_one, "_frame_jacobian_one", globals(),
+                             inputs=(4,))
+_kinematics_derivatives_one = native(cs.kinematics_derivatives_one,
+                                     "_kinematics_derivatives_one", globals())
 
 
-def _compose(A, B):
-    """A @ B for homogeneous transforms (..., 4, 4), broadcast, summed term by term."""
-    return (A[..., :, 0, None] * B[..., None, 0, :] + A[..., :, 1, None] * B[..., None, 1, :]
-            + A[..., :, 2, None] * B[..., None, 2, :] + A[..., :, 3, None] * B[..., None, 3, :])
-
-
-def _rotate_t(R, x):
-    """R^T x for rotations R (..., 3, 3) and vectors x (..., 3), term by term."""
-    return R[..., 0, :] * x[..., 0, None] + R[..., 1, :] * x[..., 1, None] \
-        + R[..., 2, :] * x[..., 2, None]
-
-
-def _act_inv(T, m):
-    """Motion m (..., 6) expressed in the frame of placement T (..., 4, 4) (world -> local)."""
-    R, p = T[..., :3, :3], T[..., :3, 3]
-    w = m[..., 3:]
-    lin = m[..., :3] - np.cross(p, w)
-    return np.concatenate([_rotate_t(R, lin), _rotate_t(R, w)], axis=-1)
+def _scratch(model, dtype):
+    """A single call's workspace of ``dtype`` (the general path; the fast paths use
+    model._ws)."""
+    return single_call_scratch(model.njoints, model.nv, dtype, False)[0]
 
 
 def forward_kinematics(model, q, v=None, a=None):
     """Joint placements in the world (njoints+1, 4, 4) and, when v (and a) are given, each
     joint's spatial velocity (and acceleration, gravity excluded) in its local frame,
-    (njoints+1, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a.
+    (njoints+1, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a after
+    forwardKinematics (Featherstone 2008 Table 5.1, RNEA's forward pass without gravity).
 
-    q (nq,), v (nv,) or None, a (nv,) or None (None: zero). A leading batch axis,
-    q (B, nq), v and a (B, nv), gives (B, njoints+1, 4, 4) and (B, njoints+1, 6)."""
-    ws = _workspace(model, q, v, a)
-    n = model.njoints
-    T = _homogeneous(ws[..., :n + 1, 0:9], ws[..., :n + 1, W_P:W_P + 3])
-    vel = acc = None
-    if v is not None:
-        vel = _act_inv(T, ws[..., :n + 1, W_V:W_V + 6])
-    if a is not None:
-        aw = ws[..., :n + 1, W_A:W_A + 6].copy()
-        aw[..., :3] += model.gravity    # remove the fictitious base acceleration -g
-        acc = _act_inv(T, aw)
-    return Kinematics(T, vel, acc)
-
-
-def _frame_table(model):
-    """(parents (nframes,), placements (nframes, 4, 4)) of model.frames."""
-    return (np.array([f.parent for f in model.frames], dtype=np.int64),
-            np.array([f.placement for f in model.frames]).reshape(-1, 4, 4))
-
-
-def frame_placements(model, q):
-    """Placements of every frame in the world, (len(model.frames), 4, 4); a batch q
-    (B, nq) gives (B, len(model.frames), 4, 4)."""
-    T = forward_kinematics(model, q).placements
-    parents, placements = _frame_table(model)
-    return _compose(T[..., parents, :, :], placements)
+    q (nq,), v (nv,) or None, a (nv,) or None (None: zero; velocities or accelerations
+    None when v or a is). A leading batch axis, q (B, nq), v and a (B, nv), gives
+    (B, njoints+1, 4, 4) and (B, njoints+1, 6)."""
+    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
+        if q.dtype is _F64 and q.ndim == 1:
+            if v is None:
+                if a is None:
+                    T = _empty(model._sT)
+                    _fk_q(model.mi, model.mf, q, None, None, model._ws, T, None, None)
+                    return _new(Kinematics, (T, None, None))
+            elif v.dtype is _F64 and v.ndim == 1:
+                if a is None:
+                    T = _empty(model._sT)
+                    V = _empty(model._sm)
+                    _fk_qv(model.mi, model.mf, q, v, None, model._ws, T, V, None)
+                    return _new(Kinematics, (T, V, None))
+                if a.dtype is _F64 and a.ndim == 1:
+                    T = _empty(model._sT)
+                    V = _empty(model._sm)
+                    A = _empty(model._sm)
+                    _fk_qva(model.mi, model.mf, q, v, a, model._ws, T, V, A)
+                    return _new(Kinematics, (T, V, A))
+    except _FAST_MISS:
+        pass
+    named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
+                                    if x is not None]
+    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
+    given = dict(zip((n for n, _, _ in named), arrays))
+    qq, vv, aa = given["q"], given.get("v"), given.get("a")
+    if aa is not None and vv is None:
+        vv = np.zeros_like(aa)
+    lead = () if batch is None else (batch,)
+    T = np.empty(lead + model._sT, qq.dtype)
+    V = None if vv is None else np.empty(lead + model._sm, qq.dtype)
+    A = None if aa is None else np.empty(lead + model._sm, qq.dtype)
+    try:
+        if batch is None:
+            cs.forward_kinematics_one(model.mi, mf, qq, vv, aa, _scratch(model, qq.dtype),
+                                      T, V, A)
+        else:
+            policy.run(model, cb.forward_kinematics_batch, cb.forward_kinematics_parallel,
+                       batch, (model.mi, mf, qq, vv, aa, T, V, A))
+    except ValueError:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
+    return Kinematics(T, None if v is None else V, A)
 
 
 def _frame_id(model, frame):
-    return model.get_frame_id(frame) if isinstance(frame, str) else int(frame)
+    """Index into model.frames of ``frame``: a name (model.get_frame_id: KeyError naming
+    close matches) or an index (negative ones count from the end)."""
+    try:
+        k = model._frame_ids.get(frame)      # what the fast paths accept
+    except TypeError:                        # unhashable
+        k = None
+    if k is not None:
+        return k
+    if isinstance(frame, str):
+        return model.get_frame_id(frame)
+    try:
+        k = operator.index(frame)
+    except TypeError:
+        raise TypeError("frame: expected a frame name or an index into model.frames, "
+                        f"got {frame!r}") from None
+    n = len(model.frames)
+    if not -n <= k < n:
+        raise IndexError(f"frame: index {k} out of range for the {n} frames of the model")
+    return k % n
+
+
+def _frames_call(model, q, one, batched, out_shape, options=()):
+    """The general path of the frame functions: validate q, then ``one`` (single) or the
+    batch pair ``batched`` on (mi, mf, frame_parents, frame_mf, q, ...) into a new
+    array of shape out_shape (after the batch axis)."""
+    arrays, _, batch, mf = prepare(model, None, [("q", q, model.nq)], wants_fext=False)
+    qq = arrays[0]
+    fmf = model.frame_mf32 if qq.dtype == np.float32 else model.frame_mf
+    out = np.empty(out_shape if batch is None else (batch,) + out_shape, qq.dtype)
+    args = (model.mi, mf, model.frame_parents, fmf, qq)
+    try:
+        if batch is None:
+            one(*args, *options, _scratch(model, qq.dtype), out)
+        else:
+            policy.run(model, *batched, batch, args + (out,), options)
+    except ValueError:
+        raise explain(model, [("q", qq)], None) from None
+    return out
+
+
+def frame_placements(model, q):
+    """Placements of every frame in the world, oMf = oMi iMf, (len(model.frames), 4, 4);
+    a batch q (B, nq) gives (B, len(model.frames), 4, 4). Pinocchio's forwardKinematics
+    + updateFramePlacements (data.oMf)."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            T = _empty(model._sframes)
+            _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
+                                  q, model._ws, T)
+            return T
+    except _FAST_MISS:
+        pass
+    return _frames_call(model, q, cs.frame_placements_one,
+                        (cb.frame_placements_batch, cb.frame_placements_parallel),
+                        model._sframes)
 
 
 def frame_placement(model, q, frame):
-    """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames);
-    a batch q (B, nq) gives (B, 4, 4)."""
-    f = model.frames[_frame_id(model, frame)]
-    return _compose(forward_kinematics(model, q).placements[..., f.parent, :, :], f.placement)
+    """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames),
+    computed from the joints on its support only; a batch q (B, nq) gives (B, 4, 4).
+    Bit for bit frame_placements(model, q)[frame]."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            T = _empty(_S44)
+            _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
+                                 q, model._frame_ids.get(frame, -1), model._ws, T)
+            return T
+    except _FAST_MISS:
+        pass
+    return _frames_call(model, q, cs.frame_placement_one,
+                        (cb.frame_placement_batch, cb.frame_placement_parallel), _S44,
+                        (_frame_id(model, frame),))
 
 
 def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     """Jacobian J (6, nv) of ``frame``'s spatial velocity [linear, angular]: in the frame
     itself ("local"), at the world origin in world axes ("world"), or at the frame origin
-    in world axes ("local_world_aligned"), as Pinocchio's getFrameJacobian. A batch q
-    (B, nq) gives (B, 6, nv)."""
+    in world axes ("local_world_aligned"), as Pinocchio's computeFrameJacobian
+    (kernels/frames.py: the world motion-subspace columns of the frame's support,
+    re-expressed). ``frame``: a name or an index into model.frames. A batch q (B, nq)
+    gives (B, 6, nv)."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            J = _empty(model._sJ)
+            _frame_jacobian_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                                model._frame_ids.get(frame, -1), _REF.get(reference, -1),
+                                model._ws, J)
+            return J
+    except _FAST_MISS:
+        pass
     if reference not in REFERENCE_FRAMES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
-    f = model.frames[_frame_id(model, frame)]
-    ws = _workspace(model, q)
-    n = model.njoints
-    J = np.zeros(ws.shape[:-2] + (6, model.nv), dtype=ws.dtype)
-    cols = []
-    j = f.parent
-    while j > 0:
-        cols.extend(range(int(model.idx_v[j]), int(model.idx_v[j] + model.nvs[j])))
-        j = int(model.parents[j])
-    cols = np.array(cols, dtype=np.int64)
-    J[..., :, cols] = np.swapaxes(ws[..., n + 1 + cols, D_S:D_S + 6], -1, -2)
-    if reference == "world":
-        return J
-    oMf = _compose(_homogeneous(ws[..., f.parent, W_R:W_R + 9], ws[..., f.parent, W_P:W_P + 3]),
-                   f.placement)
-    if reference == "local":
-        return np.ascontiguousarray(
-            np.swapaxes(_act_inv(oMf[..., None, :, :], np.swapaxes(J, -1, -2)), -1, -2))
-    J[..., :3, :] += np.swapaxes(np.cross(np.swapaxes(J[..., 3:, :], -1, -2),
-                                          oMf[..., None, :3, 3]), -1, -2)
-    return J
+    return _frames_call(model, q, cs.frame_jacobian_one,
+                        (cb.frame_jacobian_batch, cb.frame_jacobian_parallel), model._sJ,
+                        (_frame_id(model, frame), REFERENCE_CODES[reference]))
 
 
 def kinematics_derivatives(model, q, v, a, reference="world"):
@@ -167,23 +227,34 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
     Pinocchio's acceleration getter in WORLD and LOCAL_WORLD_ALIGNED differs from the true
     da_dq in the columns of a multi-dof joint (spherical, free-flyer) that has a parent;
     rbdiff returns the true derivative (checked against central differences)."""
+    try:    # fast path: the model's workspace and records
+        if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
+            s = model._skd
+            out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
+            _kinematics_derivatives_one(model.mi, model.mf, q, v, a, _REF.get(reference, -1),
+                                        model._ws, model._kin_G, model._kin_off, *out)
+            return _new(KinematicsDerivatives, out)
+    except _FAST_MISS:
+        pass
     if reference not in REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
     if on_device(q, v, a):
         return gpu_call("kinematics_derivatives", model, q, v, a, reference=reference)
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
     arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
-    shape = (model.njoints, 6, model.nv)
-    if batch is not None:
-        shape = (batch,) + shape
-    outs = tuple(np.empty(shape, arrays[0].dtype) for _ in range(5))
-    args = (model.mi, mf, *arrays, REFERENCE_CODES[reference], *outs)
+    dt = arrays[0].dtype
+    shape = model._skd if batch is None else (batch,) + model._skd
+    outs = tuple(np.empty(shape, dt) for _ in range(5))
+    code = REFERENCE_CODES[reference]
     try:
         if batch is None:
-            cs.kinematics_derivatives_one(*args)
+            G = np.empty(model._kin_G.shape, dt)
+            cs.kinematics_derivatives_one(model.mi, mf, *arrays, code, _scratch(model, dt),
+                                          G, model._kin_off, *outs)
         else:
             policy.run(model, cb.kinematics_derivatives_batch,
-                       cb.kinematics_derivatives_parallel, batch, args)
+                       cb.kinematics_derivatives_parallel, batch,
+                       (model.mi, mf, *arrays, code, *outs))
     except ValueError:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
     return KinematicsDerivatives(*outs)

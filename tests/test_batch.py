@@ -57,6 +57,9 @@ def _same(batched, looped):
         for k in range(len(batched)):
             _same(batched[k], [x[k] for x in looped])
         return
+    if batched is None:       # a field left out (forward_kinematics without v or a)
+        assert all(x is None for x in looped)
+        return
     assert isinstance(batched, np.ndarray) and batched.shape == (B,) + looped[0].shape
     assert batched.dtype == looped[0].dtype
     np.testing.assert_array_equal(batched, np.stack(looped))
@@ -148,6 +151,11 @@ def test_forward_kinematics(model):
     np.testing.assert_array_equal(
         batched.placements, np.stack([rbd.forward_kinematics(model, x).placements for x in q]))
     np.testing.assert_array_equal(batched.placements, out.placements)
+    with_v = _check(rbd.forward_kinematics, model, q, v)
+    assert with_v.accelerations is None
+    np.testing.assert_array_equal(with_v.velocities, out.velocities)
+    only_a = _check(lambda m, x, y: rbd.forward_kinematics(m, x, a=y), model, q, a)
+    assert only_a.velocities is None
 
 
 def test_frames(model):
@@ -171,6 +179,10 @@ def test_kinematics_other_dtypes(dtype):
     out = _check(rbd.forward_kinematics, model, q, v, a)
     assert out.placements.dtype == dtype
     _check(lambda m, x: rbd.frame_jacobian(m, x, model.frames[-1].name, "local"), model, q)
+    _check(lambda m, x: rbd.frame_placement(m, x, model.frames[-1].name), model, q)
+    assert _check(rbd.frame_placements, model, q).dtype == dtype
+    assert _check(rbd.gravity, model, q).dtype == dtype
+    assert _check(rbd.nonlinear_effects, model, q, v).dtype == dtype
 
 
 def test_kinematics_bad_batches(model):

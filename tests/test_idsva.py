@@ -12,7 +12,7 @@ from conftest import full, pin_fext, random_state, rel_err
 from rbdiff.derivatives import (ABADerivatives, RNEADerivatives, aba_derivatives,
                                 rnea_derivatives)
 from rbdiff.kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_VJ
-from rbdiff.kinematics import _workspace
+from conftest import kinematics_workspace as _workspace
 
 TOL = {"idsva": 1e-9, "complex_step": 1e-9, "finite_difference": 1e-4}
 METHODS = list(TOL)

@@ -12,7 +12,7 @@ import rbdiff as rbd
 from conftest import full, pin_fext, random_state, rel_err
 from rbdiff.cpu import single as cso
 from rbdiff.kernels.workspace import D_S, W_A, W_P, W_R, W_V
-from rbdiff.kinematics import _workspace
+from conftest import kinematics_workspace as _workspace
 from rbdiff.model.layout import FREE_FLYER, SPHERICAL
 from rbdiff.second_order import RNEASecondOrderDerivatives, rnea_second_order_derivatives
 from test_idsva import _skew, crf, crm, icrf

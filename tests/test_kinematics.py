@@ -1,46 +1,268 @@
-"""Forward kinematics, frame placements and frame Jacobians against Pinocchio."""
+"""Forward kinematics, frame placements, frame Jacobians, gravity and nonlinear effects
+(kernels/frames.py, kernels/rnea.py) against Pinocchio on every robot and random tree of
+conftest's ``pair``; the fast paths against the general path; float32 and complex128;
+bad input."""
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
 import rbdiff as rbd
-from conftest import random_state, robot_pair
+from conftest import _TREES, random_state, rel_err
+from pin_bridge import frame_rotations
+
+PIN_REFS = {"local": pin.LOCAL, "world": pin.WORLD,
+            "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+_TWINS = {}
 
 
-@pytest.mark.parametrize("name,ff", [("iiwa14", False), ("pr2", False), ("hyq", True)])
-def test_forward_kinematics(name, ff):
-    model, pm = robot_pair(name, ff)
+def _rotations(model):
+    """Pinocchio's joint frame = rbdiff's rotated by Ra (identity but for the continuous
+    joints of bridged random trees, see pin_bridge)."""
+    return frame_rotations(model) if id(model) in _TREES else \
+        [np.eye(3)] * (model.njoints + 1)
+
+
+def _twin(model, pm):
+    """A Pinocchio model with rbdiff's frames, index for index: a real robot's are
+    already (test_frames.py); a bridged random tree's are added, their placements
+    re-expressed in Pinocchio's joint frames."""
+    if len(pm.frames) == len(model.frames):
+        return pm
+    if id(model) not in _TWINS:
+        assert len(pm.frames) == 1
+        Ra = _rotations(model)
+        twin = pin.Model(pm)
+        for f in model.frames[1:]:
+            R, p = Ra[f.parent].T @ f.placement[:3, :3], Ra[f.parent].T @ f.placement[:3, 3]
+            twin.addFrame(pin.Frame(f.name, f.parent, f.parent_frame, pin.SE3(R, p),
+                                    pin.FrameType.values[int(f.type)]))
+        assert [f.name for f in twin.frames] == [f.name for f in model.frames]
+        _TWINS[id(model)] = twin
+    return _TWINS[id(model)]
+
+
+def _homogeneous(R):
+    T = np.eye(4)
+    T[:3, :3] = R
+    return T
+
+
+def test_forward_kinematics_matches_pinocchio(pair):
+    """oMi, local v_i and a_i (gravity excluded) of every joint as Pinocchio's data.oMi,
+    data.v, data.a; the q-only and (q, v) calls give the same placements and velocities
+    bit for bit, and a without v is a with v = 0."""
+    model, pm = pair
     pd = pm.createData()
     q, v, a = random_state(pm, np.random.default_rng(0))
     kin = rbd.forward_kinematics(model, q, v, a)
+    n = model.njoints
+    assert kin.placements.shape == (n + 1, 4, 4)
+    assert kin.velocities.shape == kin.accelerations.shape == (n + 1, 6)
     pin.forwardKinematics(pm, pd, q, v, a)
-    for i in range(model.njoints + 1):
-        assert np.allclose(kin.placements[i], pd.oMi[i].homogeneous, atol=1e-12)
-        assert np.allclose(kin.velocities[i], pd.v[i].vector, atol=1e-11)
-        assert np.allclose(kin.accelerations[i], pd.a[i].vector, atol=1e-10)
+    Ra = _rotations(model)
+    for i in range(n + 1):
+        np.testing.assert_allclose(kin.placements[i] @ _homogeneous(Ra[i]),
+                                   pd.oMi[i].homogeneous, atol=1e-12, rtol=0)
+        for got, ref in ((kin.velocities[i], pd.v[i]), (kin.accelerations[i], pd.a[i])):
+            local = np.concatenate([Ra[i].T @ got[:3], Ra[i].T @ got[3:]])
+            assert rel_err(local, ref.vector) < 1e-11, i
+    only_q = rbd.forward_kinematics(model, q)
+    assert only_q.velocities is None and only_q.accelerations is None
+    np.testing.assert_array_equal(only_q.placements, kin.placements)
+    with_v = rbd.forward_kinematics(model, q, v)
+    assert with_v.accelerations is None
+    np.testing.assert_array_equal(with_v.velocities, kin.velocities)
+    only_a = rbd.forward_kinematics(model, q, a=a)
+    assert only_a.velocities is None
+    np.testing.assert_array_equal(only_a.accelerations,
+                                  rbd.forward_kinematics(model, q, 0 * v, a).accelerations)
 
 
-@pytest.mark.parametrize("name,ff", [("iiwa14", False), ("pr2", False), ("talos_full_v2", True)])
-def test_frames_and_jacobians(name, ff):
-    model, pm = robot_pair(name, ff)
+def test_frame_placements_match_pinocchio(pair):
+    """oMf of every frame; frame_placement of each (by index and by name) is the same
+    bit for bit, and a joint frame's is the joint's placement."""
+    model, pm = pair
+    pm = _twin(model, pm)
     pd = pm.createData()
     q, _, _ = random_state(pm, np.random.default_rng(1))
-    pin.computeJointJacobians(pm, pd, q)
-    pin.updateFramePlacements(pm, pd)
+    pin.framesForwardKinematics(pm, pd, q)
     T = rbd.frame_placements(model, q)
-    refs = {"local": pin.LOCAL, "world": pin.WORLD,
-            "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
-    for k, f in enumerate(model.frames[1:], start=1):
-        fid = pm.getFrameId(f.name)
-        assert np.allclose(T[k], pd.oMf[fid].homogeneous, atol=1e-12)
-        if k % 7 == 0:
-            for ref, pref in refs.items():
-                J = rbd.frame_jacobian(model, q, f.name, ref)
-                assert np.allclose(J, pin.getFrameJacobian(pm, pd, fid, pref), atol=1e-11)
+    assert T.shape == (len(model.frames), 4, 4)
+    oMi = rbd.forward_kinematics(model, q).placements
+    for k, f in enumerate(model.frames):
+        np.testing.assert_allclose(T[k], pd.oMf[k].homogeneous, atol=1e-12, rtol=0,
+                                   err_msg=f.name)
+        np.testing.assert_array_equal(rbd.frame_placement(model, q, k), T[k])
+        np.testing.assert_array_equal(rbd.frame_placement(model, q, f.name),
+                                      T[model.get_frame_id(f.name)])
+        if f.type == rbd.FrameType.JOINT:
+            np.testing.assert_array_equal(T[k], oMi[f.parent])
+
+
+def _frames_to_check(model):
+    """Frame 0, the deepest frame of each type present, and a few more."""
+    depth = [0] * (model.njoints + 1)
+    for i in range(1, model.njoints + 1):
+        depth[i] = depth[model.parents[i]] + 1
+    picked = {0, len(model.frames) - 1}
+    for t in rbd.FrameType:
+        of_type = [k for k, f in enumerate(model.frames) if f.type == t and k > 0]
+        if of_type:
+            picked.add(max(of_type, key=lambda k: depth[model.frames[k].parent]))
+    picked.update(range(1, len(model.frames), max(1, len(model.frames) // 4)))
+    return sorted(picked)
+
+
+@pytest.mark.parametrize("reference", list(PIN_REFS))
+def test_frame_jacobians_match_pinocchio(pair, reference):
+    """computeFrameJacobian (kinematics included) of JOINT, FIXED_JOINT and BODY frames
+    and the universe, in every reference; by name and by index alike."""
+    model, pm = pair
+    pm = _twin(model, pm)
+    q, _, _ = random_state(pm, np.random.default_rng(2))
+    for k in _frames_to_check(model):
+        J = rbd.frame_jacobian(model, q, k, reference)
+        assert J.shape == (6, model.nv)
+        Jp = pin.computeFrameJacobian(pm, pm.createData(), q, k, PIN_REFS[reference])
+        np.testing.assert_allclose(J, Jp, atol=1e-11 * max(1.0, np.abs(Jp).max()), rtol=0,
+                                   err_msg=f"{model.frames[k].name} {reference}")
+        if model.get_frame_id(model.frames[k].name) == k:
+            np.testing.assert_array_equal(
+                rbd.frame_jacobian(model, q, model.frames[k].name, reference), J)
+
+
+def test_gravity_and_nonlinear_effects(pair):
+    """computeGeneralizedGravity and nonLinearEffects; equal to rnea(q, 0, 0) and
+    rnea(q, v, 0) (the passes leave out terms that are exactly zero)."""
+    model, pm = pair
+    pd = pm.createData()
+    q, v, _ = random_state(pm, np.random.default_rng(3))
+    g = rbd.gravity(model, q)
+    h = rbd.nonlinear_effects(model, q, v)
+    assert rel_err(g, pin.computeGeneralizedGravity(pm, pd, q)) < 1e-12
+    assert rel_err(h, pin.nonLinearEffects(pm, pd, q, v)) < 1e-12
+    z = np.zeros(model.nv)
+    np.testing.assert_array_equal(g, rbd.rnea(model, q, z, z))
+    np.testing.assert_array_equal(h, rbd.rnea(model, q, v, z))
+
+
+def test_fast_and_general_paths_agree(pair):
+    """float64 1-D arrays take the fast paths; lists take the general path: the same
+    kernels, so the same bits."""
+    model, pm = pair
+    q, v, a = random_state(pm, np.random.default_rng(4))
+    ql, vl, al = q.tolist(), v.tolist(), a.tolist()
+    for x, y in zip(rbd.forward_kinematics(model, q, v, a),
+                    rbd.forward_kinematics(model, ql, vl, al)):
+        np.testing.assert_array_equal(x, y)
+    f = len(model.frames) - 1
+    np.testing.assert_array_equal(rbd.frame_placements(model, q),
+                                  rbd.frame_placements(model, ql))
+    np.testing.assert_array_equal(rbd.frame_placement(model, q, f),
+                                  rbd.frame_placement(model, ql, f))
+    for ref in PIN_REFS:
+        np.testing.assert_array_equal(rbd.frame_jacobian(model, q, f, ref),
+                                      rbd.frame_jacobian(model, ql, f, ref))
+        for x, y in zip(rbd.kinematics_derivatives(model, q, v, a, ref),
+                        rbd.kinematics_derivatives(model, ql, vl, al, ref)):
+            np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(rbd.gravity(model, q), rbd.gravity(model, ql))
+    np.testing.assert_array_equal(rbd.nonlinear_effects(model, q, v),
+                                  rbd.nonlinear_effects(model, ql, vl))
+    np.testing.assert_array_equal(rbd.frame_placement(model, q, -1),
+                                  rbd.frame_placement(model, q, f))
+
+
+def _all(model, q, v, a, frame):
+    """Every function of this module on one state, as a list of arrays."""
+    out = list(rbd.forward_kinematics(model, q, v, a))
+    out += [rbd.frame_placements(model, q), rbd.frame_placement(model, q, frame)]
+    out += [rbd.frame_jacobian(model, q, frame, ref) for ref in PIN_REFS]
+    out += [rbd.gravity(model, q), rbd.nonlinear_effects(model, q, v)]
+    return out
+
+
+@pytest.mark.parametrize("name", ["iiwa14", "tree"])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_other_dtypes(name, dtype):
+    """float32 and complex128 inputs compute in their type (float32: the model's float32
+    copy) and agree with float64."""
+    model = rbd.load_robot("iiwa14") if name == "iiwa14" else \
+        rbd.models.random_tree(9, 5, floating_base=True)
+    rng = np.random.default_rng(5)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    frame = model.frames[-1].name
+    ref = _all(model, q, v, a, frame)
+    got = _all(model, q.astype(dtype), v.astype(dtype), a.astype(dtype), frame)
+    tol = 1e-4 if dtype == np.float32 else 1e-13
+    for x, r in zip(got, ref):
+        assert x.dtype == dtype and x.shape == r.shape
+        assert rel_err(x, r) < tol
+
+
+def test_complex_step_of_frame_placement_is_the_jacobian():
+    """d oMf / dq_k by complex step = the LOCAL_WORLD_ALIGNED Jacobian's column k (all
+    revolute: q is the tangent space): placements and Jacobians agree with each other."""
+    model = rbd.load_robot("iiwa14")
+    q = rbd.random_configuration(model, np.random.default_rng(6))
+    frame = model.frames[-1].name
+    J = rbd.frame_jacobian(model, q, frame, "local_world_aligned")
+    R = rbd.frame_placement(model, q, frame)[:3, :3]
+    for k in range(model.nv):
+        qc = q.astype(complex)
+        qc[k] += 1e-30j
+        dT = rbd.frame_placement(model, qc, frame).imag / 1e-30
+        np.testing.assert_allclose(dT[:3, 3], J[:3, k], atol=1e-12)
+        W = dT[:3, :3] @ R.T      # [w]x
+        np.testing.assert_allclose([W[2, 1], W[0, 2], W[1, 0]], J[3:, k], atol=1e-12)
+
+
+def test_bad_input_is_named():
+    model = rbd.load_robot("iiwa14")
+    q = rbd.neutral(model)
+    v = np.zeros(model.nv)
+    bad = q.copy()
+    bad[2] = np.nan
+    for call in (lambda x: rbd.forward_kinematics(model, x),
+                 lambda x: rbd.forward_kinematics(model, x, v, v),
+                 lambda x: rbd.frame_placements(model, x),
+                 lambda x: rbd.frame_placement(model, x, 3),
+                 lambda x: rbd.frame_jacobian(model, x, 3, "world"),
+                 lambda x: rbd.gravity(model, x),
+                 lambda x: rbd.nonlinear_effects(model, x, v),
+                 lambda x: rbd.kinematics_derivatives(model, x, v, v)):
+        with pytest.raises(ValueError, match=r"q contains NaN or Inf at index \(2,\)"):
+            call(bad)
+        with pytest.raises(ValueError, match=r"q: expected shape \(7,\) or \(B, 7\)"):
+            call(q[:5])
+    badv = v.copy()
+    badv[1] = np.inf
+    with pytest.raises(ValueError, match=r"v contains NaN or Inf at index \(1,\)"):
+        rbd.forward_kinematics(model, q, badv)
+    with pytest.raises(ValueError, match=r"a contains NaN or Inf"):
+        rbd.forward_kinematics(model, q, v, badv)
+    with pytest.raises(ValueError, match=r"v contains NaN or Inf"):
+        rbd.nonlinear_effects(model, q, badv)
+    with pytest.raises(ValueError, match=r"v: expected shape"):
+        rbd.nonlinear_effects(model, q, v[:3])
     last = model.frames[-1].name
-    assert np.allclose(rbd.frame_placement(model, q, last), T[-1])
-    with pytest.raises(ValueError, match="reference"):
-        rbd.frame_jacobian(model, q, last, "body")
-    with pytest.raises(KeyError, match="no frame named"):
+    with pytest.raises(KeyError, match="no frame named 'nope'"):
         rbd.frame_jacobian(model, q, "nope")
+    with pytest.raises(KeyError, match="no frame named '3'"):     # a name, not an index
+        rbd.frame_placement(model, q, "3")
+    with pytest.raises(IndexError, match="index 99 out of range"):
+        rbd.frame_placement(model, q, 99)
+    with pytest.raises(TypeError, match="frame: expected a frame name or an index"):
+        rbd.frame_jacobian(model, q, 2.5)
+    for reference in ("body", None, 0):
+        with pytest.raises(ValueError, match="reference: expected one of"):
+            rbd.frame_jacobian(model, q, last, reference)
+    with pytest.raises(ValueError, match="reference: expected one of"):
+        rbd.kinematics_derivatives(model, q, v, v, "body")
+    quat = rbd.load_robot("iiwa14", floating_base=True)
+    qq = rbd.neutral(quat)
+    qq[3:7] = [0.0, 0.0, 0.0, 2.0]
+    with pytest.raises(ValueError, match="quaternion of joint 'root_joint'"):
+        rbd.frame_jacobian(quat, qq, quat.frames[-1].name)

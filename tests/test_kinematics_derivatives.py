@@ -11,8 +11,7 @@ import pytest
 import rbdiff as rbd
 from conftest import _TREES, random_state, rel_err
 from pin_bridge import frame_rotations
-from rbdiff.kernels.workspace import W_A, W_P, W_V
-from rbdiff.kinematics import KinematicsDerivatives, _workspace
+from rbdiff.results import KinematicsDerivatives
 
 PIN_FRAMES = {"world": pin.WORLD, "local": pin.LOCAL,
               "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
@@ -97,20 +96,29 @@ def test_da_dq_against_pinocchio_forward_kinematics(pair):
         assert rel_err(pins[..., skip], fd[..., skip]) > 1e-3
 
 
+def _at_world_origin(kin):
+    """Velocities and accelerations of joints 1..n from forward_kinematics (local frames)
+    at the world origin in world axes: X_i m."""
+    R, p = kin.placements[1:, :3, :3], kin.placements[1:, :3, 3]
+
+    def act(m):
+        w = np.einsum("nij,nj->ni", R, m[1:, 3:])
+        return np.concatenate([np.einsum("nij,nj->ni", R, m[1:, :3]) + np.cross(p, w), w],
+                              axis=1)
+    return act(kin.velocities), act(kin.accelerations)
+
+
 def _complex_step(model, q, v, a, reference):
     """(5, njoints, 6, nv) by complex step through rbdiff's forward kinematics (complex128):
     q stepped as integrate(q, i h e_k), v and a as v + i h e_k."""
     n, nv, h = model.njoints, model.nv, 1e-20
-    p_real = _workspace(model, q, v, a)[1:n + 1, W_P:W_P + 3]
+    p_real = rbd.forward_kinematics(model, q).placements[1:, :3, 3]
 
     def motions(qq, vv, aa):
+        fk = rbd.forward_kinematics(model, qq, vv, aa)
         if reference == "local":
-            fk = rbd.forward_kinematics(model, qq, vv, aa)
             return fk.velocities[1:], fk.accelerations[1:]
-        ws = _workspace(model, qq, vv, aa)
-        vw = ws[1:n + 1, W_V:W_V + 6].copy()
-        aw = ws[1:n + 1, W_A:W_A + 6].copy()
-        aw[:, :3] += model.gravity
+        vw, aw = _at_world_origin(fk)
         if reference == "local_world_aligned":   # at joint i's origin, held fixed
             vw[:, :3] += np.cross(vw[:, 3:], p_real)
             aw[:, :3] += np.cross(aw[:, 3:], p_real)

@@ -11,7 +11,7 @@ import rbdiff as rbd
 from conftest import full, pin_fext, random_state, rel_err
 from rbdiff.derivatives import aba_derivatives, rnea_derivatives
 from rbdiff.kernels.workspace import D_S, W_A, W_P, W_R, W_V, W_VJ
-from rbdiff.kinematics import _workspace
+from conftest import kinematics_workspace as _workspace
 from test_idsva import _skew, crf, crm
 
 

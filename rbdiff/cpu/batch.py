@@ -8,9 +8,10 @@
                 once per chunk, every item computed by the same compiled code as in
                 ``*_batch``, so results are bit-equal.
 
-Arguments: the model's (mi, mf) (mi alone for integrate and difference), the batched
-inputs (leading axis B) and fext (B, njoints or 0, 6), then the batched outputs, then the
-function's options."""
+Arguments: the model's (mi, mf) (mi alone for integrate and difference; with the frame
+table (frame_parents, frame_mf) for the frame functions), the batched inputs (leading
+axis B) and fext (B, njoints or 0, 6), then the batched outputs, then the function's
+options."""
 
 import numpy as np
 from numba import prange
@@ -21,17 +22,19 @@ from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.configuration import difference, integrate
 from ..kernels.crba import crba
 from ..kernels.fdsva_so import fdsva_so_routes
-from ..kernels.fk import kinematics_pass
+from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
+                              frame_placements)
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import kinematics_derivatives
 from ..kernels.minverse import minverse
-from ..kernels.rnea import rnea
+from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .checks import batch_configurations_ok, batch_states_ok, batch_tangent_ok
+from .checks import (batch_configurations_ok, batch_states_ok, batch_tangent_ok,
+                     fk_batch_ok, frame_ok, reference_ok)
 
 
 @helper
@@ -150,21 +153,128 @@ def minverse_parallel(mi, mf, q, Minv, nchunks):
 
 
 @entry
-def kinematics_batch(mi, mf, q, v, a, ws, check):
-    """World placements, S, v and a (with -g) of each item into its slab ws[b]
-    (B, workspace_rows, W_WIDTH)."""
+def gravity_batch(mi, mf, q, tau, check):
     if check:
-        batch_states_ok(mi, q, v, a, None)
+        batch_configurations_ok(mi, q)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     for b in range(q.shape[0]):
-        kinematics_pass(mi, mf, q[b], v[b], a[b], ws[b])
+        gravity(mi, mf, q[b], ws, tau[b])
 
 
 @pentry
-def kinematics_parallel(mi, mf, q, v, a, ws, nchunks):
-    batch_states_ok(mi, q, v, a, None)
+def gravity_parallel(mi, mf, q, tau, nchunks):
+    batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], ws[lo:hi], False)
+        gravity_batch(mi, mf, q[lo:hi], tau[lo:hi], False)
+
+
+@entry
+def nonlinear_effects_batch(mi, mf, q, v, tau, check):
+    if check:
+        batch_states_ok(mi, q, v, v, None)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        nonlinear_effects(mi, mf, q[b], v[b], ws, tau[b])
+
+
+@pentry
+def nonlinear_effects_parallel(mi, mf, q, v, tau, nchunks):
+    batch_states_ok(mi, q, v, v, None)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        nonlinear_effects_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], False)
+
+
+# ---- kinematics and frames -------------------------------------------------------------
+
+
+@entry
+def forward_kinematics_batch(mi, mf, q, v, a, oMi, vel, acc, check):
+    """oMi and, unless None (then v, resp. a, is None too), vel and acc."""
+    if check:
+        fk_batch_ok(mi, q, v, a)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        if vel is None:
+            forward_kinematics(mi, mf, q[b], None, None, ws, oMi[b], None, None)
+        elif acc is None:
+            forward_kinematics(mi, mf, q[b], v[b], None, ws, oMi[b], vel[b], None)
+        else:
+            forward_kinematics(mi, mf, q[b], v[b], a[b], ws, oMi[b], vel[b], acc[b])
+
+
+@pentry
+def forward_kinematics_parallel(mi, mf, q, v, a, oMi, vel, acc, nchunks):
+    fk_batch_ok(mi, q, v, a)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        if vel is None:     # None cannot be sliced: the branches are pruned by type
+            forward_kinematics_batch(mi, mf, q[lo:hi], None, None, oMi[lo:hi], None, None,
+                                     False)
+        elif acc is None:
+            forward_kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], None, oMi[lo:hi],
+                                     vel[lo:hi], None, False)
+        else:
+            forward_kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], oMi[lo:hi],
+                                     vel[lo:hi], acc[lo:hi], False)
+
+
+@entry
+def frame_placement_batch(mi, mf, fparent, fmf, q, T, frame, check):
+    if check:
+        batch_configurations_ok(mi, q)
+        frame_ok(fparent, frame)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        frame_placement(mi, mf, fparent, fmf, q[b], frame, ws, T[b])
+
+
+@pentry
+def frame_placement_parallel(mi, mf, fparent, fmf, q, T, frame, nchunks):
+    batch_configurations_ok(mi, q)
+    frame_ok(fparent, frame)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        frame_placement_batch(mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], frame, False)
+
+
+@entry
+def frame_placements_batch(mi, mf, fparent, fmf, q, T, check):
+    if check:
+        batch_configurations_ok(mi, q)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        frame_placements(mi, mf, fparent, fmf, q[b], ws, T[b])
+
+
+@pentry
+def frame_placements_parallel(mi, mf, fparent, fmf, q, T, nchunks):
+    batch_configurations_ok(mi, q)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        frame_placements_batch(mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], False)
+
+
+@entry
+def frame_jacobian_batch(mi, mf, fparent, fmf, q, J, frame, reference, check):
+    if check:
+        batch_configurations_ok(mi, q)
+        frame_ok(fparent, frame)
+        reference_ok(reference)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        frame_jacobian(mi, mf, fparent, fmf, q[b], frame, reference, ws, J[b])
+
+
+@pentry
+def frame_jacobian_parallel(mi, mf, fparent, fmf, q, J, frame, reference, nchunks):
+    batch_configurations_ok(mi, q)
+    frame_ok(fparent, frame)
+    reference_ok(reference)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        frame_jacobian_batch(mi, mf, fparent, fmf, q[lo:hi], J[lo:hi], frame, reference, False)
 
 
 # ---- first-order derivatives -----------------------------------------------------------

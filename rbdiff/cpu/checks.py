@@ -9,6 +9,8 @@ from ..kernels.workspace import W_WIDTH, workspace_rows
 BAD_Q = "q: not finite, or a quaternion / (cos, sin) pair is not unit"
 BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
+BAD_FRAME = "frame: not an index into model.frames"
+BAD_REFERENCE = "reference: not a reference-frame code"
 
 
 @helper
@@ -37,12 +39,37 @@ def tangent_ok(mi, q, v, qout):
 
 
 @helper
+def velocity_state_ok(mi, q, v):
+    """state_ok without a/tau and fext: lengths right, q valid, v finite."""
+    if q.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    if not configuration_ok(mi, q):
+        raise ValueError(BAD_Q)
+    if not all_finite(v):
+        raise ValueError(BAD_STATE)
+
+
+@helper
 def configurations_ok(mi, q0, q1, v):
     """difference's input: lengths right (v's too), q0 and q1 valid configurations."""
     if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2]:
         raise ValueError(BAD_SHAPE)
     if not (configuration_ok(mi, q0) and configuration_ok(mi, q1)):
         raise ValueError(BAD_Q)
+
+
+@helper
+def frame_ok(fparent, frame):
+    """frame indexes the model's frame table."""
+    if frame < 0 or frame >= fparent.shape[0]:
+        raise ValueError(BAD_FRAME)
+
+
+@helper
+def reference_ok(reference):
+    """reference is one of kinematics_derivatives' WORLD, LOCAL, LOCAL_WORLD_ALIGNED."""
+    if reference < 0 or reference > 2:
+        raise ValueError(BAD_REFERENCE)
 
 
 @helper
@@ -114,3 +141,15 @@ def batch_configurations_ok(mi, q):
     for b in range(q.shape[0]):
         if not configuration_ok(mi, q[b]):
             raise ValueError(BAD_Q)
+
+
+@entry
+def fk_batch_ok(mi, q, v, a):
+    """forward_kinematics' batch: q (B, nq) valid configurations; v, a (B, nv) finite, or
+    None (a None whenever v is)."""
+    if v is None:
+        batch_configurations_ok(mi, q)
+    elif a is None:
+        batch_states_ok(mi, q, v, v, None)
+    else:
+        batch_states_ok(mi, q, v, a, None)

@@ -1,6 +1,7 @@
 """Single-call entry points (``*_one``): check one state, then call the kernel on the
-caller's scratch (the dynamics: kernels.workspace.single_call_scratch, which the model
-keeps) or on scratch allocated here (derivatives). Outputs are allocated by the caller
+caller's scratch (the dynamics, kinematics and frames: kernels.workspace.
+single_call_scratch and the kinematics-derivative records, which the model keeps) or on
+scratch allocated here (the other derivatives). Outputs are allocated by the caller
 (the api layer): returning a Numba-allocated array to Python costs ~0.7 us, three times
 a NumPy allocation. No algorithm math lives here."""
 
@@ -9,23 +10,23 @@ import numpy as np
 from ..kernels.aba import aba
 from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
-from ..kernels.checks import all_finite, configuration_ok
 from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
 from ..kernels.fastargs import float64_vector
 from ..kernels.fdsva_so import fdsva_so_routes
-from ..kernels.fk import kinematics_pass
+from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
+                              frame_placements)
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, fast_entry
 from ..kernels.kinematics_derivatives import kinematics_derivatives
 from ..kernels.minverse import minverse
-from ..kernels.rnea import rnea
+from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .checks import (BAD_Q, BAD_SHAPE, BAD_STATE, configuration_checked, configurations_ok,
-                     state_ok, tangent_ok, workspace_ok)
+from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, frame_ok,
+                     reference_ok, state_ok, tangent_ok, velocity_state_ok, workspace_ok)
 
 # ---- configuration space (fast entries: no scratch at all) -----------------------------
 
@@ -113,14 +114,72 @@ def minverse_one(mi, mf, q, ws, F, Minv):
     minverse(mi, mf, q, ws, F, Minv)
 
 
-@entry
-def kinematics_one(mi, mf, q, v, a, ws):
-    """Fill ws (workspace_rows x W_WIDTH) with world placements, S, v and a (with -g)."""
-    if not configuration_ok(mi, q):
-        raise ValueError(BAD_Q)
-    if not (all_finite(v) and all_finite(a)):
-        raise ValueError(BAD_STATE)
-    kinematics_pass(mi, mf, q, v, a, ws)
+@fast_entry
+def gravity_one(mi, mf, q, ws, tau):
+    configuration_checked(mi, q, ws)
+    gravity(mi, mf, q, ws, tau)
+
+
+@fast_entry
+def nonlinear_effects_one(mi, mf, q, v, ws, tau):
+    velocity_state_ok(mi, q, v)
+    workspace_ok(mi, ws)
+    nonlinear_effects(mi, mf, q, v, ws, tau)
+
+
+# ---- kinematics and frames (fast entries on the model's scratch) -----------------------
+
+
+@fast_entry
+def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
+    """oMi and, unless None, local velocities vel (v given) and accelerations acc (v and a
+    given)."""
+    if v is None:
+        configuration_checked(mi, q, ws)
+    elif a is None:
+        velocity_state_ok(mi, q, v)
+        workspace_ok(mi, ws)
+    else:
+        state_ok(mi, q, v, a, None)
+        workspace_ok(mi, ws)
+    forward_kinematics(mi, mf, q, v, a, ws, oMi, vel, acc)
+
+
+@fast_entry
+def frame_placement_one(mi, mf, fparent, fmf, q, frame, ws, T):
+    configuration_checked(mi, q, ws)
+    frame_ok(fparent, frame)
+    frame_placement(mi, mf, fparent, fmf, q, frame, ws, T)
+
+
+@fast_entry
+def frame_placements_one(mi, mf, fparent, fmf, q, ws, T):
+    configuration_checked(mi, q, ws)
+    frame_placements(mi, mf, fparent, fmf, q, ws, T)
+
+
+@fast_entry
+def frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J):
+    """J (6, nv) in ``reference`` (kinematics_derivatives' WORLD, LOCAL,
+    LOCAL_WORLD_ALIGNED)."""
+    configuration_checked(mi, q, ws)
+    frame_ok(fparent, frame)
+    reference_ok(reference)
+    frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, J)
+
+
+@fast_entry
+def kinematics_derivatives_one(mi, mf, q, v, a, reference, ws, G, off,
+                               dvq, dvv, daq, dav, daa):
+    """G (records, >= KIN_WIDTH) and off (njoints+2,), rnea_chain_rule.record_offsets's
+    (the model keeps float64 ones: model._kin_G, model._kin_off)."""
+    state_ok(mi, q, v, a, None)
+    workspace_ok(mi, ws)
+    reference_ok(reference)
+    if off.shape[0] != mi[0, 0] + 2 or G.shape[0] < off[mi[0, 0] + 1] or \
+            G.shape[1] < KIN_WIDTH:
+        raise ValueError("G or off: wrong size")
+    kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off, dvq, dvv, daq, dav, daa)
 
 
 # ---- first-order derivatives (IDSVA, FDSVA; chain rule; AZA product; kinematics) -------
@@ -183,15 +242,6 @@ def aba_chain_rule_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F, dq, dv, dtau,
                                aza)
-
-
-@entry
-def kinematics_derivatives_one(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa):
-    state_ok(mi, q, v, a, None)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    off = np.empty(mi[0, 0] + 2, np.int64)
-    G = np.empty((record_offsets(mi, off), KIN_WIDTH), q.dtype)
-    kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off, dvq, dvv, daq, dav, daa)
 
 
 # ---- second-order derivatives (IDSVA-SO, FDSVA-SO) -------------------------------------

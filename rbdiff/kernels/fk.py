@@ -59,14 +59,20 @@ def init_universe(mf, ws):
 
 
 @helper
-def placement_pass_joint(mi, mf, i, q, ws):
-    """oMi = oM_parent liMi and the world motion-subspace columns S of joint i."""
-    n = mi[0, 0]
+def world_placement_joint(mi, mf, i, q, ws):
+    """liMi (LR, LP) and oMi = oM_parent liMi (R, P) of joint i."""
     lam = mi[i, MI_PARENT]
     joint_placement(mi, mf, i, q, ws[i, W_LR:W_LR + 9], ws[i, W_LP:W_LP + 3],
                     ws[i, W_T:W_T + 9])
     se3_mul(ws[lam, W_R:W_R + 9], ws[lam, W_P:W_P + 3], ws[i, W_LR:W_LR + 9],
             ws[i, W_LP:W_LP + 3], ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3])
+
+
+@helper
+def placement_pass_joint(mi, mf, i, q, ws):
+    """oMi = oM_parent liMi and the world motion-subspace columns S of joint i."""
+    n = mi[0, 0]
+    world_placement_joint(mi, mf, i, q, ws)
     iv = mi[i, MI_IV]
     t = mi[i, MI_TYPE]
     if t == REVOLUTE or t == REVOLUTE_UNBOUNDED:     # S = [0; axis]: half the products

@@ -17,6 +17,10 @@ universe, rows 1..N the joints, a parent always before its children):
     Ic about c, row-major) and the motion-subspace columns S_k (6 each, [linear, angular],
     joint frame) of the joint's nv_i dofs.
 
+Frames reach a kernel as two more: ``frame_parents`` (int64, (nframes,), the parent
+joint of each frame) and ``frame_mf`` (float64, (nframes, FM_WIDTH), each frame's
+placement in its parent joint's frame).
+
 The offsets below are module constants so that Numba folds them into the kernels.
 """
 
@@ -58,3 +62,9 @@ MF_COM = 28         # 3: centre of mass in the joint frame
 MF_IC = 31          # 9: rotational inertia about the com, joint-frame axes
 MF_S = 40           # 6 * nv_i: motion subspace columns
 MF_WIDTH = MF_S + 36
+
+# frame table (``Model.frame_mf``, float64, (nframes, FM_WIDTH)): frame k's placement in
+# its parent joint's frame (``Model.frame_parents[k]``), rotation row-major then translation
+FM_R = 0            # 9
+FM_P = 9            # 3
+FM_WIDTH = 12

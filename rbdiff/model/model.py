@@ -16,6 +16,7 @@ import numpy as np
 
 from . import configuration as _configuration
 from . import layout as L
+from ..kernels.rnea_chain_rule import KIN_WIDTH
 from ..kernels.workspace import single_call_scratch
 
 _SPHERICAL_S = np.hstack([np.zeros((3, 3)), np.eye(3)]).T   # columns [0; e_k]
@@ -131,7 +132,8 @@ class Model:
     ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
     ``frames`` (a tuple of :class:`Frame`, Pinocchio's list for a URDF model: see
     ``load_urdf``), ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to);
-    ``mi``/``mf``, the packed arrays the kernels read (see ``layout``).
+    ``mi``/``mf``, the packed arrays the kernels read, and ``frame_parents``/``frame_mf``,
+    the frames packed likewise (see ``layout``).
     """
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
@@ -159,11 +161,24 @@ class Model:
         self._frame_index = {}       # name -> first frame with that name
         for k, f in enumerate(self.frames):
             self._frame_index.setdefault(f.name, k)
+        # the fast paths' lookup: a frame name or a valid index (0..nframes-1) -> index
+        self._frame_ids = {k: k for k in range(len(self.frames))}
+        self._frame_ids.update(self._frame_index)
         self.mi, self.mf = self._pack()
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
+        self.frame_parents, self.frame_mf = self._pack_frames()
+        self.frame_mf32 = _readonly(self.frame_mf, np.float32)
         self._sv = (self.nv,)                          # output shapes the api allocates
         self._svv = (self.nv, self.nv)
+        self._sT = (n + 1, 4, 4)
+        self._sm = (n + 1, 6)
+        self._sframes = (len(self.frames), 4, 4)
+        self._sJ = (6, self.nv)
+        self._skd = (n, 6, self.nv)
         self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
+        # kinematics_derivatives' records (kernels/rnea_chain_rule.py): offsets, scratch
+        self._kin_off = self._record_offsets()
+        self._kin_G = np.empty((int(self._kin_off[-1]), KIN_WIDTH))
         self._plans = {}                                        # cpu.policy: batch plans
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
@@ -206,6 +221,25 @@ class Model:
         mi.setflags(write=False)
         mf.setflags(write=False)
         return mi, mf
+
+    def _pack_frames(self):
+        """(frame_parents (nframes,) int64, frame_mf (nframes, FM_WIDTH)), read-only."""
+        fm = np.zeros((len(self.frames), L.FM_WIDTH))
+        for k, f in enumerate(self.frames):
+            T = np.asarray(f.placement, dtype=float)
+            fm[k, L.FM_R:L.FM_R + 9] = T[:3, :3].ravel()
+            fm[k, L.FM_P:L.FM_P + 3] = T[:3, 3]
+        return _readonly([f.parent for f in self.frames], np.int64), _readonly(fm)
+
+    def _record_offsets(self):
+        """rnea_chain_rule.record_offsets in Python: (njoints+2,) int64, read-only; the
+        last entry is the number of records (one per dof of anc*(i), every joint i)."""
+        off = np.zeros(self.njoints + 2, np.int64)
+        for i in range(1, self.njoints + 1):
+            lam = int(self.parents[i])
+            off[i + 1] = off[i] + self.nvs[i] + off[lam + 1] - off[lam]
+        off.setflags(write=False)
+        return off
 
     def motion_subspace(self, i):
         """Joint i's motion subspace S (6, nv_i) in its own frame, rows [linear; angular]."""

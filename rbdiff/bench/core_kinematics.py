@@ -1,0 +1,97 @@
+"""bench-core pairs of the kinematics and frame functions (rbdiff.kinematics) and of
+gravity / nonlinear_effects: one rbdiff call against the Pinocchio sequence that computes
+the same thing (bench/core.py's PAIR_MODULES convention: ``calls(model, pm, q, v, a)``).
+
+Frame rows use the deepest frame (the most joints on its support; the last such frame:
+an end effector or fingertip), named on the rbdiff side (rbdiff resolves the name per
+call, Pinocchio gets the index). Rows whose rbdiff result is not one array, or whose
+Pinocchio call returns nothing, go through a small closure on both sides, so both pay
+the same Python call.
+"""
+
+from functools import partial
+
+import numpy as np
+
+import rbdiff as rbd
+
+try:
+    import pinocchio as pin
+except ImportError:
+    pin = None
+
+
+def deepest_frame(model):
+    """Index in model.frames of the last frame with the most joints on its support."""
+    depth = [0] * (model.njoints + 1)
+    for i in range(1, model.njoints + 1):
+        depth[i] = depth[int(model.parents[i])] + 1
+    return max(range(len(model.frames)), key=lambda k: (depth[model.frames[k].parent], k))
+
+
+def _ours(model, q, v, a, name):
+    def forward_kinematics():      # Kinematics is three arrays: compare the accelerations
+        return rbd.forward_kinematics(model, q, v, a).accelerations  # (they need all else)
+
+    jac = partial(rbd.frame_jacobian, model, q, name)
+    return {"forward_kinematics": forward_kinematics,
+            "frame_placement": partial(rbd.frame_placement, model, q, name),
+            "frame_placements": partial(rbd.frame_placements, model, q),
+            "frame_jacobian_local": partial(jac, "local"),
+            "frame_jacobian_world": partial(jac, "world"),
+            "frame_jacobian_lwa": partial(jac, "local_world_aligned"),
+            "gravity": partial(rbd.gravity, model, q),
+            "nonlinear_effects": partial(rbd.nonlinear_effects, model, q, v),
+            "kinematics_derivatives": partial(rbd.kinematics_derivatives, model, q, v, a)}
+
+
+def _kinematics_derivatives(pm, pd):
+    """Pinocchio's WORLD joint velocity / acceleration derivatives of every joint, as
+    rbdiff's (5, njoints, 6, nv) (after computeForwardKinematicsDerivatives)."""
+    out = np.zeros((5, pm.njoints - 1, 6, pm.nv))
+    for i in range(1, pm.njoints):
+        dvq, dvv = pin.getJointVelocityDerivatives(pm, pd, i, pin.WORLD)
+        _, daq, dav, daa = pin.getJointAccelerationDerivatives(pm, pd, i, pin.WORLD)
+        out[:, i - 1] = dvq, dvv, daq, dav, daa
+    return out
+
+
+def _theirs(pm, q, v, a, fid):
+    pd = pm.createData()
+
+    def forward_kinematics():
+        pin.forwardKinematics(pm, pd, q, v, a)
+
+    def frame_placement():
+        pin.forwardKinematics(pm, pd, q)
+        return pin.updateFramePlacement(pm, pd, fid)
+
+    def frame_placements():
+        pin.forwardKinematics(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+
+    jac = partial(pin.computeFrameJacobian, pm, pd, q, fid)
+    return {"forward_kinematics": (forward_kinematics,
+                                   lambda _: np.array([m.vector for m in pd.a])),
+            "frame_placement": (frame_placement, lambda M: M.homogeneous),
+            "frame_placements": (frame_placements,
+                                 lambda _: np.array([M.homogeneous for M in pd.oMf])),
+            "frame_jacobian_local": (partial(jac, pin.LOCAL), np.array),
+            "frame_jacobian_world": (partial(jac, pin.WORLD), np.array),
+            "frame_jacobian_lwa": (partial(jac, pin.LOCAL_WORLD_ALIGNED), np.array),
+            "gravity": (partial(pin.computeGeneralizedGravity, pm, pd, q), np.array),
+            "nonlinear_effects": (partial(pin.nonLinearEffects, pm, pd, q, v), np.array),
+            "kinematics_derivatives": (
+                partial(pin.computeForwardKinematicsDerivatives, pm, pd, q, v, a),
+                lambda _: _kinematics_derivatives(pm, pd))}
+
+
+def calls(model, pm, q, v, a):
+    """{name: (rbdiff call, Pinocchio call or None, post)}: post turns the Pinocchio
+    call's result (or its Data) into rbdiff's array."""
+    fid = deepest_frame(model)
+    ours = _ours(model, q, v, a, model.frames[fid].name)
+    if pm is None:
+        return {k: (f, None, None) for k, f in ours.items()}
+    theirs = _theirs(pm, q, v, a, fid)
+    return {k: (ours[k], *theirs[k]) for k in ours}
