@@ -129,6 +129,9 @@ def build_parser():
     _forward(sub, "bench-core", "rbdiff.bench.core",
              "rbdiff vs Pinocchio single-call times per robot (rnea, crba, aba, "
              "minverse); see bench-core --help")
+    _forward(sub, "bench-coldstart", "rbdiff.bench.coldstart",
+             "seconds to the first call of each public function in a fresh process with "
+             "an empty Numba cache; see bench-coldstart --help")
     _forward(sub, "bench", "rbdiff.bench.suite", "benchmark report: Table I, scaling, "
              "accuracy (report.md, PNGs, results.json); see bench --help")
     _forward(sub, "bench-gpu", "rbdiff.bench.gpu", "GPU aba_derivatives vs CPU batch, "

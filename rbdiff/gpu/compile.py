@@ -10,8 +10,8 @@ refers to (layout constants ``MI_*``/``MF_*``, workspace offsets ``W_*``/``D_*``
 ``numpy``) passes through unchanged.
 
 So the CPU and the GPU run the same statements: a kernel edited in ``rbdiff/kernels`` is
-edited for both. Helpers (``inline='always'`` on the CPU) are inlined on the GPU too
-(numba-cuda: ``forceinline``, i.e. NVVM ``alwaysinline``; the deprecated built-in
+edited for both. Helpers (``kernels.jit.helper``; LLVM inlines them on the CPU) are inlined
+on the GPU too (numba-cuda: ``forceinline``, i.e. NVVM ``alwaysinline``; the deprecated built-in
 ``numba.cuda`` has no such option and leaves inlining to NVVM's optimizer).
 
 Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the rebuilt Python functions run
@@ -24,6 +24,8 @@ import types
 
 from numba import cuda
 from numba.core.dispatcher import Dispatcher
+
+from ..kernels.jit import is_helper
 
 KERNEL_PACKAGE = "rbdiff.kernels"
 
@@ -75,8 +77,7 @@ def device(dispatcher):
     fn.__qualname__ = py.__qualname__
     fn.__doc__ = py.__doc__
     fn.__module__ = py.__module__
-    inline = dispatcher.targetoptions.get("inline", "never") == "always"
-    dev = cuda.jit(**_jit_options(inline))(fn)
+    dev = cuda.jit(**_jit_options(is_helper(dispatcher)))(fn)
     _BUILT[key] = (dispatcher, dev)
     return dev
 

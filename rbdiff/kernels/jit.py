@@ -3,10 +3,20 @@
 ``kernel``  marks algorithm math (a pass, a joint step): compiled by Numba for whatever
             target calls it, typed by its arguments, so one source serves float64,
             float32 and complex128 (complex step).
-``helper``  marks the small fixed-size spatial-algebra functions; they are inlined at
-            Numba-IR level into their callers, because an out-of-line call passes every
-            array view as ~7 scalars plus reference counting, which costs more than the
-            few flops inside.
+``helper``  marks the small fixed-size spatial-algebra functions. Compiled as ordinary
+            out-of-line functions, which LLVM inlines into their callers when it links
+            a caller's module (they are ``linkonce_odr`` there): no call remains in the
+            hot loops. They used to be ``inline="always"``, inlined at Numba-IR level;
+            that re-typed and re-lowered a helper's body at every call site, so a first
+            call compiled for 6-56 s (aba_second_order_derivatives) instead of 1-5 s,
+            for warm calls within noise (see README, "Compilation and the cache"). The
+            GPU build still force-inlines them (gpu/compile.py asks :func:`is_helper`).
+            Kernels and helpers have no Python (C API) or C-callable wrapper: compiled
+            code calls them directly, and each wrapper cost ~10% of a cold start. Nor
+            are they optimised at module level or turned into machine code on their own
+            (link_only.py): the entry point that links them does that once for its whole
+            call tree. A call from Python (tests, a few Python paths) goes to a twin
+            compiled the ordinary way on first such call.
 ``entry``   compiles a CPU entry point: ``cache=True`` (compilation is the slow part of a
             cold start), ``error_model="numpy"`` (no ZeroDivisionError checks in hot loops:
             joint inertias are validated when the model is built), ``boundscheck=False``,
@@ -19,35 +29,134 @@
 ``pentry``  the same with ``parallel=True`` for batch entry points (``prange``).
 ``native``  binds a compiled entry for a fast path, without Numba's type dispatch; its
             arguments typed ``fastargs.REF`` are checked in the entry, not in Python.
+
+Entries are cached on disk (see README: where, and ``python -m rbdiff compile``); an edit
+to any rbdiff source invalidates them, and writes are serialised across processes, so
+parallel test workers and ``rbdiff compile`` can fill one cache (:func:`_harden_cache`).
 """
 
+import hashlib
+import os
+
 import numba
+from numba.core import config
+from numba.core.registry import CPUDispatcher
+
+from .link_only import LinkOnlyCompiler
+
+try:
+    import fcntl
+except ImportError:          # Windows: no advisory locks
+    fcntl = None
 
 from .fastargs import REF
 
 _MATH = dict(error_model="numpy", boundscheck=False)
-_NO_NRT = dict(_nrt=False)   # kernels never allocate; views then cost no reference counting
-_OPTS = dict(cache=True, nogil=True, **_MATH)
+# kernels never allocate: views then cost no reference counting; no cfunc wrapper
+# (C-callable, for first-class function values: unused here)
+_NO_NRT = dict(_nrt=False, no_cfunc_wrapper=True)
+_OPTS = dict(cache=True, nogil=True, no_cfunc_wrapper=True, **_MATH)
+
+
+class InternalDispatcher(CPUDispatcher):
+    """A Numba dispatcher compiled without wrappers, for calls from compiled code only.
+    Calling it from Python runs a twin compiled with the Python wrapper (created on
+    first use): the wrapperless entry point itself would crash the interpreter."""
+
+    def __call__(self, *args, **kwargs):
+        twin = self.__dict__.get("_python_twin")
+        if twin is None:
+            twin = self._python_twin = numba.njit(**_MATH, **_NO_NRT)(self.py_func)
+        return twin(*args, **kwargs)
+
+
+def _internal(fn, **opts):
+    if config.DISABLE_JIT:
+        return fn
+    pipeline = {} if LinkOnlyCompiler is None else dict(pipeline_class=LinkOnlyCompiler)
+    return InternalDispatcher(py_func=fn, locals={}, targetoptions=dict(
+        no_cpython_wrapper=True, **_MATH, **_NO_NRT, **opts), **pipeline)
 
 
 def kernel(fn):
-    return numba.njit(**_MATH, **_NO_NRT)(fn)
+    return _internal(fn)
 
 
 def helper(fn):
-    return numba.njit(inline="always", **_MATH, **_NO_NRT)(fn)
+    d = _internal(fn, forceinline=True)
+    d._rbdiff_helper = True      # the GPU build force-inlines these (gpu/compile.py)
+    return d
+
+
+def is_helper(dispatcher):
+    """True for a function made by :func:`helper`."""
+    return getattr(dispatcher, "_rbdiff_helper", False)
 
 
 def entry(fn):
-    return numba.njit(**_OPTS)(fn)
+    return _harden_cache(numba.njit(**_OPTS)(fn))
 
 
 def fast_entry(fn):
-    return numba.njit(cache=True, nogil=False, **_MATH, **_NO_NRT)(fn)
+    return _harden_cache(numba.njit(cache=True, nogil=False, **_MATH, **_NO_NRT)(fn))
 
 
 def pentry(fn):
-    return numba.njit(parallel=True, **_OPTS)(fn)
+    return _harden_cache(numba.njit(parallel=True, **_OPTS)(fn))
+
+
+def _sources_digest():
+    """SHA-256 of every rbdiff source file an entry point can compile (the package
+    without bench/), in path order."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in ("bench", "__pycache__"))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+_SOURCES = _sources_digest()
+
+
+def _harden_cache(dispatcher):
+    """Make ``dispatcher``'s on-disk cache safe to share and never stale.
+
+    Stale: Numba invalidates a cached entry when the entry's own source file changes,
+    not when a kernel it calls (in another file) does; so the index's stamp here also
+    carries a digest of all rbdiff sources (:func:`_sources_digest`), and any edit or
+    upgrade recompiles.
+
+    Shared: Numba saves a new specialisation by reading the function's index file,
+    picking the first unused data file name, and writing both back. Two processes
+    saving different specialisations of one function at once can both pick the same
+    name, leaving an index entry that points at the other's machine code (a crash on
+    the next load). The save therefore runs under a lock file beside the index; loads
+    need none (Numba replaces files atomically)."""
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if cache_file is None or not hasattr(cache_file, "_source_stamp"):
+        return dispatcher        # caching off (NUMBA_DISABLE_JIT) or Numba changed
+    cache_file._source_stamp = (cache_file._source_stamp, _SOURCES)
+    if fcntl is None:
+        return dispatcher
+    save = cache_file.save
+
+    def locked_save(key, data):
+        try:
+            f = open(cache_file._index_path + ".lock", "a")
+        except OSError:          # a read-only cache folder: Numba's own save fails alike
+            return save(key, data)
+        with f:                  # closing the file releases the lock
+            fcntl.flock(f, fcntl.LOCK_EX)
+            return save(key, data)
+
+    cache_file.save = locked_save
+    return dispatcher
 
 
 def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):

@@ -1,0 +1,191 @@
+"""Cold start: seconds to the first result of each public function in a fresh process
+with an empty Numba cache (compilation included), plus all of them in one process.
+
+Each call runs in its own subprocess whose ``NUMBA_CACHE_DIR`` is a new empty temporary
+folder: without it Numba reads and writes its cache in ``__pycache__`` beside the
+sources, and a warm cache there would make the measurement meaningless. Import and
+model loading are timed apart from the call.
+
+Run: ``python -m rbdiff.bench.coldstart [--robot iiwa14] [--only rnea aba] [--json PATH]``
+(or ``python -m rbdiff bench-coldstart ...``).
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROBOT = "iiwa14"
+FRAME = "iiwa_link_ee"
+BATCH = 8
+SEED = 0
+# name -> target seconds (DESIGN.md section 2: the first call counts)
+TARGETS = {"rnea": 3, "aba": 3, "crba": 3, "minverse": 3, "rnea_derivatives": 5,
+           "aba_derivatives": 5, "rnea_second_order_derivatives": 10,
+           "aba_second_order_derivatives": 12, "aba_derivatives_batch": 8,
+           "frame_jacobian": None}
+CALLS = tuple(TARGETS)
+ALL_TARGET = 45
+ALL = "all"
+
+
+def _call(name, rbd, model, state):
+    """Run public function ``name`` once at ``state`` (q, v, a, tau, qb, vb, taub)."""
+    q, v, a, tau, qb, vb, taub = state
+    if name == "rnea":
+        return rbd.rnea(model, q, v, a)
+    if name == "aba":
+        return rbd.aba(model, q, v, tau)
+    if name == "crba":
+        return rbd.crba(model, q)
+    if name == "minverse":
+        return rbd.minverse(model, q)
+    if name == "rnea_derivatives":
+        return rbd.rnea_derivatives(model, q, v, a)
+    if name == "aba_derivatives":
+        return rbd.aba_derivatives(model, q, v, tau)
+    if name == "rnea_second_order_derivatives":
+        return rbd.rnea_second_order_derivatives(model, q, v, a)
+    if name == "aba_second_order_derivatives":
+        return rbd.aba_second_order_derivatives(model, q, v, tau)
+    if name == "aba_derivatives_batch":
+        return rbd.aba_derivatives(model, qb, vb, taub)
+    if name == "frame_jacobian":
+        names = [f.name for f in model.frames]
+        return rbd.frame_jacobian(model, q, FRAME if FRAME in names else names[-1])
+    raise ValueError(f"unknown call {name!r}")
+
+
+def child(names, robot, t0=None):
+    """In this (fresh) process: import rbdiff (timed from ``t0``, the clock before any
+    rbdiff import), load ``robot``, then time each first call.
+    Returns {"import": s, "load": s, name: s, ..., "cpu": {name: CPU s, ...}}: the CPU
+    seconds of the process (compilation is single-threaded), which another job on a
+    shared machine inflates less than the wall-clock seconds."""
+    clock, cpu = time.perf_counter, time.process_time
+    t0 = clock() if t0 is None else t0
+    import numpy as np
+    import rbdiff as rbd
+    t1 = clock()
+    model = rbd.load_robot(robot)
+    rng = np.random.default_rng(SEED)
+    q = rbd.random_configuration(model, rng)     # NumPy only: compiles nothing
+    v, a, tau = (rng.normal(size=model.nv) for _ in range(3))
+    qb = rbd.random_configuration(model, rng, batch=BATCH)
+    vb, taub = rng.normal(size=(BATCH, model.nv)), rng.normal(size=(BATCH, model.nv))
+    state = (q, v, a, tau, qb, vb, taub)
+    out = {"import": t1 - t0, "load": clock() - t1, "cpu": {}}
+    for name in names:
+        t, c = clock(), cpu()
+        _call(name, rbd, model, state)
+        out[name] = clock() - t
+        out["cpu"][name] = cpu() - c
+    return out
+
+
+# the child's program: the clock starts before rbdiff is imported
+_CHILD = ("import json, sys, time; t = time.perf_counter(); "
+          "from rbdiff.bench import coldstart as c; "
+          "print(json.dumps(c.child(sys.argv[2:], sys.argv[1], t)))")
+
+
+def _package_root():
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_fresh(names, robot=ROBOT):
+    """``child(names, robot)`` in a new interpreter with an empty NUMBA_CACHE_DIR (this
+    rbdiff first on its path); returns its dict, plus "wall" (the subprocess's seconds)."""
+    with tempfile.TemporaryDirectory(prefix="rbdiff-cold-") as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [_package_root()] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        cmd = [sys.executable, "-c", _CHILD, robot, *names]
+        t = time.perf_counter()
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        if r.returncode != 0:
+            raise RuntimeError(f"cold-start child {names} failed:\n{r.stderr[-4000:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["wall"] = wall
+    return out
+
+
+def run(names=CALLS, robot=ROBOT, together=True, progress=True):
+    """{"single": {name: child dict}, "all": child dict or None, ...}: each call alone in a
+    fresh process, then (``together``) all of ``names`` in one fresh process."""
+    res = {"robot": robot, "batch": BATCH, "python": platform.python_version(),
+           "single": {}, "all": None}
+    try:
+        import numba
+        res["numba"] = numba.__version__
+    except ImportError:
+        pass
+    for name in names:
+        if progress:
+            print(f"  {name} ...", end="", flush=True, file=sys.stderr)
+        res["single"][name] = run_fresh([name], robot)
+        if progress:
+            print(f" {res['single'][name][name]:.1f} s", file=sys.stderr)
+    if together:
+        if progress:
+            print(f"  {ALL} ({len(names)} in one process) ...", end="", flush=True,
+                  file=sys.stderr)
+        res["all"] = run_fresh(list(names), robot)
+        if progress:
+            print(f" {sum(res['all'][n] for n in names):.1f} s", file=sys.stderr)
+    return res
+
+
+def format_table(res):
+    """The result of :func:`run` as a text table: wall-clock and CPU seconds of each first
+    call alone, its target, and the same call's seconds in the all-in-one process (where
+    what earlier calls compiled is already there)."""
+    names = list(res["single"])
+    w = max([len(n) for n in names] + [len(ALL)])
+    lines = [f"cold start on {res['robot']} (fresh process, empty NUMBA_CACHE_DIR; "
+             f"batch B={res['batch']}; numba {res.get('numba', '?')})",
+             f"{'call'.ljust(w)}  {'wall s':>7}  {'cpu s':>7}  {'target':>6}  "
+             f"{'all-in-one wall s':>17}"]
+    together = res.get("all") or {}
+    dash = lambda x, f: "-" if x is None else format(x, f)
+    for n in names:
+        one = res["single"][n]
+        lines.append(f"{n.ljust(w)}  {one[n]:7.2f}  {one['cpu'][n]:7.2f}  "
+                     f"{dash(TARGETS.get(n), 'd'):>6}  {dash(together.get(n), '.2f'):>17}")
+    if together:
+        tot = sum(together[n] for n in names)
+        cpu = sum(together["cpu"][n] for n in names)
+        lines.append(f"{ALL.ljust(w)}  {tot:7.2f}  {cpu:7.2f}  {ALL_TARGET:>6d}  "
+                     f"{'(one process)':>17}")
+        lines.append(f"(not counted: import rbdiff {together['import']:.2f} s, load the "
+                     f"model {together['load']:.2f} s)")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Command line entry point; prints the table and returns 0."""
+    p = argparse.ArgumentParser(prog="python -m rbdiff bench-coldstart", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--robot", default=ROBOT, help=f"bundled or example-robot-data robot "
+                                                   f"(default {ROBOT})")
+    p.add_argument("--only", nargs="+", choices=CALLS, metavar="CALL",
+                   help=f"calls to time (default all: {' '.join(CALLS)})")
+    p.add_argument("--no-all", action="store_true",
+                   help="skip the run of all calls in one process")
+    p.add_argument("--json", metavar="PATH", help="also write the raw numbers as JSON")
+    args = p.parse_args(argv)
+    res = run(args.only or CALLS, args.robot, together=not args.no_all)
+    print(format_table(res))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
