@@ -26,7 +26,6 @@ import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import NativeValue, intrinsic, models, register_model, unbox
-from numba.np.arrayobj import populate_array
 
 # byte offsets in a PyArrayObject (numpy/ndarraytypes.h, PyArrayObject_fields, after the
 # PyObject header: refcount, type)
@@ -85,6 +84,7 @@ def float64_vector(typingctx, ref, like):
     sig = types.Tuple((types.boolean, VECTOR))(ref, like)
 
     def codegen(context, builder, sig, args):
+        from numba.np.arrayobj import populate_array   # compile time only (~80 ms import)
         obj, like_val = args
         like_obj = context.make_array(sig.args[1])(context, builder, like_val).parent
         i64 = ir.IntType(64)
