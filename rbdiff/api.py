@@ -9,19 +9,23 @@ there by rbdiff.gpu and the results stay there (Numba device arrays).
 """
 
 import numpy as np
+from numba.core.errors import TypingError
 
 from .cpu import batch, policy, single
 from .kernels.jit import native
 from .kernels.workspace import single_call_scratch
 from .validation import F64 as _F64
+from .validation import ND as _ND
 from .validation import explain, gpu_call, on_device, prepare
 
-# The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch; the batch
-# entries check the shapes, cpu.checks) (no type() checks: ~70 ns less,
+# The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch: q also an
+# ndarray, so device arrays go to rbdiff.gpu; the batch entries check the shapes,
+# cpu.checks) (no type() checks on single calls: ~70 ns less,
 # with np.empty bound below). Anything else leaves them: no .dtype (AttributeError), not a
 # NumPy array (the compiled entry's unboxing raises TypeError), or input the entry
 # refuses (ValueError); the general path then validates it and names the argument.
-_FAST_MISS = (AttributeError, TypeError, ValueError)
+_FAST_MISS = (AttributeError, TypeError, ValueError, TypingError)   # TypingError: a device
+# array beside NumPy ones in a batch
 # module globals: one dictionary lookup on the fast path instead of two
 _empty = np.empty
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
@@ -74,7 +78,7 @@ def rnea(model, q, v, a, fext=None):
                 tau = _empty(model.nv)
                 _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
                 return tau
-            if q.ndim == v.ndim == a.ndim == 2:
+            if q.ndim == v.ndim == a.ndim == 2 and type(q) is _ND:
                 n = q.shape[0]
                 tau = _empty((n, model.nv))
                 _run(model, *_RNEA_B, n, (model.mi, model.mf, q, v, a, _empty((n, 0, 6)), tau))
@@ -99,7 +103,7 @@ def aba(model, q, v, tau, fext=None):
                 qdd = _empty(model.nv)
                 _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
                 return qdd
-            if q.ndim == v.ndim == tau.ndim == 2:
+            if q.ndim == v.ndim == tau.ndim == 2 and type(q) is _ND:
                 n = q.shape[0]
                 qdd = _empty((n, model.nv))
                 _run(model, *_ABA_B, n, (model.mi, model.mf, q, v, tau, _empty((n, 0, 6)), qdd))
@@ -121,7 +125,7 @@ def crba(model, q):
                 M = _empty(model._svv)
                 _crba_one(model.mi, model.mf, q, model._ws, M)
                 return M
-            if q.ndim == 2:
+            if q.ndim == 2 and type(q) is _ND:
                 M = _empty((q.shape[0],) + model._svv)
                 _run(model, *_CRBA_B, q.shape[0], (model.mi, model.mf, q, M))
                 return M
@@ -141,7 +145,7 @@ def minverse(model, q):
                 Minv = _empty(model._svv)
                 _minverse_one(model.mi, model.mf, q, model._ws, model._F, Minv)
                 return Minv
-            if q.ndim == 2:
+            if q.ndim == 2 and type(q) is _ND:
                 Minv = _empty((q.shape[0],) + model._svv)
                 _run(model, *_MINV_B, q.shape[0], (model.mi, model.mf, q, Minv))
                 return Minv

@@ -45,7 +45,13 @@ def test_bench_core_quick_json(tmp_path, capsys):
     data = json.loads(path.read_text())
     for key in ("results", "overhead", "skipped", "target_ratio", "repeats"):
         assert key in data, key
-    assert [r["algorithm"] for r in data["results"]] == ["rnea", "crba", "aba", "minverse"]
+    names = [r["algorithm"] for r in data["results"]]
+    assert names[:4] == ["rnea", "crba", "aba", "minverse"]
+    for public in ("integrate", "difference", "neutral", "forward_kinematics",
+                   "frame_placement", "frame_placements", "gravity", "nonlinear_effects",
+                   "kinematics_derivatives"):         # every public function has a row
+        assert public in names, public
+    assert sum(n.startswith("frame_jacobian") for n in names) == 3
     for r in data["results"]:
         assert r["robot"] == "iiwa14" and r["nq"] == r["nv"] == 7
         assert r["rbdiff_s"] > 0 and r["rbdiff_min_s"] > 0
