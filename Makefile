@@ -13,9 +13,12 @@ demo: $(PY)
 	$(PY) -m pip install --quiet -e .
 	$(PY) -m rbdiff demo
 
+# Compile the public entry points first (all cores; fills Numba's on-disk cache), then
+# run the tests on all cores (pytest-xdist; kernels/jit.py makes the shared cache safe).
 test: $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m pytest
+	$(PY) -m rbdiff compile --no-progress
+	$(PY) -m pytest -n auto
 
 bench: $(PY)
 	$(PY) -m pip install --quiet -e '.[bench]'

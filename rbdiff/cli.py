@@ -126,6 +126,9 @@ def build_parser():
     p.add_argument("--no-timing", action="store_true", help="skip the timing table")
     p.set_defaults(run=lambda args, rest: demo(args.seed, timing=not args.no_timing),
                    forwards=False)
+    _forward(sub, "compile", "rbdiff.precompile",
+             "compile every public function ahead of use into Numba's on-disk cache "
+             "(Docker images, CI, clusters); see compile --help")
     _forward(sub, "bench-core", "rbdiff.bench.core",
              "rbdiff vs Pinocchio single-call times per robot (rnea, crba, aba, "
              "minverse); see bench-core --help")

@@ -74,3 +74,29 @@ def test_unknown_arguments_are_refused():
     with pytest.raises(SystemExit) as e:
         cli.main(["demo", "--bogus"])
     assert e.value.code == 2
+
+
+def test_compile_jobs_cover_the_public_api():
+    """Every public function that takes a model and states is compiled by some job of
+    ``python -m rbdiff compile``, single and batched."""
+    import inspect
+
+    import rbdiff as rbd
+    from rbdiff import precompile
+
+    not_compiled = {"load_urdf", "load_robot", "robot_names", "neutral",
+                    "random_configuration", "integrate", "difference"}    # NumPy or I/O
+    public = {n for n, f in vars(rbd).items() if inspect.isfunction(f)
+              and not n.startswith("_")} - not_compiled
+    for batch in (False, True):
+        jobs = [j for j in precompile.JOBS if j.endswith("[batch]") == batch]
+        covered = {f for j in jobs for f in precompile.job_functions(j)}
+        assert public <= covered, sorted(public - covered)
+
+
+def test_compile_command_runs_a_subset_in_process(capsys):
+    assert cli.main(["compile", "--only", "gravity", "--jobs", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("compiled 2 jobs (float64)") and "cache:" in out
+    assert cli.main(["compile", "--list", "--only", "crba"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["crba: crba", "crba[batch]: crba"]

@@ -39,7 +39,7 @@ import hashlib
 import os
 
 import numba
-from numba.core import config
+from numba.core import config, types
 from numba.core.registry import CPUDispatcher
 
 from .link_only import LinkOnlyCompiler
@@ -62,6 +62,13 @@ class InternalDispatcher(CPUDispatcher):
     """A Numba dispatcher compiled without wrappers, for calls from compiled code only.
     Calling it from Python runs a twin compiled with the Python wrapper (created on
     first use): the wrapperless entry point itself would crash the interpreter."""
+
+    def get_call_template(self, args, kws):
+        """Typed by the arguments' non-literal types: a constant argument (a dof count,
+        a column index) compiles no specialisation of its own. Helpers are inlined by
+        LLVM, which then folds the constant in as the literal type did."""
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(t) for k, t in kws.items()})
 
     def __call__(self, *args, **kwargs):
         twin = self.__dict__.get("_python_twin")

@@ -369,116 +369,51 @@ def sub_outer6(A, x, y):
 
 @helper
 def add6(x, y):
-    """y += x for 6-arrays (unrolled)."""
-    y[0] += x[0]
-    y[1] += x[1]
-    y[2] += x[2]
-    y[3] += x[3]
-    y[4] += x[4]
-    y[5] += x[5]
+    """y += x for 6-arrays (a loop: LLVM unrolls it; Numba types one statement, not 6)."""
+    for k in range(6):
+        y[k] += x[k]
 
 
 @helper
 def add13(x, y):
-    """y += x for 13-arrays (unrolled)."""
-    y[0] += x[0]
-    y[1] += x[1]
-    y[2] += x[2]
-    y[3] += x[3]
-    y[4] += x[4]
-    y[5] += x[5]
-    y[6] += x[6]
-    y[7] += x[7]
-    y[8] += x[8]
-    y[9] += x[9]
-    y[10] += x[10]
-    y[11] += x[11]
-    y[12] += x[12]
+    """y += x for 13-arrays (a loop: LLVM unrolls it; Numba types one statement, not 13)."""
+    for k in range(13):
+        y[k] += x[k]
 
 
 @helper
 def add36(x, y):
-    """y += x for 36-arrays (unrolled)."""
-    y[0] += x[0]
-    y[1] += x[1]
-    y[2] += x[2]
-    y[3] += x[3]
-    y[4] += x[4]
-    y[5] += x[5]
-    y[6] += x[6]
-    y[7] += x[7]
-    y[8] += x[8]
-    y[9] += x[9]
-    y[10] += x[10]
-    y[11] += x[11]
-    y[12] += x[12]
-    y[13] += x[13]
-    y[14] += x[14]
-    y[15] += x[15]
-    y[16] += x[16]
-    y[17] += x[17]
-    y[18] += x[18]
-    y[19] += x[19]
-    y[20] += x[20]
-    y[21] += x[21]
-    y[22] += x[22]
-    y[23] += x[23]
-    y[24] += x[24]
-    y[25] += x[25]
-    y[26] += x[26]
-    y[27] += x[27]
-    y[28] += x[28]
-    y[29] += x[29]
-    y[30] += x[30]
-    y[31] += x[31]
-    y[32] += x[32]
-    y[33] += x[33]
-    y[34] += x[34]
-    y[35] += x[35]
+    """y += x for 36-arrays (a loop: LLVM unrolls it; Numba types one statement, not 36)."""
+    for k in range(36):
+        y[k] += x[k]
 
 
 @helper
 def copy6(x, y):
-    """y = x for 6-arrays (unrolled)."""
-    y[0] = x[0]
-    y[1] = x[1]
-    y[2] = x[2]
-    y[3] = x[3]
-    y[4] = x[4]
-    y[5] = x[5]
+    """y = x for 6-arrays (a loop: LLVM unrolls it; Numba types one statement, not 6)."""
+    for k in range(6):
+        y[k] = x[k]
 
 
 @helper
 def scale6(alpha, y):
-    """y *= alpha for a 6-array (unrolled)."""
-    y[0] *= alpha
-    y[1] *= alpha
-    y[2] *= alpha
-    y[3] *= alpha
-    y[4] *= alpha
-    y[5] *= alpha
+    """y *= alpha for a 6-array (a loop, as add6)."""
+    for k in range(6):
+        y[k] *= alpha
 
 
 @helper
 def axpy6(alpha, x, y):
-    """y += alpha x for 6-arrays."""
-    y[0] += alpha * x[0]
-    y[1] += alpha * x[1]
-    y[2] += alpha * x[2]
-    y[3] += alpha * x[3]
-    y[4] += alpha * x[4]
-    y[5] += alpha * x[5]
+    """y += alpha x for 6-arrays (a loop, as add6)."""
+    for k in range(6):
+        y[k] += alpha * x[k]
 
 
 @helper
 def set6(y, alpha):
-    """y = alpha for a 6-array."""
-    y[0] = alpha
-    y[1] = alpha
-    y[2] = alpha
-    y[3] = alpha
-    y[4] = alpha
-    y[5] = alpha
+    """y = alpha for a 6-array (a loop, as add6)."""
+    for k in range(6):
+        y[k] = alpha
 
 
 @helper

@@ -1,0 +1,244 @@
+"""Compile every public entry point ahead of use: ``python -m rbdiff compile``.
+
+Numba compiles a function on its first call and keeps the machine code in its on-disk
+cache (README, "Compilation and the cache"). This fills that cache for the common
+specialisations, so that a later process's first call only loads: for a Docker image,
+CI or a cluster, run it once where the cache lives.
+
+It drives the public functions themselves (rbd.rnea, rbd.aba_derivatives, ...), single
+and batched, with and without fext, on a small random tree with every joint type: what
+gets compiled is exactly what a user's call compiles, however the modules below are
+arranged. Numba's compiler holds a process-wide lock, so the jobs run in several
+processes (``--jobs``, default all cores); kernels/jit.py serialises their writes to
+the shared cache.
+"""
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+
+import numpy as np
+
+DTYPES = ("float64", "float32", "complex128")
+BATCH = 2
+SEED = 0
+JOINT_TYPES = ("revolute", "prismatic", "continuous", "spherical", "free_flyer")
+
+
+def _rnea(rbd, m, s):
+    rbd.rnea(m, s.q, s.v, s.a)
+    rbd.rnea(m, s.q, s.v, s.a, fext=s.f)
+    rbd.nonlinear_effects(m, s.q, s.v)
+    rbd.gravity(m, s.q)
+
+
+def _rnea_batch(rbd, m, s):
+    rbd.rnea(m, s.bq, s.bv, s.ba)
+    rbd.rnea(m, s.bq, s.bv, s.ba, fext=s.bf)
+    rbd.nonlinear_effects(m, s.bq, s.bv)
+    rbd.gravity(m, s.bq)
+
+
+def _aba(rbd, m, s, b=""):
+    q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
+    rbd.aba(m, q, v, a)
+    rbd.aba(m, q, v, a, fext=f)
+
+
+def _rnea_derivatives(rbd, m, s, b=""):
+    q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
+    rbd.rnea_derivatives(m, q, v, a)
+    rbd.rnea_derivatives(m, q, v, a, fext=f)
+
+
+def _aba_derivatives(rbd, m, s, b=""):
+    q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
+    for product in ("dmm", "aza"):          # "auto" picks one of them per model
+        rbd.aba_derivatives(m, q, v, a, product=product)
+        rbd.aba_derivatives(m, q, v, a, fext=f, product=product)
+
+
+def _kinematics(rbd, m, s, b=""):
+    q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
+    rbd.forward_kinematics(m, q, v, a)
+    rbd.frame_placements(m, q)
+    rbd.frame_jacobian(m, q, m.frames[-1].name)
+
+
+# job name -> (relative cost, for longest-first scheduling; calls of public functions).
+# "[batch]" jobs call with a leading batch axis. Every public function taking a model
+# and states is here (tests/test_cli.py checks it against rbdiff's namespace).
+JOBS = {
+    "rnea": (1, _rnea),
+    "rnea[batch]": (2, _rnea_batch),
+    "aba": (2, _aba),
+    "aba[batch]": (3, lambda rbd, m, s: _aba(rbd, m, s, "b")),
+    "crba": (1, lambda rbd, m, s: rbd.crba(m, s.q)),
+    "crba[batch]": (2, lambda rbd, m, s: rbd.crba(m, s.bq)),
+    "minverse": (2, lambda rbd, m, s: rbd.minverse(m, s.q)),
+    "minverse[batch]": (3, lambda rbd, m, s: rbd.minverse(m, s.bq)),
+    "rnea_derivatives": (2, _rnea_derivatives),
+    "rnea_derivatives[batch]": (3, lambda rbd, m, s: _rnea_derivatives(rbd, m, s, "b")),
+    "aba_derivatives": (6, _aba_derivatives),
+    "aba_derivatives[batch]": (8, lambda rbd, m, s: _aba_derivatives(rbd, m, s, "b")),
+    "rnea_second_order_derivatives": (
+        4, lambda rbd, m, s: rbd.rnea_second_order_derivatives(m, s.q, s.v, s.a)),
+    "rnea_second_order_derivatives[batch]": (
+        5, lambda rbd, m, s: rbd.rnea_second_order_derivatives(m, s.bq, s.bv, s.ba)),
+    "aba_second_order_derivatives": (
+        8, lambda rbd, m, s: rbd.aba_second_order_derivatives(m, s.q, s.v, s.a)),
+    "aba_second_order_derivatives[batch]": (
+        10, lambda rbd, m, s: rbd.aba_second_order_derivatives(m, s.bq, s.bv, s.ba)),
+    "kinematics": (1, _kinematics),
+    "kinematics[batch]": (1, lambda rbd, m, s: _kinematics(rbd, m, s, "b")),
+    "kinematics_derivatives": (
+        2, lambda rbd, m, s: rbd.kinematics_derivatives(m, s.q, s.v, s.a)),
+    "kinematics_derivatives[batch]": (
+        2, lambda rbd, m, s: rbd.kinematics_derivatives(m, s.bq, s.bv, s.ba)),
+}
+# the public functions each job calls (for --only and the coverage test)
+CALLS = {
+    "rnea": ("rnea", "nonlinear_effects", "gravity"),
+    "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
+                   "frame_jacobian"),
+}
+
+
+def job_functions(job):
+    """The public function names job ``job`` calls."""
+    base = job.split("[")[0]
+    return CALLS.get(base, (base,))
+
+
+class _State(dict):
+    """q, v, a, f (fext) and their batched twins bq, bv, ba, bf; as attributes too."""
+    __getattr__ = dict.__getitem__
+
+
+def model():
+    """A small random tree (free-flyer root) with a joint of every type."""
+    import rbdiff as rbd
+    for seed in range(SEED, SEED + 1000):
+        m = rbd.models.random_tree(8, seed, joint_types=JOINT_TYPES[:-1], floating_base=True)
+        names = " ".join(m.names)
+        if all(t in names for t in JOINT_TYPES):
+            return m
+    raise RuntimeError("no random tree with every joint type")
+
+
+def state(m, dtype):
+    """A valid random state of model ``m`` in ``dtype``, single and batched."""
+    import rbdiff as rbd
+    rng = np.random.default_rng(SEED)
+    s = _State(q=rbd.random_configuration(m, rng),
+               bq=rbd.random_configuration(m, rng, batch=BATCH))
+    for k, shape in (("v", (m.nv,)), ("a", (m.nv,)), ("f", (m.njoints, 6))):
+        s[k] = rng.normal(size=shape)
+        s["b" + k] = rng.normal(size=(BATCH,) + shape)
+    return _State({k: x.astype(dtype) for k, x in s.items()})
+
+
+_FIXTURE = {}
+
+
+def run_job(job, dtype):
+    """Run job ``job`` in ``dtype`` in this process; returns (job, dtype, seconds)."""
+    t = time.perf_counter()
+    import rbdiff as rbd
+    if "model" not in _FIXTURE:
+        _FIXTURE["model"] = model()
+    m = _FIXTURE["model"]
+    if dtype not in _FIXTURE:
+        _FIXTURE[dtype] = state(m, dtype)
+    JOBS[job][1](rbd, m, _FIXTURE[dtype])
+    return job, dtype, time.perf_counter() - t
+
+
+def select(only=None):
+    """Job names whose public functions include one of ``only`` (all when None)."""
+    if not only:
+        return list(JOBS)
+    chosen = [j for j in JOBS if set(job_functions(j)) & set(only) or j.split("[")[0] in only]
+    unknown = set(only) - {f for j in JOBS for f in job_functions(j)} - set(JOBS)
+    if unknown:
+        raise ValueError(f"unknown function(s) {', '.join(sorted(unknown))}")
+    return chosen
+
+
+def cache_dir():
+    """Where Numba keeps rbdiff's compiled entry points (the folder of one of them)."""
+    from . import api
+    return getattr(getattr(api.cpu.rnea_one, "_cache", None), "cache_path", None)
+
+
+def _progress(total):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="job", desc="compiling", file=sys.stderr)
+
+
+def compile_all(jobs, dtypes=("float64",), processes=None, progress=True):
+    """Run every (job, dtype) pair, longest first, on ``processes`` processes (default:
+    all cores; 1: in this process). Returns [(job, dtype, seconds)] in completion order."""
+    work = sorted(((j, d) for j in jobs for d in dtypes), key=lambda w: -JOBS[w[0]][0])
+    processes = min(processes or os.cpu_count() or 1, len(work)) or 1
+    bar = _progress(len(work)) if progress else None
+    done = []
+
+    def report(r):
+        done.append(r)
+        if bar is not None:
+            bar.set_postfix_str(f"{r[0]} {r[1]}", refresh=False)
+            bar.update()
+        elif progress:
+            print(f"[{len(done)}/{len(work)}] {r[0]} ({r[1]}): {r[2]:.1f} s", flush=True)
+
+    if processes == 1:
+        for w in work:
+            report(run_job(*w))
+    else:
+        # spawn: a fresh interpreter per worker, nothing inherited from this one
+        with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+            for f in as_completed([pool.submit(run_job, *w) for w in work]):
+                report(f.result())
+    if bar is not None:
+        bar.close()
+    return done
+
+
+def main(argv=None):
+    """Command line entry point; returns 0."""
+    p = argparse.ArgumentParser(prog="python -m rbdiff compile", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dtypes", nargs="+", default=["float64"], choices=DTYPES,
+                   help="scalar types to compile for (default float64)")
+    p.add_argument("--only", nargs="+", metavar="FUNCTION",
+                   help="only the jobs calling these public functions (e.g. rnea aba)")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="processes (default: all cores; 1: in this process)")
+    p.add_argument("--list", action="store_true", help="list the jobs and exit")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
+    args = p.parse_args(argv)
+    try:
+        jobs = select(args.only)
+    except ValueError as e:
+        p.error(str(e))
+    if args.list:
+        for j in jobs:
+            print(f"{j}: {', '.join(job_functions(j))}")
+        return 0
+    t = time.perf_counter()
+    done = compile_all(jobs, args.dtypes, args.jobs, progress=not args.no_progress)
+    wall = time.perf_counter() - t
+    print(f"compiled {len(done)} jobs ({', '.join(args.dtypes)}) in {wall:.1f} s "
+          f"({sum(r[2] for r in done):.1f} s of work); cache: {cache_dir()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
