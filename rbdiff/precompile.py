@@ -65,7 +65,14 @@ def _kinematics(rbd, m, s, b=""):
     q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
     rbd.forward_kinematics(m, q, v, a)
     rbd.frame_placements(m, q)
-    rbd.frame_jacobian(m, q, m.frames[-1].name)
+    rbd.frame_placement(m, q, m.frames[-1].name)
+    for reference in ("world", "local", "local_world_aligned"):
+        rbd.frame_jacobian(m, q, m.frames[-1].name, reference=reference)
+
+
+def _configuration(rbd, m, s, b=""):
+    q, v = s[b + "q"], s[b + "v"]
+    rbd.difference(m, q, rbd.integrate(m, q, v))
 
 
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
@@ -94,6 +101,8 @@ JOBS = {
         10, lambda rbd, m, s: rbd.aba_second_order_derivatives(m, s.bq, s.bv, s.ba)),
     "kinematics": (1, _kinematics),
     "kinematics[batch]": (1, lambda rbd, m, s: _kinematics(rbd, m, s, "b")),
+    "configuration": (1, _configuration),
+    "configuration[batch]": (1, lambda rbd, m, s: _configuration(rbd, m, s, "b")),
     "kinematics_derivatives": (
         2, lambda rbd, m, s: rbd.kinematics_derivatives(m, s.q, s.v, s.a)),
     "kinematics_derivatives[batch]": (
@@ -104,6 +113,7 @@ CALLS = {
     "rnea": ("rnea", "nonlinear_effects", "gravity"),
     "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                    "frame_jacobian"),
+    "configuration": ("integrate", "difference"),
 }
 
 
@@ -170,8 +180,8 @@ def select(only=None):
 
 def cache_dir():
     """Where Numba keeps rbdiff's compiled entry points (the folder of one of them)."""
-    from . import api
-    return getattr(getattr(api.cpu.rnea_one, "_cache", None), "cache_path", None)
+    from .cpu import single
+    return getattr(getattr(single.rnea_one, "_cache", None), "cache_path", None)
 
 
 def _progress(total):

@@ -85,7 +85,7 @@ def test_compile_jobs_cover_the_public_api():
     from rbdiff import precompile
 
     not_compiled = {"load_urdf", "load_robot", "robot_names", "neutral",
-                    "random_configuration", "integrate", "difference"}    # NumPy or I/O
+                    "random_configuration"}    # NumPy or I/O
     public = {n for n, f in vars(rbd).items() if inspect.isfunction(f)
               and not n.startswith("_")} - not_compiled
     for batch in (False, True):
