@@ -101,15 +101,38 @@ def is_helper(dispatcher):
 
 
 def entry(fn):
-    return _harden_cache(numba.njit(**_OPTS)(fn))
+    return _cached(fn, **_OPTS)
 
 
 def fast_entry(fn):
-    return _harden_cache(numba.njit(cache=True, nogil=False, **_MATH, **_NO_NRT)(fn))
+    return _cached(fn, cache=True, nogil=False, **_MATH, **_NO_NRT)
 
 
 def pentry(fn):
-    return _harden_cache(numba.njit(parallel=True, **_OPTS)(fn))
+    return _cached(fn, parallel=True, **_OPTS)
+
+
+_UNCACHED = []     # set once no cache folder is writable: compile in memory from then on
+
+
+def _cached(fn, **opts):
+    """numba.njit(**opts)(fn) with a hardened on-disk cache; where no cache folder is
+    writable (a read-only install, no writable home, no NUMBA_CACHE_DIR) Numba refuses
+    ``cache=True`` at import: compile in memory instead, and say so once."""
+    if not _UNCACHED:
+        try:
+            return _harden_cache(numba.njit(**opts)(fn))
+        except RuntimeError as e:
+            if "no locator available" not in str(e):
+                raise
+            _UNCACHED.append(e)
+            import warnings
+            warnings.warn("rbdiff: no writable folder for Numba's compile cache (rbdiff's "
+                          "install folder, the user cache folder); every process compiles "
+                          "again. Set NUMBA_CACHE_DIR to a writable folder to keep the "
+                          "compiled code (README, 'Compilation and the cache').",
+                          RuntimeWarning, stacklevel=3)
+    return numba.njit(**dict(opts, cache=False))(fn)
 
 
 def _sources_digest():
