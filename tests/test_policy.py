@@ -57,13 +57,35 @@ def test_a_losing_parallel_run_backs_off(monkeypatch):
         policy.run(m, serial, parallel, 64, ())
     p = policy.plan_of(m, serial)
     assert calls == ["serial", "serial", "parallel"]
+    assert p.serial_until == 0.0                          # one loss: a cold wake-up?
+    policy.run(m, serial, parallel, 64, ())
+    assert calls[-1] == "parallel"                        # the second loss in a row
     assert p.serial_until > time.perf_counter() and p.backoff == 2 * policy.BACKOFF_MIN_S
     policy.run(m, serial, parallel, 64, ())
     assert calls[-1] == "serial"                          # within the backoff
     p.serial_until = 0.0                                  # the backoff has run out
-    policy.run(m, serial, parallel, 64, ())
-    assert calls[-1] == "parallel"                        # probes again; loses again
+    for _ in range(2):
+        policy.run(m, serial, parallel, 64, ())
+    assert calls[-2:] == ["parallel", "parallel"]         # probes again; loses twice
     assert p.backoff == 4 * policy.BACKOFF_MIN_S
+
+
+def test_a_single_loss_between_wins_never_backs_off(monkeypatch):
+    """The first parallel run after a serial spell may lose to waking the workers."""
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    m = _Model()
+    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    for _ in range(2):
+        policy.run(m, serial, parallel, 64, ())
+    p = policy.plan_of(m, serial)
+    slow = [5e-3, 0.0, 5e-3, 0.0, 5e-3]                  # lose, win, lose, win, lose
+
+    def parallel_alternating(*args):
+        calls.append("parallel")
+        time.sleep(slow.pop(0) or 0.2e-3)
+    for _ in range(5):
+        policy.run(m, serial, parallel_alternating, 64, ())
+    assert calls[2:] == ["parallel"] * 5 and p.serial_until == 0.0
 
 
 def test_one_thread_runs_serially(monkeypatch):

@@ -42,7 +42,10 @@ def _ours(model, q, v, a, name):
             "frame_jacobian_lwa": partial(jac, "local_world_aligned"),
             "gravity": partial(rbd.gravity, model, q),
             "nonlinear_effects": partial(rbd.nonlinear_effects, model, q, v),
-            "kinematics_derivatives": partial(rbd.kinematics_derivatives, model, q, v, a)}
+            "kinematics_derivatives": partial(rbd.kinematics_derivatives, model, q, v, a),
+            # the same call against Pinocchio's compute plus the getters that produce
+            # the same arrays (every joint's five (6, nv) matrices)
+            "kinematics_derivatives+get": partial(rbd.kinematics_derivatives, model, q, v, a)}
 
 
 def _kinematics_derivatives(pm, pd):
@@ -70,6 +73,10 @@ def _theirs(pm, q, v, a, fid):
         pin.forwardKinematics(pm, pd, q)
         pin.updateFramePlacements(pm, pd)
 
+    def kinematics_derivatives_get():
+        pin.computeForwardKinematicsDerivatives(pm, pd, q, v, a)
+        return _kinematics_derivatives(pm, pd)
+
     jac = partial(pin.computeFrameJacobian, pm, pd, q, fid)
     return {"forward_kinematics": (forward_kinematics,
                                    lambda _: np.array([m.vector for m in pd.a])),
@@ -83,7 +90,8 @@ def _theirs(pm, q, v, a, fid):
             "nonlinear_effects": (partial(pin.nonLinearEffects, pm, pd, q, v), np.array),
             "kinematics_derivatives": (
                 partial(pin.computeForwardKinematicsDerivatives, pm, pd, q, v, a),
-                lambda _: _kinematics_derivatives(pm, pd))}
+                lambda _: _kinematics_derivatives(pm, pd)),
+            "kinematics_derivatives+get": (kinematics_derivatives_get, lambda out: out)}
 
 
 def calls(model, pm, q, v, a):

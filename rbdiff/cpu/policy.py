@@ -8,11 +8,14 @@ So every batch entry keeps a small plan (per model and entry point, in ``model._
 - the serial cost of one item, measured on its serial runs (the first two runs of a
   batch entry are serial: the first one compiles; so is any batch whose estimated
   serial work is under ``PARALLEL_MIN_S``, too short to gain from threads);
-- when a parallel run took longer than the serial estimate (a descheduled worker, or
-  cores busy elsewhere), batches run serially for ``backoff`` seconds, then one parallel
-  run probes again; the backoff doubles up to ``BACKOFF_MAX_S`` while probes keep losing
-  and resets when one wins. A losing probe costs at most one time slice per backoff
-  period, so a loaded machine pays well under 1 % for the probes.
+- when two parallel runs in a row took longer than the serial estimate (a descheduled
+  worker, or cores busy elsewhere), batches run serially for ``backoff`` seconds, then
+  parallel runs probe again; the backoff doubles up to ``BACKOFF_MAX_S`` while probes
+  keep losing and resets when one wins. Two, because the first parallel run after a
+  serial spell also wakes Numba's sleeping worker threads (tens of us on idle cores):
+  judged alone, it lost often enough to keep idle batches serial. A losing probe costs
+  at most two time slices per backoff period, so a loaded machine pays about 1 % for
+  the probes.
 
 ``policy.forced("serial" | "parallel")`` overrides the choice in a ``with`` block (tests
 run both paths; a user may pin one).
@@ -35,13 +38,14 @@ BACKOFF_MAX_S = 2.0
 
 class Plan:
     """Timing state of one batch entry point on one model."""
-    __slots__ = ("item_s", "serial_runs", "serial_until", "backoff")
+    __slots__ = ("item_s", "serial_runs", "serial_until", "backoff", "lost")
 
     def __init__(self):
         self.item_s = None          # serial seconds per item (None: not measured yet)
         self.serial_runs = 0
         self.serial_until = 0.0     # perf_counter() time before which batches run serially
         self.backoff = BACKOFF_MIN_S
+        self.lost = False           # the last parallel run lost
 
 
 _MODES = ("auto", "serial", "parallel")
@@ -103,8 +107,11 @@ def run(model, serial, parallel, batch, args, options=()):
     parallel(*args, *options, min(n, batch))
     took = perf_counter() - t0
     if took > LOSS * p.item_s * batch:
-        p.serial_until = perf_counter() + p.backoff
-        p.backoff = min(2 * p.backoff, BACKOFF_MAX_S)
+        if p.lost:                  # the second loss in a row: back off
+            p.serial_until = perf_counter() + p.backoff
+            p.backoff = min(2 * p.backoff, BACKOFF_MAX_S)
+        p.lost = not p.lost
     else:
+        p.lost = False
         p.backoff = BACKOFF_MIN_S
         p.item_s = min(p.item_s, took * n / batch)   # n x parallel time bounds the serial
