@@ -266,3 +266,48 @@ def test_bad_input_is_named():
     qq[3:7] = [0.0, 0.0, 0.0, 2.0]
     with pytest.raises(ValueError, match="quaternion of joint 'root_joint'"):
         rbd.frame_jacobian(quat, qq, quat.frames[-1].name)
+
+
+def test_fast_entries_take_only_float64_vectors():
+    """forward_kinematics (q, v, a given) and frame_jacobian pass q (v, a) unchecked to
+    entries that accept only float64 1-D ndarrays (kernels.fastargs); anything else,
+    strided views included, goes to the general path and gives the same answer."""
+    from rbdiff import kinematics as K
+    from rbdiff.kernels import fastargs
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(5)
+    q, v, a = (rng.normal(size=model.nv) for _ in range(3))
+    f = len(model.frames) - 1
+    fk = rbd.forward_kinematics(model, q, v, a)
+    J = rbd.frame_jacobian(model, q, f, "world")
+    strided = np.repeat(q, 2)[::2]
+    for x in (strided, list(q), q.astype(">f8")):
+        got = rbd.forward_kinematics(model, x, v, a)
+        for y, z in zip(got, fk):
+            np.testing.assert_array_equal(np.squeeze(y), z)
+        np.testing.assert_array_equal(np.squeeze(rbd.frame_jacobian(model, x, f, "world")),
+                                      J)
+    for bad in (q.astype(np.float32), q.astype(np.int64), q[None]):   # other types
+        assert np.asarray(rbd.frame_jacobian(model, bad, f, "world")).shape[-2:] == J.shape
+    out = [np.empty(model._sT), np.empty(model._sm), np.empty(model._sm)]
+    Jo = np.empty(model._sJ)
+    if fastargs.AVAILABLE:
+        for bad in (q.astype(np.int64), q[None], q.astype(np.float32), list(q),
+                    np.asmatrix(q), q.astype(">f8"), None, 3.0):
+            assert K._fk_fast(model.mi, model.mf, bad, v, a, model._ws, *out) is False
+            assert K._fk_fast(model.mi, model.mf, q, bad, a, model._ws, *out) is False
+            assert K._fk_fast(model.mi, model.mf, q, v, bad, model._ws, *out) is False
+            assert K._frame_jacobian_fast(model.mi, model.mf, model.frame_parents,
+                                          model.frame_mf, bad, f, 0, model._ws, Jo) is False
+        assert K._fk_fast(model.mi, model.mf, strided, v, a, model._ws, *out) is True
+        for y, z in zip(out, fk):
+            np.testing.assert_array_equal(y, z)
+    for bad in (q.astype(np.int64), q[None]):             # the Python-checked fallbacks
+        assert K._fk_checked(model.mi, model.mf, bad, v, a, model._ws, *out) is False
+        assert K._frame_jacobian_checked(model.mi, model.mf, model.frame_parents,
+                                         model.frame_mf, bad, f, 0, model._ws, Jo) is False
+    assert K._fk_checked(model.mi, model.mf, strided, v, a, model._ws, *out) is True
+    assert K._frame_jacobian_checked(model.mi, model.mf, model.frame_parents,
+                                     model.frame_mf, q, f, 0, model._ws, Jo) is True
+    np.testing.assert_array_equal(out[2], fk[2])
+    np.testing.assert_array_equal(Jo, J)

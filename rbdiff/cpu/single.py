@@ -146,6 +146,20 @@ def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
 
 
 @fast_entry
+def forward_kinematics_ref(mi, mf, q, v, a, ws, oMi, vel, acc):
+    """forward_kinematics_one with v and a given, for rbd.forward_kinematics' fast path:
+    q, v, a any objects (kernels.fastargs.REF); False, computing nothing, unless all are
+    float64 1-D ndarrays (as integrate_ref)."""
+    ok_q, q = float64_vector(q, vel)
+    ok_v, v = float64_vector(v, vel)
+    ok_a, a = float64_vector(a, vel)
+    if not (ok_q and ok_v and ok_a):
+        return False
+    forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc)
+    return True
+
+
+@fast_entry
 def frame_placement_one(mi, mf, fparent, fmf, q, frame, ws, T):
     configuration_checked(mi, q, ws)
     frame_ok(fparent, frame)
@@ -166,6 +180,18 @@ def frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J):
     frame_ok(fparent, frame)
     reference_ok(reference)
     frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, J)
+
+
+@fast_entry
+def frame_jacobian_ref(mi, mf, fparent, fmf, q, frame, reference, ws, J):
+    """frame_jacobian_one for rbd.frame_jacobian's fast path, q any object
+    (kernels.fastargs.REF): False, computing nothing, unless q is a float64 1-D ndarray
+    (as integrate_ref)."""
+    ok, q = float64_vector(q, J)
+    if not ok:
+        return False
+    frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J)
+    return True
 
 
 @fast_entry
