@@ -60,8 +60,9 @@ def _call(model, one, batched, fext, named, out_shape, forces=False):
             one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
         else:
             _run(model, *batched, nb, args + (out,))
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+    except ValueError as e:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
+                      error=e) from None
     return out
 
 

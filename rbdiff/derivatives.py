@@ -113,8 +113,9 @@ def _analytical(model, one, batched, fext, named, extra=(), out=None, names=()):
             one(model.mi, mf, *arrays, f, *outs, *extra)
         else:
             policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs), extra)
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+    except ValueError as e:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
+                      error=e) from None
     return outs
 
 

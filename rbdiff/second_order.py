@@ -76,8 +76,9 @@ def _analytical(model, one, batched, fext, named, extra=()):
             one(*args, *extra)
         else:
             policy.run(model, *batched, batch, args, extra)
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f) from None
+    except ValueError as e:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
+                      error=e) from None
     return out[0], out[1], out[2], out[3]
 
 

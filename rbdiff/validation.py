@@ -100,9 +100,13 @@ def prepare(model, fext, named, wants_fext=True):
     return arrays, f, batch, mf
 
 
-def explain(model, named, fext, configurations=None):
+def explain(model, named, fext, configurations=None, error=None):
     """The precise reason a compiled entry point refused its input. ``configurations``:
-    the names in ``named`` that are configurations (default: the first one, q)."""
+    the names in ``named`` that are configurations (default: the first one, q); ``error``:
+    the entry's ValueError (its code says when valid input met a singular M(q))."""
+    from .cpu.checks import BAD_SINGULAR
+    if error is not None and str(error) == BAD_SINGULAR:
+        return singular_error(model, named[0][1])
     for name, x in list(named) + [("fext", fext)]:
         if x is None:
             continue
@@ -156,3 +160,28 @@ def gpu_call(name, *args, **kwargs):
     """rbdiff.gpu.<name>(*args, **kwargs); numba.cuda is imported on first use only."""
     from . import gpu   # the GPU backend, imported on first use
     return getattr(gpu, name)(*args, **kwargs)
+
+
+def singular_error(model, q):
+    """ValueError for forward dynamics at the configuration q (nq,) or (B, nq) where M(q)
+    is singular: names the batch item and the joint whose dof has the smallest pivot of
+    M(q) (a joint whose subtree carries no mass or inertia along its motion there)."""
+    from .cpu.single import crba_one
+    from .kernels.workspace import single_call_scratch
+    qs = np.atleast_2d(np.asarray(q).real.astype(np.float64))
+    ws = single_call_scratch(model.njoints, model.nv, np.dtype(np.float64), False)[0]
+    M = np.empty((model.nv, model.nv))
+    for b, qb in enumerate(qs):
+        crba_one(model.mi, model.mf, np.ascontiguousarray(qb), ws, M)
+        w, V = np.linalg.eigh(M)
+        scale = max(float(np.max(np.abs(np.diag(M)))), np.finfo(float).tiny)
+        if w[0] <= model.nv * np.finfo(float).eps * scale:     # singular to working precision
+            k = int(np.argmax(np.abs(V[:, 0])))             # the dof the null vector moves most
+            joint = model.names[int(model.joint_of_dof[k])]
+            where = "" if qs.shape[0] == 1 else f" of batch item {b}"
+            return ValueError(
+                f"forward dynamics undefined: M(q){where} is singular (smallest eigenvalue "
+                f"{w[0]:.3g}, largest diagonal {scale:.3g}); joint {joint!r} (dof {k}) carries"
+                " no mass or inertia along its motion at this q")
+    return ValueError("forward dynamics undefined: an articulated inertia is not positive "
+                      "definite (M(q) is nearly singular)")

@@ -19,6 +19,7 @@ from numba import prange
 from ..kernels.aba import aba
 from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
+from ..kernels.checks import vector_finite
 from ..kernels.configuration import difference, integrate
 from ..kernels.crba import crba
 from ..kernels.fdsva_so import fdsva_so_routes
@@ -34,7 +35,7 @@ from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_cha
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .checks import (batch_configurations_ok, batch_states_ok, batch_tangent_ok,
-                     fk_batch_ok, frame_ok, reference_ok)
+                     diagonal_finite, fk_batch_ok, frame_ok, reference_ok, singular_found)
 
 
 @helper
@@ -122,16 +123,23 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd, check):
     if check:
         batch_states_ok(mi, q, v, tau, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    bad = -1
     for b in range(q.shape[0]):
         aba(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd[b])
+        if bad < 0 and not vector_finite(qdd[b]):
+            bad = b
+    return singular_found(bad, check)
 
 
 @pentry
 def aba_parallel(mi, mf, q, v, tau, fext, qdd, nchunks):
     batch_states_ok(mi, q, v, tau, fext)
+    bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi], False)
+        bad[c] = aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi],
+                           False)
+    singular_found(bad.max(), True)
 
 
 @entry
@@ -140,16 +148,22 @@ def minverse_batch(mi, mf, q, Minv, check):
         batch_configurations_ok(mi, q)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
+    bad = -1
     for b in range(q.shape[0]):
         minverse(mi, mf, q[b], ws, F, Minv[b])
+        if bad < 0 and not diagonal_finite(Minv[b]):
+            bad = b
+    return singular_found(bad, check)
 
 
 @pentry
 def minverse_parallel(mi, mf, q, Minv, nchunks):
     batch_configurations_ok(mi, q)
+    bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        minverse_batch(mi, mf, q[lo:hi], Minv[lo:hi], False)
+        bad[c] = minverse_batch(mi, mf, q[lo:hi], Minv[lo:hi], False)
+    singular_found(bad.max(), True)
 
 
 @entry
@@ -330,6 +344,7 @@ def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check)
     qdd = np.empty(nv, q.dtype)
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    bad = -1
     for b in range(q.shape[0]):
         if aza:
             aba_derivatives_aza(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
@@ -337,15 +352,20 @@ def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check)
         else:
             aba_derivatives(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
                             dq[b], dv[b], dtau[b])
+        if bad < 0 and not vector_finite(qdd):
+            bad = b
+    return singular_found(bad, check)
 
 
 @pentry
 def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
     batch_states_ok(mi, q, v, tau, fext)
+    bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                              dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
+        bad[c] = aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                                       dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
+    singular_found(bad.max(), True)
 
 
 @entry
@@ -360,18 +380,24 @@ def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check):
     qdd = np.empty(nv, q.dtype)
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    bad = -1
     for b in range(q.shape[0]):
         aba_derivatives_chain_rule(mi, mf, q[b], v[b], tau[b], fext[b], ws, G, off, qdd, S3,
                                    F, dq[b], dv[b], dtau[b], aza)
+        if bad < 0 and not vector_finite(qdd):
+            bad = b
+    return singular_found(bad, check)
 
 
 @pentry
 def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
     batch_states_ok(mi, q, v, tau, fext)
+    bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                             dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
+        bad[c] = aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                                      dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
+    singular_found(bad.max(), True)
 
 
 @entry
@@ -433,16 +459,23 @@ def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer
     Mt = np.empty((7, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     T = np.empty((5, nv, nv, nv), q.dtype)
+    bad = -1
     for b in range(q.shape[0]):
         fdsva_so_routes(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
                         dQ[b], dV[b], dX[b], dT[b], inner, outer)
+        if bad < 0 and not vector_finite(qdd):
+            bad = b
+    return singular_found(bad, check)
 
 
 @pentry
 def aba_second_order_parallel(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer,
                               nchunks):
     batch_states_ok(mi, q, v, tau, fext)
+    bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                               dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner, outer, False)
+        bad[c] = aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                                        dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner,
+                                        outer, False)
+    singular_found(bad.max(), True)

@@ -2,7 +2,7 @@
 quaternions and (cos, sin) pairs) and finite values. They raise ValueError with a short
 code; the api layer (rbdiff.validation.explain) turns a refusal into a precise message."""
 
-from ..kernels.checks import all_finite, configuration_ok, vector_finite
+from ..kernels.checks import FLOAT_MAX, all_finite, configuration_ok, vector_finite
 from ..kernels.jit import entry, helper
 from ..kernels.workspace import W_WIDTH, workspace_rows
 
@@ -11,6 +11,7 @@ BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
 BAD_FRAME = "frame: not an index into model.frames"
 BAD_REFERENCE = "reference: not a reference-frame code"
+BAD_SINGULAR = "M(q) is singular: an articulated inertia is not positive definite"
 
 
 @helper
@@ -25,6 +26,42 @@ def state_ok(mi, q, v, a, fext):
     if fext is not None:
         if not all_finite(fext):
             raise ValueError(BAD_STATE)
+
+
+@helper
+def dynamics_finite(qdd):
+    """Raise BAD_SINGULAR unless the forward dynamics qdd (nv,) is finite: the inputs were
+    checked finite, so a NaN or Inf here comes from a zero pivot of M(q) (an articulated
+    inertia D = S^T I^A S that is not positive definite)."""
+    if not vector_finite(qdd):
+        raise ValueError(BAD_SINGULAR)
+
+
+@helper
+def diagonal_finite(Minv):
+    """M^-1 (nv, nv) finite on its diagonal, where a zero pivot of M(q) shows."""
+    ok = True
+    for k in range(Minv.shape[0]):
+        ok &= (abs(Minv[k, k].real) <= FLOAT_MAX) & (abs(Minv[k, k].imag) <= FLOAT_MAX)
+    return ok
+
+
+@helper
+def minverse_finite(Minv):
+    """dynamics_finite for M^-1."""
+    if not diagonal_finite(Minv):
+        raise ValueError(BAD_SINGULAR)
+
+
+@helper
+def singular_found(bad, check):
+    """How a forward-dynamics batch entry ends: ``bad`` is its first item whose result
+    was not finite (-1: none). A serial call (check) raises BAD_SINGULAR; a chunk of a
+    parallel entry returns ``bad``, and the parallel entry raises after its prange (an
+    exception raised inside a parallel region does not propagate)."""
+    if check and bad >= 0:
+        raise ValueError(BAD_SINGULAR)
+    return bad
 
 
 @helper

@@ -25,8 +25,9 @@ from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, frame_ok,
-                     reference_ok, state_ok, tangent_ok, velocity_state_ok, workspace_ok)
+from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynamics_finite,
+                     frame_ok, minverse_finite, reference_ok, state_ok, tangent_ok,
+                     velocity_state_ok, workspace_ok)
 
 # ---- configuration space (fast entries: no scratch at all) -----------------------------
 
@@ -103,6 +104,7 @@ def aba_one(mi, mf, q, v, tau, fext, ws, qdd):
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
+    dynamics_finite(qdd)
 
 
 @fast_entry
@@ -112,6 +114,7 @@ def minverse_one(mi, mf, q, ws, F, Minv):
     if F.shape[0] < mi[0, 0] + 1 or F.shape[1] < mi[0, 2]:
         raise ValueError("F: too small")
     minverse(mi, mf, q, ws, F, Minv)
+    minverse_finite(Minv)
 
 
 @fast_entry
@@ -227,6 +230,7 @@ def aba_derivatives_one(mi, mf, q, v, tau, fext, dq, dv, dtau):
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
+    dynamics_finite(qdd)
 
 
 @entry
@@ -253,6 +257,7 @@ def aba_derivatives_product_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
         aba_derivatives_aza(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
     else:
         aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
+    dynamics_finite(qdd)
 
 
 @entry
@@ -268,6 +273,7 @@ def aba_chain_rule_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F, dq, dv, dtau,
                                aza)
+    dynamics_finite(qdd)
 
 
 # ---- second-order derivatives (IDSVA-SO, FDSVA-SO) -------------------------------------
@@ -296,3 +302,4 @@ def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
     T = np.empty((5, nv, nv, nv), q.dtype)
     fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT,
                     inner, outer)
+    dynamics_finite(qdd)

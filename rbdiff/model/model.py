@@ -111,6 +111,31 @@ def check_inertia(mass, com, inertia, where):
                          f"(principal moments {ev})")
 
 
+def massless_joints(model):
+    """Indices of the moving joints that carry no mass or inertia along their motion, for
+    every q: every body in the joint's subtree is massless, and for a rotating joint
+    (revolute, continuous, spherical) has no rotational inertia either (a prismatic or
+    free-flyer joint needs mass). Only the topmost such joint of a subtree is listed.
+    M(q) then has a zero row and column whatever q is."""
+    n = model.njoints
+    mass = np.array(model.masses, dtype=float)
+    inertia = np.array([float(np.abs(I).sum()) for I in model.inertias])
+    for i in range(n, 0, -1):                       # children come after their parents
+        p = int(model.parents[i])
+        mass[p] += mass[i]
+        inertia[p] += inertia[i]
+    bad, inside = [], set()                         # inside: joints in listed subtrees
+    for i in range(1, n + 1):
+        if int(model.parents[i]) in inside:
+            inside.add(i)
+            continue
+        t = int(model.joint_types[i])
+        if mass[i] == 0.0 and (t in (L.PRISMATIC, L.FREE_FLYER) or inertia[i] == 0.0):
+            bad.append(i)
+            inside.add(i)
+    return bad
+
+
 def combine_inertias(m1, c1, I1, m2, c2, I2):
     """Mass, com and inertia about com of two bodies given in one frame (exact)."""
     m = m1 + m2
@@ -482,15 +507,28 @@ class ModelBuilder:
             raise ValueError(f"frame {name!r}: parent_frame {parent_frame} is not an "
                              "existing frame")
 
-    def build(self):
-        """The immutable Model."""
+    def build(self, allow_singular=False):
+        """The immutable Model. Refuses (ValueError naming the joint) a model in which a
+        moving joint carries no mass or inertia along its motion (:func:`massless_joints`:
+        M(q) singular for every q, forward dynamics undefined) unless ``allow_singular``
+        (kinematics-only use; aba, minverse and the forward-dynamics derivatives then
+        raise)."""
         n = self.njoints
         lower = np.concatenate(self._lower) if n else np.zeros(0)
         upper = np.concatenate(self._upper) if n else np.zeros(0)
         frames = [Frame(f.name, f.parent, _readonly(f.placement), f.type, f.parent_frame)
                   for f in self._frames]
-        return Model(self._names, self._parents, self._types, np.array(self._placements),
+        model = Model(self._names, self._parents, self._types, np.array(self._placements),
                      np.array(self._axes), np.array([b[0] for b in self._bodies]),
                      np.array([b[1] for b in self._bodies]),
                      np.array([b[2] for b in self._bodies]), frames, self.gravity,
                      lower, upper)._freeze()
+        bad = [] if allow_singular else massless_joints(model)
+        if bad:
+            names = ", ".join(repr(model.names[i]) for i in bad)
+            raise ValueError(
+                f"{'joints' if len(bad) > 1 else 'joint'} {names}: no mass or inertia along"
+                " the motion (every body moved is massless), so M(q) is singular for every "
+                "q and forward dynamics is undefined. Give those bodies mass and inertia (a "
+                "URDF <inertial>), or pass allow_singular=True for kinematics-only use")
+        return model

@@ -96,13 +96,14 @@ def default_floating_base(name):
     raise KeyError(f"unknown robot {name!r}; known robots: {', '.join(robot_names())}")
 
 
-def load_robot(name, floating_base=None) -> Model:
+def load_robot(name, floating_base=None, allow_singular=False) -> Model:
     """The Model of robot ``name`` (see :func:`robot_names`).
 
     ``floating_base=None`` uses the robot's usual base: a free flyer for legged robots
-    and humanoids, fixed for arms and the rest.
+    and humanoids, fixed for arms and the rest. ``allow_singular``: as load_urdf (romeo's
+    hands, whose links carry no inertia, need it).
     """
     path = robot_path(name)
     if floating_base is None:
         floating_base = default_floating_base(name)
-    return load_urdf(path, floating_base=floating_base)
+    return load_urdf(path, floating_base=floating_base, allow_singular=allow_singular)

@@ -49,7 +49,7 @@ class _Joint:
     upper: float | None
 
 
-def load_urdf(path_or_xml, floating_base=False) -> Model:
+def load_urdf(path_or_xml, floating_base=False, allow_singular=False) -> Model:
     """Parse a URDF file path (str or Path) or an XML string; returns the Model.
 
     With ``floating_base`` the root link is carried by a free-flyer joint named
@@ -58,6 +58,9 @@ def load_urdf(path_or_xml, floating_base=False) -> Model:
     Each joint's body combines the inertias of the links welded to it; that composite
     must be a physical rigid body (a single link may not be on its own: real URDFs such
     as PR2's carry a few such links, which Pinocchio accepts too).
+    A moving joint whose links are all massless (M(q) singular for every q) is refused
+    with a ValueError naming it unless ``allow_singular`` (kinematics-only use; see
+    ModelBuilder.build).
     Raises ValueError for malformed or unsupported input, FileNotFoundError for a
     missing file.
     """
@@ -98,7 +101,7 @@ def load_urdf(path_or_xml, floating_base=False) -> Model:
                          "(not reachable from the root link)")
     for j, parts in bodies.items():
         b.append_body(j, *_composite(parts, jnames[j], links))
-    return b.build()
+    return b.build(allow_singular=allow_singular)
 
 
 def _composite(parts, joint, links):
