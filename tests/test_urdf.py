@@ -7,6 +7,7 @@ import pytest
 
 import pinocchio as pin
 
+import rbdiff as rbd
 from rbdiff.model import robots
 from rbdiff.model.model import FrameType
 from rbdiff.model.robots import example_robot_data_dir, load_robot, robot_names
@@ -307,13 +308,57 @@ ARM = [link("base", 1.0), link("l1", 1.0)]
 ])
 def test_bad_input(xml, match):
     with pytest.raises(ValueError, match=match):
+        load_urdf(xml, strict=True)
+    if "lower limit" in match or "triangle" in match:
+        return          # the forgiving default loads these: test_forgiving_like_pinocchio
+    with pytest.raises(ValueError, match=match):
         load_urdf(xml)
 
 
 def test_bad_input_floating_root_joint_inertia():
     xml = robot(link("base", 1.0, i=(1, 0, 0, 1, 0, 3)), link("l1"), joint("j1", "base", "l1"))
     with pytest.raises(ValueError, match="link 'base'.*triangle"):
-        load_urdf(xml, floating_base=True)
+        load_urdf(xml, floating_base=True, strict=True)
+
+
+# what Pinocchio's parser loads and strict=True refuses: inertias whose principal moments
+# violate the triangle inequality (as the xArm6 and Mini Cheetah descriptions carry) and a
+# lower limit above the upper one
+FORGIVEN = [
+    (robot(link("base"), link("l1", 1.0, "0 0 0.1", i=(1, 0, 0, 1, 0, 3)),
+           link("l2", 0.5, "0.1 0 0"), joint("j1", "base", "l1"),
+           joint("j2", "l1", "l2", "revolute", "0 0 0.3", "0 0 0", LIMIT)),
+     "link 'l1'.*triangle inequality.*loaded as given"),
+    (robot(link("base", 1.0, i=(1, 0, 0, 1, 0, 3)), link("l1", 1.0),
+           joint("j1", "base", "l1")), "link 'base'.*triangle inequality"),
+    (robot(link("base", 2.0), link("l1", 1.0), joint("j1", "base", "l1", "revolute", "0 0 0",
+                                                    "0 0 0",
+                                                '<axis xyz="0 0 1"/><limit lower="1" '
+                                                'upper="-1" effort="1" velocity="1"/>')),
+     "joint 'j1': lower limit 1.0 above upper limit -1.0; kept as given"),
+]
+
+
+@pytest.mark.parametrize("xml, match", FORGIVEN)
+def test_forgiving_like_pinocchio(xml, match):
+    """Loaded with a warning naming the link or joint, and equal to Pinocchio's model."""
+    for ff in (False, True):
+        with pytest.warns(UserWarning, match=match):
+            model = load_urdf(xml, floating_base=ff)
+        assert_matches_pinocchio(model, build_pin(xml, ff, from_xml=True))
+        q = rbd.random_configuration(model, np.random.default_rng(0), batch=64)
+        z = np.zeros((64, model.nv))
+        assert np.all(np.isfinite(rbd.aba(model, q, z, z)))
+
+
+def test_blank_line_before_xml_declaration(tmp_path):
+    path = tmp_path / "r.urdf"
+    path.write_text("\n  \n" + FEATURES)                 # FEATURES starts <?xml ...?>
+    with pytest.warns(UserWarning, match="blank space before the XML declaration"):
+        model = load_urdf(path)
+    with pytest.raises(ValueError, match="not valid XML"):
+        load_urdf(path, strict=True)
+    assert_matches_pinocchio(model, build_pin(FEATURES, False, from_xml=True))
 
 
 def test_unphysical_link_inside_physical_body():

@@ -123,7 +123,7 @@ def random_configuration(model, rng=None, batch=None):
         if t in (L.REVOLUTE, L.PRISMATIC):
             lo, hi = model.lower_limits[iq], model.upper_limits[iq]
             lo, hi = (lo, hi) if np.isfinite(lo) and np.isfinite(hi) else (-np.pi, np.pi)
-            q[..., iq] = rng.uniform(lo, hi, size=shape)
+            q[..., iq] = rng.uniform(min(lo, hi), max(lo, hi), size=shape)   # swapped: URDF
         elif t == L.REVOLUTE_UNBOUNDED:
             th = rng.uniform(-np.pi, np.pi, size=shape)
             q[..., iq], q[..., iq + 1] = np.cos(th), np.sin(th)

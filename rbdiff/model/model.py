@@ -9,6 +9,7 @@ coordinates in the child frame to the parent frame.
 from __future__ import annotations
 
 import difflib
+import warnings
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -87,8 +88,10 @@ def _readonly(a, dtype=np.float64):
     return a
 
 
-def check_inertia(mass, com, inertia, where):
-    """Raise ValueError unless (mass, com, inertia about com) is a physical rigid body."""
+def check_inertia(mass, com, inertia, where, strict=True):
+    """Raise ValueError unless (mass, com, inertia about com) is a physical rigid body.
+    ``strict=False`` lets principal moments that violate the triangle inequality through
+    with a warning (real URDFs carry such inertias, and Pinocchio loads them)."""
     com = np.asarray(com, dtype=float)
     inertia = np.asarray(inertia, dtype=float)
     if not np.isfinite(mass) or mass < 0.0:
@@ -107,8 +110,12 @@ def check_inertia(mass, com, inertia, where):
         raise ValueError(f"{where}: rotational inertia is not positive semi-definite "
                          f"(eigenvalues {ev})")
     if ev[0] + ev[1] < ev[2] - max(tol, 1e-9 * ev[2]):
-        raise ValueError(f"{where}: rotational inertia violates the triangle inequality "
-                         f"(principal moments {ev})")
+        msg = f"{where}: rotational inertia violates the triangle inequality " \
+              f"(principal moments {ev})"
+        if strict:
+            raise ValueError(msg)
+        warnings.warn(msg + "; loaded as given, as Pinocchio does (strict=True refuses it)",
+                      UserWarning, stacklevel=3)
 
 
 def massless_joints(model):
@@ -365,8 +372,11 @@ class ModelBuilder:
               "continuous": L.REVOLUTE_UNBOUNDED, "revolute_unbounded": L.REVOLUTE_UNBOUNDED,
               "spherical": L.SPHERICAL, "free_flyer": L.FREE_FLYER, "floating": L.FREE_FLYER}
 
-    def __init__(self, gravity=(0.0, 0.0, -9.81)):
+    def __init__(self, gravity=(0.0, 0.0, -9.81), strict=True):
+        """``strict=False``: a lower limit above the upper one and inertias that violate
+        the triangle inequality are kept, with a warning, instead of refused."""
         self.gravity = np.array(gravity, dtype=float)
+        self._strict = bool(strict)
         self._names = ["universe"]
         self._parents = [0]
         self._types = [-1]
@@ -428,7 +438,11 @@ class ModelBuilder:
             lo = -np.pi if lower is None else float(lower)
             hi = np.pi if upper is None else float(upper)
             if not lo <= hi:
-                raise ValueError(f"joint {name!r}: lower limit {lo} above upper limit {hi}")
+                msg = f"joint {name!r}: lower limit {lo} above upper limit {hi}"
+                if self._strict or not lo > hi:       # NaN limits are never let through
+                    raise ValueError(msg)
+                warnings.warn(msg + "; kept as given, as Pinocchio does (random "
+                              "configurations fall between them)", UserWarning, stacklevel=2)
             self._lower.append([lo])
             self._upper.append([hi])
         else:
@@ -445,7 +459,7 @@ class ModelBuilder:
         the frame ``placement`` relative to the joint frame (identity if None). Bodies on
         one joint are combined exactly. ``name`` adds a BODY frame at ``placement``."""
         where = name or f"body on joint {self._names[joint]!r}"
-        check_inertia(mass, com, inertia, where)
+        check_inertia(mass, com, inertia, where, self._strict)
         if name is not None:
             self._validate_frame(name, joint, FrameType.BODY, None)
         T = _placement(placement)

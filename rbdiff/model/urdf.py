@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +50,7 @@ class _Joint:
     upper: float | None
 
 
-def load_urdf(path_or_xml, floating_base=False, allow_singular=False) -> Model:
+def load_urdf(path_or_xml, floating_base=False, allow_singular=False, strict=False) -> Model:
     """Parse a URDF file path (str or Path) or an XML string; returns the Model.
 
     With ``floating_base`` the root link is carried by a free-flyer joint named
@@ -61,11 +62,15 @@ def load_urdf(path_or_xml, floating_base=False, allow_singular=False) -> Model:
     A moving joint whose links are all massless (M(q) singular for every q) is refused
     with a ValueError naming it unless ``allow_singular`` (kinematics-only use; see
     ModelBuilder.build).
+    Forgiving where Pinocchio's parser is (``strict=False``): inertias that violate the
+    triangle inequality (xArm6, Mini Cheetah), blank lines before the XML declaration and
+    a lower limit above the upper one load with a warning naming the link or joint;
+    ``strict=True`` refuses them.
     Raises ValueError for malformed or unsupported input, FileNotFoundError for a
     missing file.
     """
-    links, joints, root = _read_tree(_parse_xml(path_or_xml))
-    b = ModelBuilder()
+    links, joints, root = _read_tree(_parse_xml(path_or_xml, strict))
+    b = ModelBuilder(strict=strict)
     top = b.add_joint(0, "free_flyer", "root_joint") if floating_base else 0
     jnames = ["universe"] + (["root_joint"] if floating_base else [])
     bodies = {}             # moving joint -> [(link, mass, com, inertia)] in the joint frame
@@ -100,12 +105,16 @@ def load_urdf(path_or_xml, floating_base=False, allow_singular=False) -> Model:
         raise ValueError(f"link {cyc!r} is part of a cycle in the kinematic graph "
                          "(not reachable from the root link)")
     for j, parts in bodies.items():
-        b.append_body(j, *_composite(parts, jnames[j], links))
+        body = _composite(parts, jnames[j], links, strict)
+        with warnings.catch_warnings():     # _composite has named the link at fault
+            warnings.simplefilter("ignore")
+            b.append_body(j, *body)
     return b.build(allow_singular=allow_singular)
 
 
-def _composite(parts, joint, links):
-    """Mass, com and inertia about the com of ``parts`` combined; checks it is physical."""
+def _composite(parts, joint, links, strict):
+    """Mass, com and inertia about the com of ``parts`` combined; checks it is physical
+    (not strict: warns about the triangle inequality, naming the link)."""
     m, c, I = 0.0, np.zeros(3), np.zeros((3, 3))
     for _, mk, ck, Ik in parts:
         m, c, I = combine_inertias(m, c, I, mk, ck, Ik)
@@ -113,13 +122,16 @@ def _composite(parts, joint, links):
         check_inertia(m, c, I, "")
     except ValueError:
         for name, *_ in parts:      # name the link that makes the body unphysical
-            check_inertia(*links[name].inertial, f"link {name!r}")
-        check_inertia(m, c, I, f"links {[p[0] for p in parts]} welded to joint {joint!r}")
+            check_inertia(*links[name].inertial, f"link {name!r}", strict)
+        with warnings.catch_warnings():     # the links' warnings said it
+            warnings.simplefilter("ignore")
+            check_inertia(m, c, I, f"links {[p[0] for p in parts]} welded to joint "
+                          f"{joint!r}", strict)
     return m, c, I
 
 
 # -- XML -------------------------------------------------------------------------------
-def _parse_xml(src):
+def _parse_xml(src, strict=True):
     if isinstance(src, bytes):
         src = src.decode("utf-8")
     if isinstance(src, str) and src.lstrip("\ufeff \t\r\n").startswith("<"):
@@ -135,8 +147,15 @@ def _parse_xml(src):
             found = False
         if not found:
             raise FileNotFoundError(f"URDF file not found: {str(path)!r}")
+        data = path.read_bytes()
+        text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data       # a UTF-8 BOM
+        if not strict and text[:1].isspace() and text.lstrip().startswith(b"<?xml"):
+            warnings.warn(f"URDF file {str(path)!r}: blank space before the XML declaration"
+                          " ignored, as Pinocchio does (strict=True refuses it)",
+                          UserWarning, stacklevel=3)
+            data = text.lstrip()
         try:
-            root = ET.parse(path).getroot()
+            root = ET.fromstring(data)
         except ET.ParseError as e:
             raise ValueError(f"URDF file {str(path)!r} is not valid XML: {e}") from None
     else:
@@ -215,9 +234,7 @@ def _read_joint(el):
         if lim is None:
             raise ValueError(f"{where}: a {jtype} joint needs a <limit> element")
         lower = _num(lim.get("lower", "0"), where, "limit lower")
-        upper = _num(lim.get("upper", "0"), where, "limit upper")
-        if lower > upper:
-            raise ValueError(f"{where}: lower limit {lower} above upper limit {upper}")
+        upper = _num(lim.get("upper", "0"), where, "limit upper")   # ordered: add_joint
     return _Joint(name, jtype, ends[0], ends[1], origin, axis, lower, upper)
 
 
