@@ -1,9 +1,13 @@
 """URDF parser and robot loader, checked against Pinocchio's buildModelFromUrdf."""
 
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pinocchio as pin
 
@@ -415,3 +419,77 @@ def test_load_robot_all_names(erd, name):
     pm = build_pin(path, floating)
     assert list(model.names) == list(pm.names)
     assert (model.nq, model.nv) == (pm.nq, pm.nv)
+
+
+# -- mutated URDFs: a model with finite results, or a clear error (hypothesis) ----------
+_BAD_NUMBERS = ["0", "-1", "nan", "inf", "1e-300", "1e12", "x", ""]
+
+
+def _mutate(xml, draws):
+    """FEATURES with the mutations ``draws`` [(kind, index, value index)] applied."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(xml)
+    links, joints = root.findall("link"), root.findall("joint")
+    for kind, k, v in draws:
+        bad = _BAD_NUMBERS[v % len(_BAD_NUMBERS)]
+        link, jt = links[k % len(links)], joints[k % len(joints)]
+        inertial = link.find("inertial")
+        if kind == "drop_inertial" and inertial is not None:
+            link.remove(inertial)
+        elif kind == "mass" and inertial is not None:
+            inertial.find("mass").set("value", bad)
+        elif kind == "inertia" and inertial is not None:
+            inertial.find("inertia").set(("ixx", "ixy", "iyy", "izz")[v % 4], bad)
+        elif kind == "limit" and jt.find("limit") is not None:
+            lim = jt.find("limit")
+            if v % 2:
+                lim.set("lower", lim.get("upper")), lim.set("upper", "-3")
+            else:
+                lim.set("upper", bad)
+        elif kind == "axis" and jt.find("axis") is not None:
+            jt.find("axis").set("xyz", ("0 0 0", "nan 0 1", "1 2", "1e-300 0 0")[v % 4])
+        elif kind == "child":
+            jt.find("child").set("link", ("nowhere", links[v % len(links)].get("name"))[v % 2])
+        elif kind == "type":
+            jt.set("type", ("floating", "planar", "bogus", "fixed", "continuous")[v % 5])
+        elif kind == "origin":
+            origin = jt.find("origin")
+            if origin is not None:
+                origin.set("rpy", ("nan 0 0", "0 0", "1e308 0 0")[v % 3])
+    return ET.tostring(root, encoding="unicode")
+
+
+_KINDS = ["drop_inertial", "mass", "inertia", "limit", "axis", "child", "type", "origin"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(draws=st.lists(st.tuples(st.sampled_from(_KINDS), st.integers(0, 20),
+                                st.integers(0, 40)), min_size=1, max_size=3),
+       floating=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_mutated_urdf_loads_finite_or_raises_clearly(draws, floating, seed):
+    """Whatever the mutation, load_urdf gives a model whose dynamics are finite (or whose
+    forward dynamics refuse a singular M(q) by name), or raises a ValueError that names
+    the link or joint (or the XML) - never NaN, never an unrelated exception."""
+    xml = _mutate(FEATURES, draws)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = load_urdf(xml, floating_base=floating)
+    except ValueError as e:
+        msg = str(e)
+        assert re.search(r"link|joint|XML|URDF|frame", msg), msg
+        if "allow_singular=True" not in msg:
+            return
+        model = load_urdf(xml, floating_base=floating, allow_singular=True)
+    rng = np.random.default_rng(seed)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    for x in (rbd.rnea(model, q, v, a), rbd.crba(model, q),
+              rbd.frame_placements(model, q), rbd.frame_jacobian(model, q, -1)):
+        assert np.all(np.isfinite(x))
+    try:
+        qdd = rbd.aba(model, q, v, a)
+    except ValueError as e:
+        assert "forward dynamics undefined" in str(e) and "joint" in str(e), str(e)
+    else:
+        assert np.all(np.isfinite(qdd))
