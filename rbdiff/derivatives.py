@@ -48,7 +48,8 @@ _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __n
 # batch entry pairs (serial, parallel): cpu.policy picks one per call
 _RNEA_D_B = (cb.rnea_derivatives_batch, cb.rnea_derivatives_parallel)
 _RNEA_CR_B = (cb.rnea_chain_rule_batch, cb.rnea_chain_rule_parallel)
-_ABA_D_B = (cb.aba_derivatives_batch, cb.aba_derivatives_parallel)
+_ABA_D_B = (cb.aba_derivatives_batch, cb.aba_derivatives_parallel)          # DMM product
+_ABA_AZA_B = (cb.aba_derivatives_aza_batch, cb.aba_derivatives_aza_parallel)
 _ABA_CR_B = (cb.aba_chain_rule_batch, cb.aba_chain_rule_parallel)
 
 
@@ -97,10 +98,12 @@ def _caller_outputs(out, shape, dt, names):
     return tuple(out)
 
 
-def _analytical(model, one, batched, fext, named, extra=(), out=None, names=()):
+def _analytical(model, one, batched, fext, named, extra=(), out=None, names=(),
+                batch_extra=None):
     """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
     (serial, parallel) into three (nv, nv) or (B, nv, nv) outputs: new arrays, or the
-    caller's ``out`` (``extra``: arguments after the outputs)."""
+    caller's ``out`` (``extra``: arguments after the outputs; ``batch_extra``: the batch
+    pair's, when they differ)."""
     arrays, f, batch, mf = prepare(model, fext, named)
     shape = model._svv if batch is None else (batch,) + model._svv
     dt = arrays[0].dtype
@@ -112,7 +115,8 @@ def _analytical(model, one, batched, fext, named, extra=(), out=None, names=()):
         if batch is None:
             one(model.mi, mf, *arrays, f, *outs, *extra)
         else:
-            policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs), extra)
+            policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs),
+                       extra if batch_extra is None else batch_extra)
     except ValueError as e:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
                       error=e) from None
@@ -291,12 +295,13 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 pass
         one, batched, fast = cs.aba_derivatives_product_one, _ABA_D_B, None
     elif method == "idsva":
-        one, batched, fast = cs.aba_derivatives_product_one, _ABA_D_B, "_aba_p_one"
+        one, batched, fast = cs.aba_derivatives_product_one, _ABA_AZA_B, "_aba_p_one"
     else:
         one, batched, fast = cs.aba_chain_rule_one, _ABA_CR_B, "_aba_cr_one"
     extra = (code,)
+    batch_extra = () if method == "idsva" else extra   # the idsva pairs are per product
     if out is None and _fast_batch(q, v, tau, fext) is not None:
-        outs = _batch_into_new(model, batched, q, v, tau, extra)
+        outs = _batch_into_new(model, batched, q, v, tau, batch_extra)
         if outs is not None:
             return _new(ABADerivatives, outs)
     if fast is not None and out is None and _fast(q, v, tau, fext):
@@ -313,4 +318,4 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
     return _new(ABADerivatives, _analytical(
         model, one, batched, fext,
         [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra, out=out,
-        names=ABADerivatives._fields))
+        names=ABADerivatives._fields, batch_extra=batch_extra))

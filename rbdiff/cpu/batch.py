@@ -333,24 +333,50 @@ def rnea_chain_rule_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
 
 
 @entry
-def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check):
-    """IDSVA FD derivatives, the eq. 24 product chosen by ``product`` (aza.AUTO, DMM or
-    AZA)."""
+def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, check):
+    """IDSVA FD derivatives with the dense product of eq. 24 (DMM). The AZA product has
+    entries of its own (aba_derivatives_aza_batch): a first batched call compiles one
+    kernel, not both."""
     if check:
         batch_states_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
-    aza = use_aza(mi, product)
-    ws = np.empty((workspace_rows(mi), AZA_WIDTH if aza else W_WIDTH), q.dtype)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     qdd = np.empty(nv, q.dtype)
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        if aza:
-            aba_derivatives_aza(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
-                                dq[b], dv[b], dtau[b])
-        else:
-            aba_derivatives(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
+        aba_derivatives(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
+                        dq[b], dv[b], dtau[b])
+        if bad < 0 and not vector_finite(qdd):
+            bad = b
+    return singular_found(bad, check)
+
+
+@pentry
+def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                                       dq[lo:hi], dv[lo:hi], dtau[lo:hi], False)
+    singular_found(bad.max(), True)
+
+
+@entry
+def aba_derivatives_aza_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, check):
+    """aba_derivatives_batch with the AZA product of eq. 24."""
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
+    nv = mi[0, 2]
+    ws = np.empty((workspace_rows(mi), AZA_WIDTH), q.dtype)
+    qdd = np.empty(nv, q.dtype)
+    S3 = np.empty((3, nv, nv), q.dtype)
+    F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        aba_derivatives_aza(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
                             dq[b], dv[b], dtau[b])
         if bad < 0 and not vector_finite(qdd):
             bad = b
@@ -358,13 +384,14 @@ def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check)
 
 
 @pentry
-def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchunks):
+def aba_derivatives_aza_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, nchunks):
     batch_states_ok(mi, q, v, tau, fext)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                                       dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
+        bad[c] = aba_derivatives_aza_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
+                                           fext[lo:hi], dq[lo:hi], dv[lo:hi], dtau[lo:hi],
+                                           False)
     singular_found(bad.max(), True)
 
 
