@@ -184,6 +184,22 @@ else:
         for g, r in zip(got, (data.ddq_dq, data.ddq_dv, full(data.Minv))):
             assert rel_err(_host(g)[0], np.array(r)) < 1e-9
 
+    def test_armature():
+        """The device functions read the model's armature as the CPU kernels do."""
+        model, pm = _pair("tree-2")
+        model = model.with_armature(np.linspace(0.05, 0.4, model.nv))
+        q, v, tau, _ = _states(model, pm, 5)
+        for name in ("rnea", "aba"):
+            _close(getattr(rbd, name)(model, *_dev(q, v, tau)),
+                   getattr(rbd, name)(model, q, v, tau), F64_TOL)
+        for name in ("crba", "minverse"):
+            _close(getattr(rbd, name)(model, *_dev(q)), getattr(rbd, name)(model, q), F64_TOL)
+        for threads_per_eval in (1, 2):
+            got = rbd.gpu.aba_derivatives(model, *_dev(q, v, tau),
+                                          threads_per_eval=threads_per_eval)
+            for g, r in zip(got, rbd.aba_derivatives(model, q, v, tau, product="dmm")):
+                _close(g, r, F64_TOL)
+
     @pytest.mark.parametrize("threads_per_eval", [2, 3])
     def test_aba_derivatives_fine_grained(pair, threads_per_eval):
         """Alg. 4-style variant: M^-1 beside ABA+IDSVA, columns over the block's threads

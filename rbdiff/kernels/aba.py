@@ -2,7 +2,7 @@
 2018 Alg. 1 companion): qdd = FD(q, v, tau, fext) in O(N). The articulated-inertia step
 is shared with M^-1 (minverse.py)."""
 
-from ..model.layout import MI_IV, MI_NV, MI_PARENT
+from ..model.layout import MF_ARM, MI_IV, MI_NV, MI_PARENT
 from .fk import init_universe, placement_pass_joint, velocity_joint, world_body_inertia
 from .jit import helper, kernel
 from .spatial import (add6, add36, axpy6, copy6, dot6, force_act, force_cross,
@@ -13,12 +13,12 @@ from .workspace import (D_S, D_T, D_U, D_UDINV, D_UU, W_A, W_C, W_D, W_DINV, W_I
 
 
 @helper
-def articulated_dof(r, i, ws, downdate):
+def articulated_dof(r, i, ws, downdate, armature):
     """articulated_joint for a 1-dof joint i whose dof row is r: scalar D, no loops."""
     IA = ws[i, W_IA:W_IA + 36]
     U = ws[r, D_U:D_U + 6]
     mat6_vec(IA, ws[r, D_S:D_S + 6], U)
-    d = dot6(ws[r, D_S:D_S + 6], U)
+    d = dot6(ws[r, D_S:D_S + 6], U) + armature
     ws[i, W_D] = d
     dinv = 1.0 / d
     ws[i, W_DINV] = dinv
@@ -30,7 +30,7 @@ def articulated_dof(r, i, ws, downdate):
 
 
 @helper
-def articulated_joint(mi, i, ws):
+def articulated_joint(mi, mf, i, ws):
     """U = IA_i S_i, D = S_i^T U, Dinv = D^-1, UDinv = U Dinv (per dof rows), and
     IA_i <- IA_i - U Dinv U^T, the inertia the parent sees (left in IA_i). A root joint
     has no parent, and only a parent reads U Dinv or that IA: for a root both are left
@@ -41,7 +41,7 @@ def articulated_joint(mi, i, ws):
     IA = ws[i, W_IA:W_IA + 36]
     downdate = mi[i, MI_PARENT] > 0
     if nvi == 1:
-        articulated_dof(n + 1 + iv, i, ws, downdate)
+        articulated_dof(n + 1 + iv, i, ws, downdate, mf[i, MF_ARM])
         return
     for k in range(nvi):
         mat6_vec(IA, ws[n + 1 + iv + k, D_S:D_S + 6], ws[n + 1 + iv + k, D_U:D_U + 6])
@@ -49,6 +49,7 @@ def articulated_joint(mi, i, ws):
         for l in range(nvi):
             ws[i, W_D + nvi * k + l] = dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
                                             ws[n + 1 + iv + l, D_U:D_U + 6])
+        ws[i, W_D + nvi * k + k] += mf[i, MF_ARM + k]          # armature
     sym_inverse(ws[i, W_D:W_D + 36], nvi, ws[i, W_DINV:W_DINV + 36])
     if not downdate:
         return
@@ -82,7 +83,7 @@ def aba_forward_pass(mi, mf, q, v, fext, ws):
 
 
 @kernel
-def aba_backward_pass(mi, tau, ws):
+def aba_backward_pass(mi, mf, tau, ws):
     """u_i = tau_i - S_i^T pA_i; IA_parent += Ia; pA_parent += pA_i + Ia c_i + U Dinv u."""
     n = mi[0, 0]
     for i in range(n, 0, -1):
@@ -91,7 +92,7 @@ def aba_backward_pass(mi, tau, ws):
         for k in range(nvi):
             ws[n + 1 + iv + k, D_UU] = tau[iv + k] - dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
                                                           ws[i, W_PA:W_PA + 6])
-        articulated_joint(mi, i, ws)
+        articulated_joint(mi, mf, i, ws)
         lam = mi[i, MI_PARENT]
         if lam > 0:
             pa = ws[i, W_T:W_T + 6]
@@ -130,5 +131,5 @@ def aba_forward_pass2(mi, ws, qdd):
 def aba(mi, mf, q, v, tau, fext, ws, qdd):
     """qdd (nv) = ABA(q, v, tau, fext); fext: (njoints, 6) local-frame forces, (0, 6) or None."""
     aba_forward_pass(mi, mf, q, v, fext, ws)
-    aba_backward_pass(mi, tau, ws)
+    aba_backward_pass(mi, mf, tau, ws)
     aba_forward_pass2(mi, ws, qdd)

@@ -2,6 +2,7 @@
 inertia matrix M(q), full and symmetric."""
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
+from .armature import armature_diagonal
 from .fk import placement_pass, world_body_inertia
 from .jit import helper, kernel
 from .spatial import add13, inertia_mul
@@ -72,4 +73,5 @@ def crba(mi, mf, q, ws, M):
     placement_pass(mi, mf, q, ws)
     body_inertias(mi, mf, ws)
     crba_backward_pass(mi, ws, M)
+    armature_diagonal(mi, mf, M)
     mirror_upper(M)

@@ -65,11 +65,11 @@ def minverse_backward_joint(mi, i, ws, F, Minv):
 
 
 @kernel
-def minverse_backward_pass(mi, ws, F, Minv):
+def minverse_backward_pass(mi, mf, ws, F, Minv):
     """Factorise each joint (articulated_joint: U, D^-1, and IA passed to the parent),
     then its step of the unit-torque backward pass (minverse_backward_joint)."""
     for i in range(mi[0, 0], 0, -1):
-        articulated_joint(mi, i, ws)
+        articulated_joint(mi, mf, i, ws)
         minverse_backward_joint(mi, i, ws, F, Minv)
         lam = mi[i, MI_PARENT]
         if lam > 0:
@@ -142,7 +142,7 @@ def minverse(mi, mf, q, ws, F, Minv):
         inertia_dense(ws[i, W_Y:W_Y + 13], ws[i, W_IA:W_IA + 36])
     F[0, :, :] = 0.0
     Minv[:, :] = 0.0      # entries outside a joint's subtree are only ever updated
-    minverse_backward_pass(mi, ws, F, Minv)
+    minverse_backward_pass(mi, mf, ws, F, Minv)
     minverse_forward_pass(mi, ws, F, Minv)
     mirror_upper(Minv)
 

@@ -9,6 +9,7 @@ nonlinear_effects (qdd = 0) and gravity (qd = qdd = 0) are the same passes witho
 terms that vanish, as Pinocchio's nonLinearEffects and computeGeneralizedGravity."""
 
 from ..model.layout import MF_S, MF_Y, MI_IV, MI_NV, MI_PARENT
+from .armature import armature_torque
 from .fk import init_universe, joint_placement
 from .jit import helper, kernel
 from .spatial import (add6, axpy6, dot6, force_act, force_cross, inertia_mul, motion_act_inv,
@@ -111,6 +112,7 @@ def rnea(mi, mf, q, v, a, fext, ws, tau):
     """tau (nv) = RNEA(q, v, a, fext); fext: (njoints, 6) local-frame forces, (0, 6) or None."""
     rnea_forward_pass(mi, mf, q, v, a, fext, ws)
     rnea_backward_pass(mi, mf, ws, tau)
+    armature_torque(mi, mf, a, tau)
 
 
 @kernel

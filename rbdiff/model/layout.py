@@ -61,7 +61,8 @@ MF_IO = 19          #     rotational inertia about the origin Ic + m (|c|^2 I - 
 MF_COM = 28         # 3: centre of mass in the joint frame
 MF_IC = 31          # 9: rotational inertia about the com, joint-frame axes
 MF_S = 40           # 6 * nv_i: motion subspace columns
-MF_WIDTH = MF_S + 36
+MF_ARM = MF_S + 36  # nv_i: armature of the joint's dofs (rotor inertia, added to M's diagonal)
+MF_WIDTH = MF_ARM + 6
 
 # frame table (``Model.frame_mf``, float64, (nframes, FM_WIDTH)): frame k's placement in
 # its parent joint's frame (``Model.frame_parents[k]``), rotation row-major then translation

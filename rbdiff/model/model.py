@@ -122,7 +122,8 @@ def massless_joints(model):
     """Indices of the moving joints that carry no mass or inertia along their motion, for
     every q: every body in the joint's subtree is massless, and for a rotating joint
     (revolute, continuous, spherical) has no rotational inertia either (a prismatic or
-    free-flyer joint needs mass). Only the topmost such joint of a subtree is listed.
+    free-flyer joint needs mass), nor armature on every dof. Only the topmost such joint
+    of a subtree is listed.
     M(q) then has a zero row and column whatever q is."""
     n = model.njoints
     mass = np.array(model.masses, dtype=float)
@@ -137,6 +138,9 @@ def massless_joints(model):
             inside.add(i)
             continue
         t = int(model.joint_types[i])
+        iv = int(model.idx_v[i])
+        if np.all(model.armature[iv:iv + int(model.nvs[i])] > 0):
+            continue                                # its rotors carry inertia
         if mass[i] == 0.0 and (t in (L.PRISMATIC, L.FREE_FLYER) or inertia[i] == 0.0):
             bad.append(i)
             inside.add(i)
@@ -169,7 +173,7 @@ class Model:
     """
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
-                 frames, gravity, lower, upper):
+                 frames, gravity, lower, upper, armature=None):
         n = len(names) - 1
         self.njoints = n
         self.names = tuple(names)
@@ -181,6 +185,11 @@ class Model:
         self.idx_v = _readonly(np.concatenate([[0], np.cumsum(self.nvs)[:-1]]), np.int64)
         self.nq = int(self.nqs.sum())
         self.nv = int(self.nvs.sum())
+        self.armature = _readonly(np.zeros(self.nv) if armature is None else armature)
+        if self.armature.shape != (self.nv,) or not (np.all(np.isfinite(self.armature))
+                                                     and np.all(self.armature >= 0)):
+            raise ValueError(f"armature: expected {self.nv} finite non-negative values "
+                             f"(one per velocity coordinate), got {armature!r}")
         self.placements = _readonly(placements)
         self.axes = _readonly(axes)
         self.masses = _readonly(masses)
@@ -230,6 +239,8 @@ class Model:
             mf[i, L.MF_AXIS:L.MF_AXIS + 3] = self.axes[i]
             mf[i, L.MF_MASS] = self.masses[i]
             mf[i, L.MF_COM:L.MF_COM + 3] = self.coms[i]
+            iv = int(self.idx_v[i])
+            mf[i, L.MF_ARM:L.MF_ARM + self.nvs[i]] = self.armature[iv:iv + self.nvs[i]]
             mf[i, L.MF_IC:L.MF_IC + 9] = self.inertias[i].ravel()
             c, m = self.coms[i], self.masses[i]
             mf[i, L.MF_H:L.MF_H + 3] = m * c
@@ -332,6 +343,16 @@ class Model:
             raise AttributeError("rbdiff.Model is immutable")
         object.__setattr__(self, name, value)
 
+    def with_armature(self, armature):
+        """A copy of this model with ``armature`` (nv,) (Pinocchio's ``model.armature``: a
+        rotor inertia per velocity coordinate, added to M(q)'s diagonal, so to rnea's
+        torque, crba, aba, minverse and their derivatives); a scalar sets every dof."""
+        arm = np.broadcast_to(np.asarray(armature, dtype=float), (self.nv,)).copy() \
+            if np.ndim(armature) == 0 else np.asarray(armature, dtype=float)
+        return Model(self.names, self.parents, self.joint_types, self.placements, self.axes,
+                     self.masses, self.coms, self.inertias, self.frames, self.gravity,
+                     self.lower_limits, self.upper_limits, arm)._freeze()
+
     def _freeze(self):
         object.__setattr__(self, "_frozen", True)
         return self
@@ -377,6 +398,7 @@ class ModelBuilder:
         the triangle inequality are kept, with a warning, instead of refused."""
         self.gravity = np.array(gravity, dtype=float)
         self._strict = bool(strict)
+        self._armature = []
         self._names = ["universe"]
         self._parents = [0]
         self._types = [-1]
@@ -399,7 +421,7 @@ class ModelBuilder:
         return len(self._frames)
 
     def add_joint(self, parent, joint_type, name, placement=None, axis=None,
-                  lower=None, upper=None, parent_frame=None):
+                  lower=None, upper=None, parent_frame=None, armature=0.0):
         """Add a joint under joint ``parent`` (0 = universe) and its JOINT frame; returns
         the joint's index.
 
@@ -410,6 +432,8 @@ class ModelBuilder:
         parent_frame: the JOINT frame's parent in the frame tree; None: the parent joint's
         own frame (Pinocchio's addJointFrame default; its URDF parser passes the parent
         link's BODY frame).
+        armature: rotor inertia of the joint's dofs (a scalar or one per dof; Pinocchio's
+        ``model.armature``), added to M(q)'s diagonal.
         """
         if joint_type not in self._TYPES:
             raise ValueError(f"joint {name!r}: unsupported joint type {joint_type!r}; "
@@ -434,6 +458,8 @@ class ModelBuilder:
         self._axes.append(ax)
         self._bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
         nq = L.JOINT_NQ[t]
+        self._armature.append(np.broadcast_to(np.asarray(armature, dtype=float),
+                                              (L.JOINT_NV[t],)).copy())
         if t in (L.REVOLUTE, L.PRISMATIC):
             lo = -np.pi if lower is None else float(lower)
             hi = np.pi if upper is None else float(upper)
@@ -536,7 +562,8 @@ class ModelBuilder:
                      np.array(self._axes), np.array([b[0] for b in self._bodies]),
                      np.array([b[1] for b in self._bodies]),
                      np.array([b[2] for b in self._bodies]), frames, self.gravity,
-                     lower, upper)._freeze()
+                     lower, upper,
+                     np.concatenate(self._armature) if n else np.zeros(0))._freeze()
         bad = [] if allow_singular else massless_joints(model)
         if bad:
             names = ", ".join(repr(model.names[i]) for i in bad)
