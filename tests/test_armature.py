@@ -104,3 +104,6 @@ def test_setting_armature():
             model.with_armature(bad)
     with pytest.raises(AttributeError):
         model.armature = np.ones(4)
+    for bad in (-1.0, [0.1, 0.2], np.inf, "x"):
+        with pytest.raises(ValueError, match="joint 'ball2': armature must be a finite"):
+            b.add_joint(j, "spherical", "ball2", armature=bad)

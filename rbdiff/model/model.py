@@ -123,8 +123,7 @@ def massless_joints(model):
     every q: every body in the joint's subtree is massless, and for a rotating joint
     (revolute, continuous, spherical) has no rotational inertia either (a prismatic or
     free-flyer joint needs mass), nor armature on every dof. Only the topmost such joint
-    of a subtree is listed.
-    M(q) then has a zero row and column whatever q is."""
+    of a subtree is listed. M(q) then has a zero row and column whatever q is."""
     n = model.njoints
     mass = np.array(model.masses, dtype=float)
     inertia = np.array([float(np.abs(I).sum()) for I in model.inertias])
@@ -451,29 +450,37 @@ class ModelBuilder:
             if ax.shape != (3,) or not np.isfinite(nrm) or nrm < 1e-12:
                 raise ValueError(f"joint {name!r}: axis must be a non-zero 3-vector, got {axis}")
             ax = ax / nrm
-        self._names.append(name)
-        self._parents.append(int(parent))
-        self._types.append(t)
-        self._placements.append(_placement(placement))
-        self._axes.append(ax)
-        self._bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
+        T = _placement(placement)
         nq = L.JOINT_NQ[t]
-        self._armature.append(np.broadcast_to(np.asarray(armature, dtype=float),
-                                              (L.JOINT_NV[t],)).copy())
+        try:
+            arm = np.broadcast_to(np.asarray(armature, dtype=float),
+                                  (L.JOINT_NV[t],)).copy()
+        except (TypeError, ValueError):
+            arm = np.full(1, np.nan)
+        if arm.shape != (L.JOINT_NV[t],) or not np.all(np.isfinite(arm) & (arm >= 0)):
+            raise ValueError(f"joint {name!r}: armature must be a finite non-negative "
+                             f"scalar or {L.JOINT_NV[t]} values (one per dof), got "
+                             f"{armature!r}")
+        lo, hi = [-np.inf] * nq, [np.inf] * nq
         if t in (L.REVOLUTE, L.PRISMATIC):
-            lo = -np.pi if lower is None else float(lower)
-            hi = np.pi if upper is None else float(upper)
-            if not lo <= hi:
-                msg = f"joint {name!r}: lower limit {lo} above upper limit {hi}"
-                if self._strict or not lo > hi:       # NaN limits are never let through
+            lo = [-np.pi if lower is None else float(lower)]
+            hi = [np.pi if upper is None else float(upper)]
+            if not lo[0] <= hi[0]:
+                msg = f"joint {name!r}: lower limit {lo[0]} above upper limit {hi[0]}"
+                if self._strict or not lo[0] > hi[0]:     # NaN limits are never let through
                     raise ValueError(msg)
                 warnings.warn(msg + "; kept as given, as Pinocchio does (random "
                               "configurations fall between them)", UserWarning, stacklevel=2)
-            self._lower.append([lo])
-            self._upper.append([hi])
-        else:
-            self._lower.append([-np.inf] * nq)
-            self._upper.append([np.inf] * nq)
+        # checked: nothing above changed the builder, so a refused joint leaves no trace
+        self._names.append(name)
+        self._parents.append(int(parent))
+        self._types.append(t)
+        self._placements.append(T)
+        self._axes.append(ax)
+        self._bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
+        self._armature.append(arm)
+        self._lower.append(lo)
+        self._upper.append(hi)
         j = self.njoints
         if parent_frame is None:
             parent_frame = self._joint_frame(int(parent))
