@@ -28,18 +28,12 @@ SEED = 0
 JOINT_TYPES = ("revolute", "prismatic", "continuous", "spherical", "free_flyer")
 
 
-def _rnea(rbd, m, s):
-    rbd.rnea(m, s.q, s.v, s.a)
-    rbd.rnea(m, s.q, s.v, s.a, fext=s.f)
-    rbd.nonlinear_effects(m, s.q, s.v)
-    rbd.gravity(m, s.q)
-
-
-def _rnea_batch(rbd, m, s):
-    rbd.rnea(m, s.bq, s.bv, s.ba)
-    rbd.rnea(m, s.bq, s.bv, s.ba, fext=s.bf)
-    rbd.nonlinear_effects(m, s.bq, s.bv)
-    rbd.gravity(m, s.bq)
+def _rnea(rbd, m, s, b=""):
+    q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
+    rbd.rnea(m, q, v, a)
+    rbd.rnea(m, q, v, a, fext=f)
+    rbd.nonlinear_effects(m, q, v)
+    rbd.gravity(m, q)
 
 
 def _aba(rbd, m, s, b=""):
@@ -80,7 +74,7 @@ def _configuration(rbd, m, s, b=""):
 # and states is here (tests/test_cli.py checks it against rbdiff's namespace).
 JOBS = {
     "rnea": (1, _rnea),
-    "rnea[batch]": (2, _rnea_batch),
+    "rnea[batch]": (2, lambda rbd, m, s: _rnea(rbd, m, s, "b")),
     "aba": (2, _aba),
     "aba[batch]": (3, lambda rbd, m, s: _aba(rbd, m, s, "b")),
     "crba": (1, lambda rbd, m, s: rbd.crba(m, s.q)),
