@@ -4,7 +4,10 @@ point refuses its input."""
 
 import numpy as np
 
+from .cpu.checks import BAD_SINGULAR
+from .cpu.single import crba_one
 from .kernels.checks import QUAT_TOL
+from .kernels.workspace import single_call_scratch
 from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 
 ND = np.ndarray
@@ -104,7 +107,6 @@ def explain(model, named, fext, configurations=None, error=None):
     """The precise reason a compiled entry point refused its input. ``configurations``:
     the names in ``named`` that are configurations (default: the first one, q); ``error``:
     the entry's ValueError (its code says when valid input met a singular M(q))."""
-    from .cpu.checks import BAD_SINGULAR
     if error is not None and str(error) == BAD_SINGULAR:
         return singular_error(model, named[0][1])
     for name, x in list(named) + [("fext", fext)]:
@@ -166,8 +168,6 @@ def singular_error(model, q):
     """ValueError for forward dynamics at the configuration q (nq,) or (B, nq) where M(q)
     is singular: names the batch item and the joint whose dof has the smallest pivot of
     M(q) (a joint whose subtree carries no mass or inertia along its motion there)."""
-    from .cpu.single import crba_one
-    from .kernels.workspace import single_call_scratch
     qs = np.atleast_2d(np.asarray(q).real.astype(np.float64))
     ws = single_call_scratch(model.njoints, model.nv, np.dtype(np.float64), False)[0]
     M = np.empty((model.nv, model.nv))
