@@ -45,6 +45,8 @@ _frame_jacobian_one = native(cs.frame_jacobian_one, "_frame_jacobian_one", globa
                              inputs=(4,))
 _kinematics_derivatives_one = native(cs.kinematics_derivatives_one,
                                      "_kinematics_derivatives_one", globals())
+_joint_kinematics_derivatives_one = native(cs.joint_kinematics_derivatives_one,
+                                           "_joint_kinematics_derivatives_one", globals())
 
 
 # Where kernels.fastargs works (AVAILABLE), q (and v, a) reach these two entries unchecked
@@ -230,7 +232,26 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
                         (_frame_id(model, frame), REFERENCE_CODES[reference]))
 
 
-def kinematics_derivatives(model, q, v, a, reference="world"):
+def _joint_id(model, joint):
+    """Index (1..njoints) of ``joint``: a name or an index."""
+    try:
+        k = model._joint_ids.get(joint)
+    except TypeError:                        # unhashable
+        k = None
+    if k is not None:
+        return k
+    if isinstance(joint, str):
+        return model.get_joint_id(joint)
+    try:
+        k = operator.index(joint)
+    except TypeError:
+        raise TypeError("joint: expected a joint name or an index 1..njoints, "
+                        f"got {joint!r}") from None
+    raise IndexError(f"joint: index {k} out of range 1..{model.njoints} (joint 0, the "
+                     "universe, does not move)")
+
+
+def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     """Derivatives of the spatial velocity v_i and acceleration a_i (gravity excluded) of
     every joint with respect to q (tangent space), v and a (Carpentier & Mansard 2018
     sec. III-D: the motion sets of the RNEA chain-rule forward pass, Alg. 2 lines 3, 5).
@@ -241,6 +262,10 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
     (rbdiff.gpu.kinematics_derivatives). Entries against dofs that are not joint i's or its ancestors'
     are zero. As Pinocchio's computeForwardKinematicsDerivatives followed by
     getJointVelocityDerivatives / getJointAccelerationDerivatives(model, data, i, rf):
+    ``joint`` (a name or an index 1..njoints) asks for that joint's alone: each (6, nv)
+    ((B, 6, nv) for a batch), the full result's row joint-1 up to rounding: computed
+    from the closed forms below (not the records' recursion) in one pass over joints
+    1..joint, the cost of Pinocchio's compute (the full result writes njoints times more).
 
     reference="world" (pin.WORLD): v_i, a_i at the world origin in world axes; for a
       dof k of joint j (j = i or an ancestor), lambda = j's parent, S_k its world column:
@@ -254,15 +279,26 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
     Pinocchio's acceleration getter in WORLD and LOCAL_WORLD_ALIGNED differs from the true
     da_dq in the columns of a multi-dof joint (spherical, free-flyer) that has a parent;
     rbdiff returns the true derivative (checked against central differences)."""
-    try:    # fast path: the model's workspace and records
+    try:    # fast path: the model's workspace (and records); a bad joint or reference
+        # gives -1, which the entry refuses
         if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
-            s = model._skd
-            out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
-            _kinematics_derivatives_one(model.mi, model.mf, q, v, a, _REF.get(reference, -1),
-                                        model._ws, model._kin_G, model._kin_off, *out)
+            if joint is None:
+                s = model._skd
+                out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
+                _kinematics_derivatives_one(model.mi, model.mf, q, v, a,
+                                            _REF.get(reference, -1), model._ws, model._kin_G,
+                                            model._kin_off, *out)
+            else:
+                s = model._sJ
+                out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
+                _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
+                                                  model._joint_ids.get(joint, -1),
+                                                  _REF.get(reference, -1), model._ws, *out)
             return _new(KinematicsDerivatives, out)
     except _FAST_MISS:
         pass
+    if joint is not None:
+        return _joint_kinematics_derivatives(model, q, v, a, reference, joint)
     if reference not in REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
     if on_device(q, v, a):
@@ -282,6 +318,34 @@ def kinematics_derivatives(model, q, v, a, reference="world"):
             policy.run(model, cb.kinematics_derivatives_batch,
                        cb.kinematics_derivatives_parallel, batch,
                        (model.mi, mf, *arrays, code, *outs))
+    except ValueError:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
+    return KinematicsDerivatives(*outs)
+
+
+def _joint_kinematics_derivatives(model, q, v, a, reference, joint):
+    """kinematics_derivatives(..., joint=joint)'s general path."""
+    if reference not in REFERENCE_CODES:
+        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    j = _joint_id(model, joint)
+    if on_device(q, v, a):      # the device computes every joint; the row is a view
+        full = gpu_call("kinematics_derivatives", model, q, v, a, reference=reference)
+        row = (slice(None), j - 1) if len(q.shape) == 2 else (j - 1,)
+        return KinematicsDerivatives(*(d[row] for d in full))
+    named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
+    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
+    dt = arrays[0].dtype
+    shape = model._sJ if batch is None else (batch,) + model._sJ
+    outs = tuple(np.empty(shape, dt) for _ in range(5))
+    code = REFERENCE_CODES[reference]
+    try:
+        if batch is None:
+            cs.joint_kinematics_derivatives_one(model.mi, mf, *arrays, j, code,
+                                                _scratch(model, dt), *outs)
+        else:
+            policy.run(model, cb.joint_kinematics_derivatives_batch,
+                       cb.joint_kinematics_derivatives_parallel, batch,
+                       (model.mi, mf, *arrays, *outs), (j, code))
     except ValueError:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
     return KinematicsDerivatives(*outs)

@@ -64,6 +64,12 @@ def _kinematics(rbd, m, s, b=""):
         rbd.frame_jacobian(m, q, m.frames[-1].name, reference=reference)
 
 
+def _kinematics_derivatives(rbd, m, s, b=""):
+    q, v, a = (getattr(s, b + x) for x in "qva")
+    rbd.kinematics_derivatives(m, q, v, a)
+    rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints)
+
+
 def _configuration(rbd, m, s, b=""):
     q, v = s[b + "q"], s[b + "v"]
     rbd.difference(m, q, rbd.integrate(m, q, v))
@@ -97,10 +103,9 @@ JOBS = {
     "kinematics[batch]": (1, lambda rbd, m, s: _kinematics(rbd, m, s, "b")),
     "configuration": (1, _configuration),
     "configuration[batch]": (1, lambda rbd, m, s: _configuration(rbd, m, s, "b")),
-    "kinematics_derivatives": (
-        2, lambda rbd, m, s: rbd.kinematics_derivatives(m, s.q, s.v, s.a)),
+    "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
-        2, lambda rbd, m, s: rbd.kinematics_derivatives(m, s.bq, s.bv, s.ba)),
+        2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
 }
 # the public functions each job calls (for --only and the coverage test)
 CALLS = {

@@ -204,3 +204,65 @@ def test_bad_input_explained():
         rbd.kinematics_derivatives(model, rbd.neutral(model), z, np.full(model.nv, np.nan))
     with pytest.raises(ValueError, match="shape"):
         rbd.kinematics_derivatives(model, rbd.neutral(model), z[:-1], z)
+
+
+@pytest.mark.parametrize("reference", list(PIN_FRAMES))
+def test_one_joint_matches_pinocchio_and_the_full_result(pair, reference):
+    """joint=: Pinocchio's getters for that joint alone (same columns as the full test),
+    and the full result's row to rounding, for every joint (by index and by name)."""
+    model, pm = pair
+    q, v, a = random_state(pm, np.random.default_rng(64))
+    full = rbd.kinematics_derivatives(model, q, v, a, reference=reference)
+    ref = _pin_getters(pm, q, v, a, PIN_FRAMES[reference])
+    skip = _multi_dof_below_root(model) if reference != "local" else np.zeros(model.nv, bool)
+    for j in range(1, model.njoints + 1):
+        got = rbd.kinematics_derivatives(model, q, v, a, reference, joint=j)
+        by_name = rbd.kinematics_derivatives(model, q, v, a, reference,
+                                             joint=model.names[j])
+        for k, (x, f, r, y) in enumerate(zip(got, full, ref, by_name)):
+            assert x.shape == (6, model.nv)
+            np.testing.assert_array_equal(x, y)
+            assert rel_err(x, f[j - 1]) < 1e-13, (j, NAMES[k])
+            if reference == "local":        # as row j-1 of a full result
+                x = _to_pin_local(model, np.broadcast_to(x, full[0].shape))[j - 1]
+            if NAMES[k] == "da_dq":
+                x, r = x[:, ~skip], r[..., ~skip]
+            assert rel_err(x, r[j - 1]) < 1e-9, (j, NAMES[k])
+
+
+def test_one_joint_batch_equals_loop_and_float32():
+    model = rbd.models.random_tree(9, 2, floating_base=True)
+    rng = np.random.default_rng(65)
+    q = np.stack([rbd.random_configuration(model, rng) for _ in range(4)])
+    v, a = rng.normal(size=(2, 4, model.nv))
+    j = model.njoints
+    for reference in PIN_FRAMES:
+        batch = rbd.kinematics_derivatives(model, q, v, a, reference, joint=j)
+        for b in range(4):
+            one = rbd.kinematics_derivatives(model, q[b], v[b], a[b], reference, joint=j)
+            for x, y in zip(batch, one):
+                assert x.shape == (4, 6, model.nv)
+                np.testing.assert_array_equal(x[b], y)
+        f32 = rbd.kinematics_derivatives(model, q[0].astype(np.float32),
+                                         v[0].astype(np.float32), a[0].astype(np.float32),
+                                         reference, joint=j)
+        for x, r in zip(f32, batch):
+            assert x.dtype == np.float32
+            assert rel_err(x, r[0]) < 2e-5
+
+
+def test_one_joint_bad_joint():
+    model = rbd.models.random_tree(5, 1)
+    z = np.zeros(model.nv)
+    q = rbd.neutral(model)
+    with pytest.raises(KeyError, match="no joint named 'elbow'"):
+        rbd.kinematics_derivatives(model, q, z, z, joint="elbow")
+    for bad in (0, -1, model.njoints + 1):
+        with pytest.raises(IndexError, match="out of range 1..5"):
+            rbd.kinematics_derivatives(model, q, z, z, joint=bad)
+    with pytest.raises(TypeError, match="joint name or an index"):
+        rbd.kinematics_derivatives(model, q, z, z, joint=2.5)
+    with pytest.raises(ValueError, match="reference"):
+        rbd.kinematics_derivatives(model, q, z, z, reference="body", joint=1)
+    with pytest.raises(ValueError, match="a contains NaN"):
+        rbd.kinematics_derivatives(model, q, z, np.full(model.nv, np.nan), joint=1)

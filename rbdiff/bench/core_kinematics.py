@@ -29,7 +29,7 @@ def deepest_frame(model):
     return max(range(len(model.frames)), key=lambda k: (depth[model.frames[k].parent], k))
 
 
-def _ours(model, q, v, a, name):
+def _ours(model, q, v, a, name, joint):
     def forward_kinematics():      # Kinematics is three arrays: compare the accelerations
         return rbd.forward_kinematics(model, q, v, a).accelerations  # (they need all else)
 
@@ -43,23 +43,32 @@ def _ours(model, q, v, a, name):
             "gravity": partial(rbd.gravity, model, q),
             "nonlinear_effects": partial(rbd.nonlinear_effects, model, q, v),
             "kinematics_derivatives": partial(rbd.kinematics_derivatives, model, q, v, a),
+            # one joint's five (6, nv) matrices (the deepest frame's joint) against
+            # Pinocchio's compute alone, which fills its Data and returns nothing
+            "kinematics_derivatives(joint)": partial(rbd.kinematics_derivatives, model, q,
+                                                     v, a, joint=joint),
             # the same call against Pinocchio's compute plus the getters that produce
             # the same arrays (every joint's five (6, nv) matrices)
             "kinematics_derivatives+get": partial(rbd.kinematics_derivatives, model, q, v, a)}
 
 
+def _joint_derivatives(pm, pd, i):
+    """Pinocchio's WORLD velocity / acceleration derivatives of joint i, as rbdiff's
+    (5, 6, nv) (after computeForwardKinematicsDerivatives)."""
+    dvq, dvv = pin.getJointVelocityDerivatives(pm, pd, i, pin.WORLD)
+    _, daq, dav, daa = pin.getJointAccelerationDerivatives(pm, pd, i, pin.WORLD)
+    return np.array([dvq, dvv, daq, dav, daa])
+
+
 def _kinematics_derivatives(pm, pd):
-    """Pinocchio's WORLD joint velocity / acceleration derivatives of every joint, as
-    rbdiff's (5, njoints, 6, nv) (after computeForwardKinematicsDerivatives)."""
+    """The same for every joint, as rbdiff's (5, njoints, 6, nv)."""
     out = np.zeros((5, pm.njoints - 1, 6, pm.nv))
     for i in range(1, pm.njoints):
-        dvq, dvv = pin.getJointVelocityDerivatives(pm, pd, i, pin.WORLD)
-        _, daq, dav, daa = pin.getJointAccelerationDerivatives(pm, pd, i, pin.WORLD)
-        out[:, i - 1] = dvq, dvv, daq, dav, daa
+        out[:, i - 1] = _joint_derivatives(pm, pd, i)
     return out
 
 
-def _theirs(pm, q, v, a, fid):
+def _theirs(pm, q, v, a, fid, joint):
     pd = pm.createData()
 
     def forward_kinematics():
@@ -91,6 +100,9 @@ def _theirs(pm, q, v, a, fid):
             "kinematics_derivatives": (
                 partial(pin.computeForwardKinematicsDerivatives, pm, pd, q, v, a),
                 lambda _: _kinematics_derivatives(pm, pd)),
+            "kinematics_derivatives(joint)": (
+                partial(pin.computeForwardKinematicsDerivatives, pm, pd, q, v, a),
+                lambda _: _joint_derivatives(pm, pd, joint)),
             "kinematics_derivatives+get": (kinematics_derivatives_get, lambda out: out)}
 
 
@@ -98,8 +110,9 @@ def calls(model, pm, q, v, a):
     """{name: (rbdiff call, Pinocchio call or None, post)}: post turns the Pinocchio
     call's result (or its Data) into rbdiff's array."""
     fid = deepest_frame(model)
-    ours = _ours(model, q, v, a, model.frames[fid].name)
+    joint = model.frames[fid].parent
+    ours = _ours(model, q, v, a, model.frames[fid].name, joint)
     if pm is None:
         return {k: (f, None, None) for k, f in ours.items()}
-    theirs = _theirs(pm, q, v, a, fid)
+    theirs = _theirs(pm, q, v, a, fid, joint)
     return {k: (ours[k], *theirs[k]) for k in ours}

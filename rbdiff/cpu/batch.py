@@ -28,14 +28,16 @@ from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placemen
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, helper, pentry
-from ..kernels.kinematics_derivatives import kinematics_derivatives
+from ..kernels.kinematics_derivatives import (kinematics_derivatives,
+                                              kinematics_derivatives_of_joint)
 from ..kernels.minverse import minverse
 from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .checks import (batch_configurations_ok, batch_states_ok, batch_tangent_ok,
-                     diagonal_finite, fk_batch_ok, frame_ok, reference_ok, singular_found)
+                     diagonal_finite, fk_batch_ok, frame_ok, joint_ok, reference_ok,
+                     singular_found)
 
 
 @helper
@@ -448,6 +450,32 @@ def kinematics_derivatives_parallel(mi, mf, q, v, a, reference, dvq, dvv, daq, d
         kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], reference,
                                      dvq[lo:hi], dvv[lo:hi], daq[lo:hi], dav[lo:hi],
                                      daa[lo:hi], False)
+
+
+@entry
+def joint_kinematics_derivatives_batch(mi, mf, q, v, a, dvq, dvv, daq, dav, daa, joint,
+                                       reference, check):
+    if check:
+        batch_states_ok(mi, q, v, a, None)
+        joint_ok(mi, joint)
+        reference_ok(reference)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    for b in range(q.shape[0]):
+        kinematics_derivatives_of_joint(mi, mf, q[b], v[b], a[b], joint, reference, ws,
+                                        dvq[b], dvv[b], daq[b], dav[b], daa[b])
+
+
+@pentry
+def joint_kinematics_derivatives_parallel(mi, mf, q, v, a, dvq, dvv, daq, dav, daa, joint,
+                                          reference, nchunks):
+    batch_states_ok(mi, q, v, a, None)
+    joint_ok(mi, joint)
+    reference_ok(reference)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        joint_kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dvq[lo:hi],
+                                           dvv[lo:hi], daq[lo:hi], dav[lo:hi], daa[lo:hi],
+                                           joint, reference, False)
 
 
 # ---- second-order derivatives ----------------------------------------------------------

@@ -11,6 +11,7 @@ BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
 BAD_FRAME = "frame: not an index into model.frames"
 BAD_REFERENCE = "reference: not a reference-frame code"
+BAD_JOINT = "joint: not a joint index (1..njoints)"
 BAD_SINGULAR = "M(q) is singular: an articulated inertia is not positive definite"
 
 
@@ -100,6 +101,13 @@ def frame_ok(fparent, frame):
     """frame indexes the model's frame table."""
     if frame < 0 or frame >= fparent.shape[0]:
         raise ValueError(BAD_FRAME)
+
+
+@helper
+def joint_ok(mi, joint):
+    """joint is a moving joint's index, 1..njoints."""
+    if joint < 1 or joint > mi[0, 0]:
+        raise ValueError(BAD_JOINT)
 
 
 @helper

@@ -19,14 +19,15 @@ from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placemen
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, fast_entry
-from ..kernels.kinematics_derivatives import kinematics_derivatives
+from ..kernels.kinematics_derivatives import (kinematics_derivatives,
+                                              kinematics_derivatives_of_joint)
 from ..kernels.minverse import minverse
 from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynamics_finite,
-                     frame_ok, minverse_finite, reference_ok, state_ok, tangent_ok,
+                     frame_ok, joint_ok, minverse_finite, reference_ok, state_ok, tangent_ok,
                      velocity_state_ok, workspace_ok)
 
 # ---- configuration space (fast entries: no scratch at all) -----------------------------
@@ -209,6 +210,18 @@ def kinematics_derivatives_one(mi, mf, q, v, a, reference, ws, G, off,
             G.shape[1] < KIN_WIDTH:
         raise ValueError("G or off: wrong size")
     kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off, dvq, dvv, daq, dav, daa)
+
+
+@fast_entry
+def joint_kinematics_derivatives_one(mi, mf, q, v, a, joint, reference, ws,
+                                     dvq, dvv, daq, dav, daa):
+    """The five (6, nv) derivatives of one joint (1..njoints)."""
+    state_ok(mi, q, v, a, None)
+    workspace_ok(mi, ws)
+    joint_ok(mi, joint)
+    reference_ok(reference)
+    kinematics_derivatives_of_joint(mi, mf, q, v, a, joint, reference, ws,
+                                    dvq, dvv, daq, dav, daa)
 
 
 # ---- first-order derivatives (IDSVA, FDSVA; chain rule; AZA product; kinematics) -------

@@ -31,7 +31,7 @@ from ..model.layout import MF_GRAVITY, MI_IV, MI_NV, MI_PARENT
 from .fk import acceleration_joint, init_universe, placement_pass_joint, velocity_joint
 from .jit import helper, kernel
 from .rnea_chain_rule import (W_AJ, joint_accel_command, ld6, mcr, motion_derivatives_anc,
-                              motion_derivatives_own, store_motion, tsub)
+                              motion_derivatives_own, store_motion, tadd, tsub)
 from .workspace import D_S, W_A, W_P, W_R, W_V, W_VJ
 
 WORLD = 0
@@ -64,41 +64,55 @@ def at_point(p, m):
 
 
 @helper
-def st_col(t, out, i, m):
-    """out[i, :, m] = t."""
-    out[i, 0, m] = t[0]
-    out[i, 1, m] = t[1]
-    out[i, 2, m] = t[2]
-    out[i, 3, m] = t[3]
-    out[i, 4, m] = t[4]
-    out[i, 5, m] = t[5]
+def st_col(t, out, m):
+    """out[:, m] = t."""
+    out[0, m] = t[0]
+    out[1, m] = t[1]
+    out[2, m] = t[2]
+    out[3, m] = t[3]
+    out[4, m] = t[4]
+    out[5, m] = t[5]
 
 
 @helper
-def write_columns(i, m, s, dv, da, dav, reference, R, p, vi, ai,
+def write_columns(m, s, dv, da, dav, reference, R, p, vi, ai,
                   dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """Column m of joint i's five derivatives in the reference frame asked for (ai:
-    gravity excluded)."""
+    """Column m of a joint's five (6, nv) derivatives in the reference frame asked for
+    (R, p, vi, ai: the joint's placement, velocity and acceleration, gravity excluded)."""
     if reference == LOCAL:
         sl = xinv(R, p, s)
-        st_col(xinv(R, p, tsub(dv, mcr(s, vi))), dv_dq, i - 1, m)
-        st_col(sl, dv_dv, i - 1, m)
-        st_col(xinv(R, p, tsub(da, mcr(s, ai))), da_dq, i - 1, m)
-        st_col(xinv(R, p, dav), da_dv, i - 1, m)
-        st_col(sl, da_da, i - 1, m)
+        st_col(xinv(R, p, tsub(dv, mcr(s, vi))), dv_dq, m)
+        st_col(sl, dv_dv, m)
+        st_col(xinv(R, p, tsub(da, mcr(s, ai))), da_dq, m)
+        st_col(xinv(R, p, dav), da_dv, m)
+        st_col(sl, da_da, m)
     elif reference == LOCAL_WORLD_ALIGNED:
         sl = at_point(p, s)
-        st_col(at_point(p, dv), dv_dq, i - 1, m)
-        st_col(sl, dv_dv, i - 1, m)
-        st_col(at_point(p, da), da_dq, i - 1, m)
-        st_col(at_point(p, dav), da_dv, i - 1, m)
-        st_col(sl, da_da, i - 1, m)
+        st_col(at_point(p, dv), dv_dq, m)
+        st_col(sl, dv_dv, m)
+        st_col(at_point(p, da), da_dq, m)
+        st_col(at_point(p, dav), da_dv, m)
+        st_col(sl, da_da, m)
     else:
-        st_col(dv, dv_dq, i - 1, m)
-        st_col(s, dv_dv, i - 1, m)
-        st_col(da, da_dq, i - 1, m)
-        st_col(dav, da_dv, i - 1, m)
-        st_col(s, da_da, i - 1, m)
+        st_col(dv, dv_dq, m)
+        st_col(s, dv_dv, m)
+        st_col(da, da_dq, m)
+        st_col(dav, da_dv, m)
+        st_col(s, da_da, m)
+
+
+@helper
+def joint_frame_state(mf, i, ws):
+    """Joint i's world placement (R, p), velocity v_i and acceleration a_i with gravity
+    excluded (a_0 = -g adds -g to every a_i)."""
+    vi = ld6(ws[i, W_V:W_V + 6])
+    a = ws[i, W_A:W_A + 6]
+    ai = (a[0] + mf[0, MF_GRAVITY], a[1] + mf[0, MF_GRAVITY + 1],
+          a[2] + mf[0, MF_GRAVITY + 2], a[3], a[4], a[5])
+    Rw = ws[i, W_R:W_R + 9]
+    R = (Rw[0], Rw[1], Rw[2], Rw[3], Rw[4], Rw[5], Rw[6], Rw[7], Rw[8])
+    p = (ws[i, W_P], ws[i, W_P + 1], ws[i, W_P + 2])
+    return R, p, vi, ai
 
 
 @helper
@@ -113,21 +127,17 @@ def joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
     vl = ld6(ws[lam, W_V:W_V + 6])
     vJ = ld6(ws[i, W_VJ:W_VJ + 6])
     aJ = ld6(ws[i, W_AJ:W_AJ + 6])
-    vi = ld6(ws[i, W_V:W_V + 6])
-    a = ws[i, W_A:W_A + 6]     # gravity excluded: a_0 = -g adds -g to every a_i
-    ai = (a[0] + mf[0, MF_GRAVITY], a[1] + mf[0, MF_GRAVITY + 1],
-          a[2] + mf[0, MF_GRAVITY + 2], a[3], a[4], a[5])
-    Rw = ws[i, W_R:W_R + 9]
-    R = (Rw[0], Rw[1], Rw[2], Rw[3], Rw[4], Rw[5], Rw[6], Rw[7], Rw[8])
-    p = (ws[i, W_P], ws[i, W_P + 1], ws[i, W_P + 2])
+    R, p, vi, ai = joint_frame_state(mf, i, ws)
+    dvq, dvv, daq = dv_dq[i - 1], dv_dv[i - 1], da_dq[i - 1]
+    dav_, daa = da_dv[i - 1], da_da[i - 1]
     r0 = off[i]
     rl = off[lam] - nvi
     for k in range(nvi):
         s = ld6(ws[n + 1 + iv + k, D_S:D_S + 6])
         dv, da, dav = motion_derivatives_own(s, vl, vJ, aJ)
         store_motion(dv, da, dav, G[r0 + k])
-        write_columns(i, iv + k, s, dv, da, dav, reference, R, p, vi, ai,
-                      dv_dq, dv_dv, da_dq, da_dv, da_da)
+        write_columns(iv + k, s, dv, da, dav, reference, R, p, vi, ai,
+                      dvq, dvv, daq, dav_, daa)
     pos = nvi
     j = lam
     while j > 0:
@@ -136,8 +146,8 @@ def joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
             s = ld6(ws[n + 1 + jv + l, D_S:D_S + 6])
             dv, da, dav = motion_derivatives_anc(s, G[rl + pos], vl, vJ, aJ)
             store_motion(dv, da, dav, G[r0 + pos])
-            write_columns(i, jv + l, s, dv, da, dav, reference, R, p, vi, ai,
-                          dv_dq, dv_dv, da_dq, da_dv, da_da)
+            write_columns(jv + l, s, dv, da, dav, reference, R, p, vi, ai,
+                          dvq, dvv, daq, dav_, daa)
             pos += 1
         j = mi[j, MI_PARENT]
 
@@ -162,3 +172,46 @@ def kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off,
         joint_accel_command(mi, i, a, ws)
         joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
                                      dv_dq, dv_dv, da_dq, da_dv, da_da)
+
+
+@helper
+def support_columns(mi, i, reference, ws, R, p, vi, ai, dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """Joint i's columns from the closed forms of the module docstring (no records): for
+    every dof m of a joint j on i's support, lambda = j's parent, world-frame values."""
+    n = mi[0, 0]
+    aiw = ld6(ws[i, W_A:W_A + 6])      # gravity included on both sides of a_lambda - a_i
+    j = i
+    while j > 0:
+        lam = mi[j, MI_PARENT]
+        vl = ld6(ws[lam, W_V:W_V + 6])
+        dvl = tsub(vl, vi)
+        dal = tsub(ld6(ws[lam, W_A:W_A + 6]), aiw)
+        dvj = tadd(dvl, ld6(ws[j, W_V:W_V + 6]))
+        jv = mi[j, MI_IV]
+        for l in range(mi[j, MI_NV]):
+            s = ld6(ws[n + 1 + jv + l, D_S:D_S + 6])
+            write_columns(jv + l, s, mcr(dvl, s), tadd(mcr(dal, s), mcr(dvl, mcr(vl, s))),
+                          mcr(dvj, s), reference, R, p, vi, ai,
+                          dv_dq, dv_dv, da_dq, da_dv, da_da)
+        j = lam
+
+
+@kernel
+def kinematics_derivatives_of_joint(mi, mf, q, v, a, joint, reference, ws,
+                                      dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """The five (6, nv) derivatives of joint ``joint`` alone (1..njoints): Pinocchio's
+    getJoint{Velocity,Acceleration}Derivatives after computeForwardKinematicsDerivatives,
+    in one pass over joints 1..joint (a joint's ancestors come before it); equal to row
+    joint-1 of kinematics_derivatives."""
+    dv_dq[:, :] = 0.0
+    dv_dv[:, :] = 0.0
+    da_dq[:, :] = 0.0
+    da_dv[:, :] = 0.0
+    da_da[:, :] = 0.0
+    init_universe(mf, ws)
+    for i in range(1, joint + 1):
+        placement_pass_joint(mi, mf, i, q, ws)
+        velocity_joint(mi, i, v, ws)
+        acceleration_joint(mi, i, a, ws)
+    R, p, vi, ai = joint_frame_state(mf, joint, ws)
+    support_columns(mi, joint, reference, ws, R, p, vi, ai, dv_dq, dv_dv, da_dq, da_dv, da_da)

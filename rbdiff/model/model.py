@@ -204,6 +204,9 @@ class Model:
         # the fast paths' lookup: a frame name or a valid index (0..nframes-1) -> index
         self._frame_ids = {k: k for k in range(len(self.frames))}
         self._frame_ids.update(self._frame_index)
+        # and of a moving joint: its name or its index (1..njoints) -> index
+        self._joint_ids = {k: k for k in range(1, n + 1)}
+        self._joint_ids.update((name, k) for k, name in enumerate(self.names) if k > 0)
         self.mi, self.mf = self._pack()
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
         self.frame_parents, self.frame_mf = self._pack_frames()
