@@ -6,6 +6,7 @@ twist, spatial vectors [linear, angular], fext in each joint's local frame.
 """
 
 from . import metrics
+from . import mujoco
 from .api import aba
 from .api import crba
 from .api import gravity
@@ -28,6 +29,8 @@ from .model.model import Frame
 from .model.model import FrameType
 from .model.model import Model
 from .model.model import ModelBuilder
+from .model.mjcf import from_mujoco
+from .model.mjcf import load_mjcf
 from .model.robots import load_robot
 from .model.robots import robot_names
 from .model.urdf import load_urdf
