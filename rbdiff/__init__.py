@@ -25,12 +25,12 @@ from .kinematics import frame_placements
 from .kinematics import kinematics_derivatives
 from .model import models
 from .model.configuration import random_configuration
+from .model.mjcf import from_mujoco
+from .model.mjcf import load_mjcf
 from .model.model import Frame
 from .model.model import FrameType
 from .model.model import Model
 from .model.model import ModelBuilder
-from .model.mjcf import from_mujoco
-from .model.mjcf import load_mjcf
 from .model.robots import load_robot
 from .model.robots import robot_names
 from .model.urdf import load_urdf

@@ -116,6 +116,15 @@ def random_state(m, rng):
     return qpos, rng.normal(size=m.nv), rng.normal(size=m.nv)
 
 
+def full_inertia(m, d):
+    M = np.zeros((m.nv, m.nv))
+    try:
+        mujoco.mj_fullM(m, d, M)             # MuJoCo 4
+    except TypeError:
+        mujoco.mj_fullM(m, M, d.qM)          # MuJoCo 3
+    return M
+
+
 def rel(x, y):
     return np.max(np.abs(x - y), initial=0.0) / max(np.max(np.abs(y), initial=0.0), 1e-300)
 
@@ -143,8 +152,7 @@ def test_dynamics_and_frames_match_mujoco(src):
 
         d.qfrc_applied[:] = rng.normal(size=m.nv)
         mujoco.mj_forward(m, d)
-        M = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, d, M)
+        M = full_inertia(m, d)
         # J: qvel = J v (the velocity map is linear in v at fixed q)
         J = rm.to_mujoco(model, np.broadcast_to(q, (m.nv, m.nq)), np.eye(m.nv))[1].T
         assert rel(J @ rbd.crba(model, q) @ J.T, M) < TOL
