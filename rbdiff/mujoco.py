@@ -14,7 +14,8 @@ Both sides order joints and coordinates alike (model.mujoco_map); they differ in
   qfrc_lin = R tau_lin.
 
 Every function takes ``model_or_map`` (a Model from MJCF, or its ``mujoco_map``) and
-accepts a leading batch axis on every array (q (B, nq), v (B, nv), ...). Importing this
+accepts a leading batch axis (q (B, nq), v (B, nv), ...; the arrays of one call share
+it). Importing this
 module does not import mujoco; only :func:`rigid_body_only` needs it.
 """
 
@@ -48,13 +49,11 @@ def to_rbdiff(model_or_map, qpos, qvel=None, qacc=None):
     a = None if qacc is None else _vec(qacc, mp.nv, "qacc").copy()
     if a is not None and v is None:
         raise ValueError("qacc needs qvel (free joints' accelerations depend on it)")
-    for iq, iv in zip(mp.free_q, mp.free_v):
+    for iq, iv in zip(mp.free_q, mp.free_v) if v is not None else ():
         lin, ang = slice(iv, iv + 3), slice(iv + 3, iv + 6)
-        if v is None:
-            break
         R = _free_rotation(q, iq)
-        v[..., lin] = _rotate_back(R, v[..., lin])
-        if a is not None:
+        v[..., lin] = _rotate_back(R, v[..., lin])                  # R^T qvel_lin
+        if a is not None:                                           # R^T qacc_lin - w x v
             a[..., lin] = _rotate_back(R, a[..., lin]) - np.cross(v[..., ang], v[..., lin])
     return q, v, a
 
@@ -69,12 +68,10 @@ def to_mujoco(model_or_map, q, v=None, a=None):
     qacc = None if a is None else _vec(a, mp.nv, "a").copy()
     if qacc is not None and qvel is None:
         raise ValueError("a needs v (free joints' accelerations depend on it)")
-    for iq, iv in zip(mp.free_q, mp.free_v):
+    for iq, iv in zip(mp.free_q, mp.free_v) if qvel is not None else ():
         lin, ang = slice(iv, iv + 3), slice(iv + 3, iv + 6)
-        if qvel is None:
-            break
         R = _free_rotation(q, iq)
-        if qacc is not None:
+        if qacc is not None:         # R (a_lin + w x v_lin), v_lin still body-frame here
             qacc[..., lin] = _rotate(R, qacc[..., lin] + np.cross(qvel[..., ang],
                                                                    qvel[..., lin]))
         qvel[..., lin] = _rotate(R, qvel[..., lin])
