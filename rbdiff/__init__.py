@@ -6,6 +6,7 @@ twist, spatial vectors [linear, angular], fext in each joint's local frame.
 """
 
 from . import metrics
+from . import mujoco
 from .api import aba
 from .api import crba
 from .api import gravity
@@ -24,6 +25,8 @@ from .kinematics import frame_placements
 from .kinematics import kinematics_derivatives
 from .model import models
 from .model.configuration import random_configuration
+from .model.mjcf import from_mujoco
+from .model.mjcf import load_mjcf
 from .model.model import Frame
 from .model.model import FrameType
 from .model.model import Model

@@ -1,0 +1,247 @@
+"""MJCF (MuJoCo) models, read from MuJoCo's own compiler.
+
+``load_mjcf`` compiles the XML with ``mujoco.MjModel`` and ``from_mujoco`` reads the
+compiled arrays, so every mass and inertia (inferred from geoms, set by defaults,
+``settotalmass``, ``<include>``, ...) is exactly the one MuJoCo simulates. MuJoCo's
+kinematic tree maps one to one:
+
+- rbdiff's joints are MuJoCo's joints, in MuJoCo's order, so ``model.idx_q`` /
+  ``model.idx_v`` are MuJoCo's ``jnt_qposadr`` / ``jnt_dofadr`` and nq, nv are equal;
+  hinge -> revolute (scalar q, never continuous), slide -> prismatic, ball -> spherical,
+  free -> free_flyer.
+- MuJoCo moves a body by its joints in order, each about its anchor ``jnt_pos`` (body
+  frame) in the frame already moved by the ones before: body = parent * body_pose *
+  prod_k (Tr(p_k) J_k(q_k) Tr(-p_k)). So joint 1 sits at body_pose Tr(p_1), joint k+1 at
+  Tr(p_{k+1} - p_k) on joint k, and the body at Tr(-p_K) on its last joint K. A free
+  joint sets the body's world pose from qpos (MuJoCo allows it only on top-level
+  bodies), so it sits at the identity on the universe, the body on it.
+- A body without joints is welded to its parent: its inertia joins the parent's last
+  joint (the world body's and those welded to it stay on the universe, ``masses[0]``).
+- Every body is a BODY frame and every site an OP_FRAME under its MuJoCo name; unnamed
+  ones are called ``body<id>`` / ``site<id>`` and unnamed joints ``joint<id>`` (MuJoCo's
+  id; a trailing ``_`` is added while the name is taken). The world body is "world".
+- ``dof_armature`` is the armature; gravity is ``opt.gravity``, zero when
+  ``<flag gravity="disable"/>``.
+
+Configurations differ only where MuJoCo's conventions differ from Pinocchio's
+(``model.mujoco_map``, used by rbdiff.mujoco): a hinge or slide rotates or slides by
+qpos - qpos0 (``ref``), so q = qpos - qpos0 and the limits shift likewise; quaternions are
+[w, x, y, z] in MuJoCo, [x, y, z, w] here; a free joint's linear velocity is world-frame
+in MuJoCo, body-frame here. Everything outside the rigid-body tree (contacts, equality
+constraints, tendons, actuators, passive forces, gravity compensation, mocap motion)
+is not part of the Model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import layout as L
+from .configuration import quat_to_rot
+from .model import FrameType, Model, ModelBuilder
+
+_EXTRA = "pip install 'rbdiff[mujoco]'"
+_FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3          # mujoco.mjtJoint values
+_KIND = {_FREE: "free_flyer", _BALL: "spherical", _SLIDE: "prismatic", _HINGE: "revolute"}
+_NV = {_FREE: 6, _BALL: 3, _SLIDE: 1, _HINGE: 1}
+
+
+@dataclass(frozen=True, eq=False)
+class MujocoMap:
+    """What relates a Model loaded from MJCF to MuJoCo's state vectors (rbdiff.mujoco
+    uses it). Addresses coincide (qpos[idx_q[i]:...] is joint i's), so it keeps only:
+
+    ``nq``, ``nv``; ``perm`` (nq,): q = qpos[perm] - offset reorders each quaternion
+    from [w, x, y, z] to [x, y, z, w]; ``offset`` (nq,): qpos0 at hinge and slide
+    coordinates, 0 elsewhere; ``free_q`` / ``free_v``: the first q and v index of each
+    free joint (their linear velocities change frame). Read-only arrays."""
+
+    nq: int
+    nv: int
+    perm: np.ndarray
+    offset: np.ndarray
+    free_q: np.ndarray
+    free_v: np.ndarray
+
+    @property
+    def inverse_perm(self):
+        """(nq,): qpos = (q + offset)[inverse_perm]."""
+        return np.argsort(self.perm)
+
+
+def _readonly(a, dtype=None):
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+def _import_mujoco():
+    try:
+        import mujoco
+    except ImportError as e:
+        raise ImportError(f"MJCF models need the mujoco package: {_EXTRA}") from e
+    return mujoco
+
+
+def load_mjcf(path_or_xml, allow_singular=False) -> Model:
+    """Compile an MJCF file path (str or Path) or XML string with MuJoCo and return the
+    Model (see :func:`from_mujoco`). Raises FileNotFoundError for a missing file,
+    ValueError with MuJoCo's message for a model MuJoCo refuses, ImportError naming the
+    extra when mujoco is not installed."""
+    return from_mujoco(_compile(_import_mujoco(), path_or_xml), allow_singular)
+
+
+def _compile(mujoco, src):
+    if isinstance(src, bytes):
+        src = src.decode("utf-8")
+    if isinstance(src, str) and src.lstrip("\ufeff \t\r\n").startswith("<"):
+        try:
+            return mujoco.MjModel.from_xml_string(src)
+        except ValueError as e:
+            raise ValueError(f"MuJoCo refused the MJCF string: {e}") from None
+    if not isinstance(src, (str, os.PathLike)):
+        raise TypeError(f"expected a path or an XML string, got {type(src).__name__}")
+    path = Path(src)
+    try:
+        found = path.is_file()
+    except (OSError, ValueError):       # e.g. a name too long or with a NUL byte
+        found = False
+    if not found:
+        raise FileNotFoundError(f"MJCF file not found: {str(path)!r}")
+    try:
+        return mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as e:
+        raise ValueError(f"MuJoCo refused MJCF file {str(path)!r}: {e}") from None
+
+
+def from_mujoco(mj_model, allow_singular=False) -> Model:
+    """The Model of a compiled ``mujoco.MjModel`` (its masses, inertias, armature and
+    gravity as MuJoCo uses them; see the module docstring for the mapping). The Model
+    carries ``model.mujoco_map`` (a :class:`MujocoMap`) for rbdiff.mujoco's state
+    conversions. ``allow_singular`` as in ModelBuilder.build (massless moving bodies).
+    Raises ValueError for a tree rbdiff can't express."""
+    mujoco = _import_mujoco()
+    m = mj_model
+    names = {kind: _names(mujoco, m, kind, n) for kind, n in
+             (("body", m.nbody), ("joint", m.njnt), ("site", m.nsite))}
+    gravity = np.zeros(3) if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY) \
+        else np.array(m.opt.gravity, dtype=float)
+    b = ModelBuilder(gravity=gravity, strict=False)   # MuJoCo accepted the inertias
+    joint_of = np.zeros(m.nbody, dtype=int)     # each body's rbdiff joint (0: universe)
+    in_joint = [np.eye(4)] * m.nbody             # each body's placement on that joint
+    body_frame = [0] * m.nbody
+    body_frame[0] = _add_body(b, m, 0, 0, np.eye(4), names["body"][0], 0)
+    for k in range(1, m.nbody):
+        parent = int(m.body_parentid[k])
+        j, T = int(joint_of[parent]), in_joint[parent] @ _pose(m.body_pos[k], m.body_quat[k])
+        pf = body_frame[parent]
+        for jid in range(m.body_jntadr[k], m.body_jntadr[k] + m.body_jntnum[k]):
+            j, T = _add_joint(b, m, jid, j, T, pf, names)
+            pf = b.nframes - 1                   # the joint's JOINT frame
+        joint_of[k], in_joint[k] = j, T
+        body_frame[k] = _add_body(b, m, k, j, T, names["body"][k], pf)
+    for s in range(m.nsite):
+        k = int(m.site_bodyid[s])
+        b.add_frame(names["site"][s], int(joint_of[k]),
+                    in_joint[k] @ _pose(m.site_pos[s], m.site_quat[s]),
+                    FrameType.OP_FRAME, body_frame[k])
+    model = b.build(allow_singular=allow_singular)
+    if not (np.array_equal(model.idx_q[1:], m.jnt_qposadr)
+            and np.array_equal(model.idx_v[1:], m.jnt_dofadr)):
+        raise ValueError("MuJoCo's joints are not numbered depth-first; rbdiff can't "
+                         "keep their qpos / qvel addresses")
+    # set once, before anyone holds the model: it stays immutable for its users
+    object.__setattr__(model, "mujoco_map", _map(model, np.array(m.qpos0, dtype=float)))
+    return model
+
+
+def _add_joint(b, m, jid, parent, T, parent_frame, names):
+    """Add MuJoCo joint ``jid`` on rbdiff joint ``parent``, where its body frame (as moved
+    by the body's earlier joints) is at ``T``; returns (the new joint, the body frame's
+    placement on it)."""
+    jtype, name = int(m.jnt_type[jid]), names["joint"][jid]
+    if jtype not in _KIND:
+        raise ValueError(f"joint {name!r}: unsupported MuJoCo joint type {jtype}")
+    if jtype == _FREE:
+        if parent != 0:
+            raise ValueError(f"joint {name!r}: a free joint below a moving body (MuJoCo "
+                             "sets its pose in the world frame) is not supported")
+        return b.add_joint(0, "free_flyer", name, np.eye(4), parent_frame=0,
+                           armature=m.dof_armature[m.jnt_dofadr[jid]]), np.eye(4)
+    p = np.array(m.jnt_pos[jid], dtype=float)
+    lower = upper = None
+    if jtype in (_HINGE, _SLIDE):                # limits in q = qpos - qpos0
+        q0 = float(m.qpos0[m.jnt_qposadr[jid]])
+        lower, upper = (m.jnt_range[jid] - q0) if m.jnt_limited[jid] else (-np.inf, np.inf)
+    adr = int(m.jnt_dofadr[jid])
+    j = b.add_joint(parent, _KIND[jtype], name, T @ _translation(p),
+                    axis=np.array(m.jnt_axis[jid], dtype=float), lower=lower, upper=upper,
+                    parent_frame=parent_frame,
+                    armature=m.dof_armature[adr:adr + _NV[jtype]])
+    return j, _translation(-p)
+
+
+def _add_body(b, m, k, j, T, name, parent_frame):
+    """Body k's inertia and BODY frame on joint j at T; returns the frame's index."""
+    R = _rot(m.body_iquat[k])
+    inertia = R @ np.diag(np.array(m.body_inertia[k], dtype=float)) @ R.T
+    b.append_body(j, float(m.body_mass[k]), np.array(m.body_ipos[k], dtype=float),
+                  inertia, placement=T)
+    return b.add_frame(name, j, T, FrameType.BODY, parent_frame)
+
+
+def _names(mujoco, m, kind, n):
+    """MuJoCo's names of the n objects of ``kind``; ``<kind><id>`` for unnamed ones."""
+    obj = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+    given = [mujoco.mj_id2name(m, obj, i) or None for i in range(n)]
+    taken = set(given)
+    out = []
+    for i, name in enumerate(given):
+        if name is None:
+            name = f"{kind}{i}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+        out.append(name)
+    return out
+
+
+def _map(model, qpos0):
+    perm = np.arange(model.nq)
+    offset = np.zeros(model.nq)
+    free_q, free_v = [], []
+    for i in range(1, model.njoints + 1):
+        t, iq = int(model.joint_types[i]), int(model.idx_q[i])
+        if t in (L.REVOLUTE, L.PRISMATIC):
+            offset[iq] = qpos0[iq]
+        elif t == L.SPHERICAL:
+            perm[iq:iq + 4] = iq + np.array([1, 2, 3, 0])
+        elif t == L.FREE_FLYER:
+            perm[iq + 3:iq + 7] = iq + np.array([4, 5, 6, 3])
+            free_q.append(iq)
+            free_v.append(int(model.idx_v[i]))
+    return MujocoMap(model.nq, model.nv, _readonly(perm), _readonly(offset),
+                     _readonly(free_q, np.int64), _readonly(free_v, np.int64))
+
+
+def _rot(wxyz):
+    """Rotation matrix of a MuJoCo quaternion [w, x, y, z]."""
+    w, x, y, z = np.asarray(wxyz, dtype=float)
+    return quat_to_rot(np.array([x, y, z, w]))
+
+
+def _pose(pos, wxyz):
+    T = np.eye(4)
+    T[:3, :3] = _rot(wxyz)
+    T[:3, 3] = pos
+    return T
+
+
+def _translation(p):
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
