@@ -1,0 +1,293 @@
+"""rbdiff's batched functions on Dask arrays: lazy, chunked along the batch axis, computed
+by whatever Dask scheduler is active (threads, processes or a dask.distributed cluster).
+
+    import dask.array as da
+    import rbdiff.dask as rdd
+    q = da.from_array(Q, chunks=(4096, -1))            # (B, nq), one chunk across nq
+    dq, dv, dtau = rdd.aba_derivatives(model, q, v, tau)   # dask arrays, nothing run yet
+    dq.compute()                                        # or client.compute(...)
+
+Every function has the NumPy API's name, arguments and result type (a namedtuple of
+dask arrays where the NumPy function returns one), and each chunk is one call of the
+NumPy function on that chunk's rows, so results equal the local batch bit for bit (a
+batch equals a loop of single calls, cpu/batch.py). The model is one key of the graph,
+sent to each worker once and not pickled into every task; its key is a hash of the
+model's content, so graphs built from the same model share it. Workers compile on first
+use, or load the compiled code from Numba's cache (``python -m rbdiff compile`` in the
+image the workers start from: they then compile nothing).
+
+Shapes, dtypes, chunks and options are checked when the graph is built, before anything
+is submitted: inputs (B, nq) / (B, nv) / fext (B, njoints, 6), dask or NumPy arrays (a
+NumPy input is chunked like the first dask one), all float64 or all float32, one chunk
+across every axis but the batch axis (``x.rechunk({1: -1})`` otherwise). Inputs whose
+batch chunks differ are rechunked to the first input's. An item the kernels refuse (NaN,
+an unnormalised quaternion, a singular mass matrix) fails its chunk with the NumPy API's
+error, prefixed with the chunk's batch rows. Needs the ``dask`` extra:
+``pip install 'rbdiff[dask]'``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+import rbdiff as _rbd
+from .derivatives import _check_method as _check_first_order
+from .derivatives import _product_code
+from .kinematics import _frame_id, _joint_id
+from .results import (REFERENCE_CODES, REFERENCE_FRAMES, ABADerivatives,
+                      ABASecondOrderDerivatives, Kinematics, KinematicsDerivatives,
+                      RNEADerivatives, RNEASecondOrderDerivatives)
+from .second_order import ABA_METHODS, INNER_ROUTES, OUTER_ROUTES, RNEA_METHODS
+from .second_order import _check_method
+
+try:
+    import dask
+    import dask.array as da
+except ImportError as e:         # the module is optional; say which extra brings it
+    raise ImportError("rbdiff.dask needs dask: pip install 'rbdiff[dask]'") from e
+
+__all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
+           "difference", "rnea_derivatives", "aba_derivatives",
+           "rnea_second_order_derivatives", "aba_second_order_derivatives",
+           "forward_kinematics", "frame_placement", "frame_placements", "frame_jacobian",
+           "kinematics_derivatives"]
+
+_model_keys = weakref.WeakKeyDictionary()     # model -> its Delayed (one key per model)
+
+
+def _model_node(model):
+    """The model as one graph key named by its content (immutable, so computed once)."""
+    node = _model_keys.get(model)
+    if node is None:
+        token = dask.base.tokenize(model.mi, model.mf, model.frame_parents, model.frame_mf,
+                                   model.names, [f.name for f in model.frames])
+        node = dask.delayed(model, name=f"rbdiff-model-{token}")
+        _model_keys[model] = node
+    return node
+
+
+def _run(name, model, lo, options, names, *blocks):
+    """One chunk: the NumPy function on its rows (runs on a worker); a tuple of outputs."""
+    try:
+        out = getattr(_rbd, name)(model, **dict(zip(names, blocks)), **options)
+    except ValueError as e:
+        hi = lo + len(blocks[0])
+        raise ValueError(f"{name}: batch rows {lo}:{hi} (indices below count from row "
+                         f"{lo}): {e}") from None
+    return tuple(out) if isinstance(out, tuple) else (out,)
+
+
+def _inputs(named):
+    """[(name, x, trailing shape)] (None entries dropped) as (names, dask arrays with one
+    chunk across the trailing axes and the first one's batch chunks); errors name the
+    input."""
+    given = [(n, x, s) for n, x, s in named if x is not None]
+    first = next((x for _, x, _ in given if isinstance(x, da.Array)), None)
+    if first is None:
+        raise TypeError("expected dask arrays chunked along the batch axis, e.g. "
+                        "da.from_array(q, chunks=(4096, -1)); for NumPy arrays call rbdiff "
+                        "itself")
+    dtypes = set()
+    out = []
+    for n, x, s in given:
+        if not isinstance(x, da.Array):
+            x = np.asarray(x)
+        if x.ndim != 1 + len(s) or tuple(x.shape[1:]) != s:
+            raise ValueError(f"{n}: expected shape (B, {', '.join(map(str, s))}), got "
+                             f"{tuple(x.shape)}")
+        if x.dtype not in (np.float64, np.float32):
+            raise ValueError(f"{n}: expected float64 or float32, got {x.dtype}")
+        dtypes.add(x.dtype)
+        if x.shape[0] != first.shape[0]:
+            raise ValueError(f"{n}: batch of {x.shape[0]}, expected {first.shape[0]} (as "
+                             "the first dask input)")
+        if not isinstance(x, da.Array):
+            x = da.from_array(x, chunks=(first.chunks[0],) + s)
+        if any(np.isnan(c).any() for c in x.chunks):
+            raise ValueError(f"{n}: unknown chunk sizes; call {n}.compute_chunk_sizes()")
+        for axis, c in enumerate(x.chunks[1:], start=1):
+            if len(c) > 1:
+                raise ValueError(f"{n}: chunks split axis {axis} ({c}); only the batch "
+                                 f"axis may be chunked: {n}.rechunk({{{axis}: -1}})")
+        if x.chunks[0] != first.chunks[0]:
+            x = x.rechunk({0: first.chunks[0]})
+        out.append(x)
+    if len(dtypes) > 1:
+        raise ValueError(f"inputs mix dtypes {sorted(map(str, dtypes))}; use one")
+    return [n for n, _, _ in given], out
+
+
+def _call(name, model, named, outs, options=None, result=None):
+    """The lazy batch of ``rbdiff.<name>``: one task per chunk; ``outs``: the trailing
+    shape of each output (None: an output the NumPy function returns as None);
+    ``result``: the namedtuple type of a multi-output function."""
+    names, arrays = _inputs(named)
+    dtype = arrays[0].dtype
+    node = _model_node(model)
+    options = options or {}
+    blocks = [x.to_delayed().reshape(-1) for x in arrays]
+    parts = [[] for _ in outs]
+    lo = 0
+    for c, rows in enumerate(arrays[0].chunks[0]):
+        task = dask.delayed(_run, pure=True, nout=len(outs))(
+            name, node, lo, options, names, *(b[c] for b in blocks))
+        for k, s in enumerate(outs):
+            if s is not None:
+                parts[k].append(da.from_delayed(task[k], (rows,) + s, dtype=dtype))
+        lo += rows
+    got = [None if s is None else da.concatenate(p, axis=0) for p, s in zip(parts, outs)]
+    return got[0] if result is None else result(*got)
+
+
+def _fext(model, fext):
+    return ("fext", fext, (model.njoints, 6))
+
+
+# ---- dynamics ---------------------------------------------------------------------------
+
+
+def rnea(model, q, v, a, fext=None):
+    """Lazy rbd.rnea on (B, nq), (B, nv), (B, nv)[, fext (B, njoints, 6)]: tau (B, nv)."""
+    return _call("rnea", model, [("q", q, (model.nq,)), ("v", v, (model.nv,)),
+                                 ("a", a, (model.nv,)), _fext(model, fext)], [(model.nv,)])
+
+
+def aba(model, q, v, tau, fext=None):
+    """Lazy rbd.aba: qdd (B, nv)."""
+    return _call("aba", model, [("q", q, (model.nq,)), ("v", v, (model.nv,)),
+                                ("tau", tau, (model.nv,)), _fext(model, fext)],
+                 [(model.nv,)])
+
+
+def crba(model, q):
+    """Lazy rbd.crba: M (B, nv, nv)."""
+    return _call("crba", model, [("q", q, (model.nq,))], [(model.nv, model.nv)])
+
+
+def minverse(model, q):
+    """Lazy rbd.minverse: M^-1 (B, nv, nv)."""
+    return _call("minverse", model, [("q", q, (model.nq,))], [(model.nv, model.nv)])
+
+
+def nonlinear_effects(model, q, v):
+    """Lazy rbd.nonlinear_effects: (B, nv)."""
+    return _call("nonlinear_effects", model, [("q", q, (model.nq,)), ("v", v, (model.nv,))],
+                 [(model.nv,)])
+
+
+def gravity(model, q):
+    """Lazy rbd.gravity: (B, nv)."""
+    return _call("gravity", model, [("q", q, (model.nq,))], [(model.nv,)])
+
+
+# ---- configuration space ----------------------------------------------------------------
+
+
+def integrate(model, q, v):
+    """Lazy rbd.integrate: q (+) v, (B, nq)."""
+    return _call("integrate", model, [("q", q, (model.nq,)), ("v", v, (model.nv,))],
+                 [(model.nq,)])
+
+
+def difference(model, q0, q1):
+    """Lazy rbd.difference: q1 (-) q0, (B, nv)."""
+    return _call("difference", model, [("q0", q0, (model.nq,)), ("q1", q1, (model.nq,))],
+                 [(model.nv,)])
+
+
+# ---- derivatives ------------------------------------------------------------------------
+
+
+def rnea_derivatives(model, q, v, a, fext=None, method="idsva"):
+    """Lazy rbd.rnea_derivatives: RNEADerivatives of three (B, nv, nv)."""
+    _check_first_order(method)
+    nv = model.nv
+    return _call("rnea_derivatives", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("a", a, (nv,)),
+                  _fext(model, fext)], [(nv, nv)] * 3, {"method": method}, RNEADerivatives)
+
+
+def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto"):
+    """Lazy rbd.aba_derivatives: ABADerivatives of three (B, nv, nv)."""
+    _check_first_order(method)
+    _product_code(model, product)
+    nv = model.nv
+    return _call("aba_derivatives", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("tau", tau, (nv,)),
+                  _fext(model, fext)], [(nv, nv)] * 3,
+                 {"method": method, "product": product}, ABADerivatives)
+
+
+def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
+    """Lazy rbd.rnea_second_order_derivatives: four (B, nv, nv, nv)."""
+    _check_method(method, RNEA_METHODS)
+    nv = model.nv
+    return _call("rnea_second_order_derivatives", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("a", a, (nv,)),
+                  _fext(model, fext)], [(nv, nv, nv)] * 4, {"method": method},
+                 RNEASecondOrderDerivatives)
+
+
+def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva", inner="auto",
+                                 outer="auto"):
+    """Lazy rbd.aba_second_order_derivatives: four (B, nv, nv, nv)."""
+    _check_method(method, ABA_METHODS)
+    _check_method(inner, INNER_ROUTES, "inner")
+    _check_method(outer, OUTER_ROUTES, "outer")
+    nv = model.nv
+    return _call("aba_second_order_derivatives", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("tau", tau, (nv,)),
+                  _fext(model, fext)], [(nv, nv, nv)] * 4,
+                 {"method": method, "inner": inner, "outer": outer},
+                 ABASecondOrderDerivatives)
+
+
+# ---- kinematics -------------------------------------------------------------------------
+
+
+def forward_kinematics(model, q, v=None, a=None):
+    """Lazy rbd.forward_kinematics: Kinematics((B, njoints+1, 4, 4), velocities and
+    accelerations (B, njoints+1, 6) or None as the NumPy function)."""
+    m = (model.njoints + 1, 6)
+    return _call("forward_kinematics", model,
+                 [("q", q, (model.nq,)), ("v", v, (model.nv,)), ("a", a, (model.nv,))],
+                 [model._sT, None if v is None else m, None if a is None else m],
+                 result=Kinematics)
+
+
+def frame_placements(model, q):
+    """Lazy rbd.frame_placements: (B, len(model.frames), 4, 4)."""
+    return _call("frame_placements", model, [("q", q, (model.nq,))], [model._sframes])
+
+
+def frame_placement(model, q, frame):
+    """Lazy rbd.frame_placement: (B, 4, 4); ``frame`` checked now."""
+    return _call("frame_placement", model, [("q", q, (model.nq,))], [(4, 4)],
+                 {"frame": _frame_id(model, frame)})
+
+
+def _reference(reference):
+    if reference not in REFERENCE_CODES:
+        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    return reference
+
+
+def frame_jacobian(model, q, frame, reference="local_world_aligned"):
+    """Lazy rbd.frame_jacobian: (B, 6, nv); ``frame`` and ``reference`` checked now."""
+    return _call("frame_jacobian", model, [("q", q, (model.nq,))], [(6, model.nv)],
+                 {"frame": _frame_id(model, frame), "reference": _reference(reference)})
+
+
+def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
+    """Lazy rbd.kinematics_derivatives: KinematicsDerivatives of five (B, njoints, 6, nv),
+    or (B, 6, nv) for one ``joint``."""
+    options = {"reference": _reference(reference)}
+    shape = (model.njoints, 6, model.nv)
+    if joint is not None:
+        options["joint"] = _joint_id(model, joint)
+        shape = (6, model.nv)
+    return _call("kinematics_derivatives", model,
+                 [("q", q, (model.nq,)), ("v", v, (model.nv,)), ("a", a, (model.nv,))],
+                 [shape] * 5, options, KinematicsDerivatives)
