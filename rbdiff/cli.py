@@ -140,6 +140,8 @@ def build_parser():
     _forward(sub, "bench-gpu", "rbdiff.bench.gpu", "GPU aba_derivatives vs CPU batch, "
              "Pinocchio and JAX for N = 1..65536 (report.md, results.json, PNG); see "
              "bench-gpu --help")
+    _forward(sub, "bench-dask", "rbdiff.bench.cluster", "batches on a Dask LocalCluster "
+             "vs the local batch, with a chunk-size sweep; see bench-dask --help")
     return parser
 
 
