@@ -102,3 +102,18 @@ def test_compile_command_runs_a_subset_in_process(capsys):
     assert out.startswith("compiled 2 jobs (float64)") and "cache:" in out
     assert cli.main(["compile", "--list", "--only", "crba"]) == 0
     assert capsys.readouterr().out.splitlines() == ["crba: crba", "crba[batch]: crba"]
+
+
+def test_bench_dask_small_json(tmp_path, capsys):
+    """bench-dask on a small batch: a real two-process LocalCluster, the sweep's rows and
+    the local-batch reference in the JSON (the command asserts bit equality itself)."""
+    pytest.importorskip("distributed")
+    path = tmp_path / "dask.json"
+    assert cli.main(["bench-dask", "--robot", "iiwa14", "--batch", "256", "--chunks", "64",
+                     "256", "--workers", "2", "--repeats", "1", "--no-progress",
+                     "--json", str(path)]) == 0
+    assert "| chunk | tasks |" in capsys.readouterr().out
+    r = json.loads(path.read_text())
+    assert [s["chunk"] for s in r["sweep"]] == [64, 256]
+    assert [s["tasks"] for s in r["sweep"]] == [4, 1]
+    assert r["local_s"] > 0 and r["first_call_s"] > 0 and r["gathered_s"] > 0
