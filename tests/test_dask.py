@@ -164,8 +164,11 @@ def test_local_cluster_two_processes(model):
     (the workers' compiled overloads don't grow)."""
     distributed = pytest.importorskip("distributed")
     calls = _calls(model, *_states(model, 6))
+    # one Numba thread per worker, as the README advises: the batch policy then never
+    # tries (and compiles) a parallel entry on a later call
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, worker_dashboard_address=None
+                                  dashboard_address=None, worker_dashboard_address=None,
+                                  env={"NUMBA_NUM_THREADS": "1"}
                                   ) as cluster, distributed.Client(cluster) as client:
         lazy = [getattr(rdd, n)(model, *map(_lazy, args), **kw) for n, args, kw in calls]
         workers = list(client.scheduler_info()["workers"])
