@@ -1,5 +1,5 @@
 """The full benchmark: ``python -m rbdiff bench [--quick] [--out DIR] [--robots ...]
-[--only table,scaling,accuracy,first_order,second_order,accuracy_n,precision,batch]
+[--only table,scaling,accuracy,first_order,second_order,accuracy_n,precision,batch,trajopt]
 [--cpp]``.
 
 Writes ``DIR/report.md`` (markdown tables, the figures embedded), ``DIR/results.json``
@@ -61,6 +61,7 @@ from rbdiff.bench import batch as sec_batch
 from rbdiff.bench import first_order as sec_first_order
 from rbdiff.bench import models as bm
 from rbdiff.bench import precision as sec_precision
+from rbdiff.bench import trajopt as sec_trajopt
 from rbdiff.bench import report as rp
 from rbdiff.bench import second_order as sec_second_order
 from rbdiff.bench.timing import interleaved
@@ -86,12 +87,12 @@ except ImportError:
     tqdm = None
 
 SECTIONS = ("table", "scaling", "accuracy", "first_order", "second_order", "accuracy_n",
-            "precision", "batch")
+            "precision", "batch", "trajopt")
 # the derivative sections: modules with total(cfg), run(cfg, bar, out), figures(sec,
 # outdir) and report(sec, files, cfg) (bench/common.py)
 SECTION_MODULES = {"first_order": sec_first_order, "second_order": sec_second_order,
                    "accuracy_n": sec_accuracy_n, "precision": sec_precision,
-                   "batch": sec_batch}
+                   "batch": sec_batch, "trajopt": sec_trajopt}
 ROBOTS = ("iiwa14", "hyq", "solo12", "g1", "talos_full_v2")
 EPS = np.finfo(float).eps
 FD_STEP = float(np.cbrt(EPS))     # central differences: truncation h^2 ~ rounding eps/h

@@ -1,0 +1,257 @@
+"""Trajectory optimisation (rbdiff.trajopt) against Crocoddyl: the bench section
+``trajopt`` (``python -m rbdiff bench --only trajopt``).
+
+(A) panda reach (T = 100, dt = 0.01): iterations, time per iteration split into
+    derivatives, backward pass and line search, final cost; rbdiff ilqr / ddp and, when a
+    compatible Crocoddyl is installed (``pip install 'rbdiff[trajopt-bench]'``: Crocoddyl
+    3.2 needs pin 4.0.x), Crocoddyl FDDP / DDP on the identical problem, interleaved in
+    one process (the median of ``repeats`` solves of each).
+(B) iiwa14 swing-up from a folded pose to the upright one (q = 0) from ``runs`` random
+    initial controls (gravity torques + noise): iterations of ilqr against ddp per run,
+    as Nganga & Wensing (RA-L 2021) compare them.
+(C) double-pendulum swing-up (hanging to upright).
+Cost-against-iteration curves of (A) and (C) in ``trajopt.png``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import rbdiff as rbd
+import rbdiff.trajopt as to
+from rbdiff.bench import report as rp
+
+METHODS = ("ilqr", "ddp")
+CROCODDYL = ("FDDP", "DDP")
+
+
+def crocoddyl_ok():
+    """A Crocoddyl whose Pinocchio it was built against (3.2 wants pin 4.0.x; another
+    can crash the process on the first rollout)."""
+    try:
+        import crocoddyl
+        import pinocchio
+    except ImportError:
+        return False
+    return crocoddyl.__version__.startswith("3.2") and pinocchio.__version__.startswith("4.0")
+
+
+def crocoddyl_problem(prob, pin_model):
+    """The Crocoddyl ShootingProblem of a trajopt.Problem (its cost terms mapped one to
+    one: ResidualModelFrameTranslation, ResidualModelState, ResidualModelControl with
+    CostModelResidual's 0.5 ||r||^2; IntegratedActionModelEuler, the terminal one with
+    dt 0) on ``pin_model``, Pinocchio's model of the same robot."""
+    import crocoddyl
+    state = crocoddyl.StateMultibody(pin_model)
+    actuation = crocoddyl.ActuationModelFull(state)
+
+    def costs(terms):
+        cm = crocoddyl.CostModelSum(state)
+        for k, t in enumerate(terms):
+            if isinstance(t, to.FrameTranslation):
+                fid = pin_model.getFrameId(prob.model.frames[
+                    rbd.kinematics._frame_id(prob.model, t.frame)].name)
+                r = crocoddyl.ResidualModelFrameTranslation(state, fid, t.target)
+            elif isinstance(t, to.StateRegularization):
+                r = crocoddyl.ResidualModelState(state, t.x_ref)
+            elif isinstance(t, to.ControlRegularization):
+                r = crocoddyl.ResidualModelControl(state) if t.u_ref is None else \
+                    crocoddyl.ResidualModelControl(state, t.u_ref)
+            else:
+                raise TypeError(f"no Crocoddyl twin for {type(t).__name__}")
+            cm.addCost(f"c{k}", crocoddyl.CostModelResidual(state, r), t.weight)
+        return cm
+
+    def model(terms, dt):
+        dam = crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, costs(terms))
+        return crocoddyl.IntegratedActionModelEuler(dam, dt)
+
+    return crocoddyl.ShootingProblem(prob.x0, [model(prob.running, prob.dt)] * prob.T,
+                                     model(prob.terminal, 0.0))
+
+
+def reach_problem(T=100, dt=0.01):
+    """(A): panda's hand to a point 25 cm away, from a bent pose at rest."""
+    model = rbd.load_robot("panda")
+    q0 = rbd.neutral(model)
+    q0[:7] = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8]
+    x0 = np.concatenate([q0, np.zeros(model.nv)])
+    frame = "panda_hand_tcp"
+    target = rbd.frame_placement(model, q0, frame)[:3, 3] + [0.2, 0.1, -0.1]
+    return to.Problem(model, x0, T, dt,
+                      running=[to.FrameTranslation(frame, target, 1.0),
+                               to.StateRegularization(x0, 1e-2),
+                               to.ControlRegularization(1e-4)],
+                      terminal=[to.FrameTranslation(frame, target, 1e3),
+                                to.StateRegularization(x0, 1e-2)])
+
+
+def swing_problem(name, x0, T, dt):
+    """(B), (C): from x0 to the upright rest state (q = 0, v = 0)."""
+    model = rbd.load_robot(name)
+    goal = np.zeros(model.nq + model.nv)
+    return to.Problem(model, np.asarray(x0, dtype=float), T, dt,
+                      running=[to.StateRegularization(goal, 1e-2),
+                               to.ControlRegularization(1e-3)],
+                      terminal=[to.StateRegularization(goal, 1e3)])
+
+
+def _solve_rbdiff(prob, method, us=None, max_iter=200):
+    t0 = time.perf_counter()
+    r = to.solve(prob, method=method, us=us, max_iter=max_iter)
+    wall = time.perf_counter() - t0
+    it = max(r.iterations, 1)
+    return dict(solver=f"rbdiff {method}", iterations=r.iterations, converged=r.converged,
+                cost=r.cost, per_iter_s=wall / it,
+                split_s={k: v / it for k, v in r.timings.items()},
+                history=[h["cost"] for h in r.history])
+
+
+def _solve_crocoddyl(problem, kind, x0, us0, max_iter=200):
+    import crocoddyl
+    s = (crocoddyl.SolverFDDP if kind == "FDDP" else crocoddyl.SolverDDP)(problem)
+    s.th_stop = 1e-9
+    costs = []
+
+    class Log(crocoddyl.CallbackAbstract):
+        def __call__(self, solver):
+            costs.append(solver.cost)
+
+    s.setCallbacks([Log()])
+    t0 = time.perf_counter()
+    ok = s.solve([x0] * (problem.T + 1), list(us0), max_iter, False)
+    wall = time.perf_counter() - t0
+    return dict(solver=f"Crocoddyl {kind}", iterations=s.iter, converged=bool(ok),
+                cost=s.cost, per_iter_s=wall / max(s.iter, 1), split_s={},
+                history=costs)
+
+
+def _median_of(runs):
+    best = dict(runs[-1])
+    best["per_iter_s"] = float(np.median([r["per_iter_s"] for r in runs]))
+    for k in best["split_s"]:
+        best["split_s"][k] = float(np.median([r["split_s"][k] for r in runs]))
+    return best
+
+
+def run_reach(cfg):
+    """(A): each solver ``repeats`` times, interleaved; medians."""
+    tiny = cfg.mode == "tiny"
+    prob = reach_problem(T=20 if tiny else 100)
+    repeats = 1 if tiny else 3
+    us0 = to.solve(prob, max_iter=0).us
+    res = dict(T=prob.T, dt=prob.dt, nv=prob.nv, rows=[], crocoddyl=crocoddyl_ok())
+    croc = None
+    if res["crocoddyl"]:
+        from rbdiff.bench.anchor import pin_model
+        croc = crocoddyl_problem(prob, pin_model("panda", False))
+        xs = croc.rollout(list(us0))
+        res["cost_check"] = dict(crocoddyl=croc.calc(xs, list(us0)),
+                                 rbdiff=to.rollout_cost(prob, us0))
+    for m in METHODS:
+        _solve_rbdiff(prob, m, us0)                        # compiled before timing
+    runs = {k: [] for k in METHODS + (CROCODDYL if croc is not None else ())}
+    for _ in range(repeats):
+        for m in METHODS:
+            runs[m].append(_solve_rbdiff(prob, m, us0))
+        if croc is not None:
+            for k in CROCODDYL:
+                runs[k].append(_solve_crocoddyl(croc, k, prob.x0, us0))
+    res["rows"] = [_median_of(r) for r in runs.values()]
+    return res
+
+
+def run_swing(cfg, name, x0, T, dt, runs, seed, noise):
+    """(B) / (C): ilqr and ddp from ``runs`` initial controls (gravity + noise)."""
+    prob = swing_problem(name, x0, T, dt)
+    rng = np.random.default_rng(seed)
+    g = prob.quasi_static(np.broadcast_to(prob.x0[:prob.nq], (T, prob.nq)).copy())
+    out = dict(robot=name, T=T, dt=dt, runs=[])
+    for _ in range(runs):
+        us = g + noise * rng.normal(size=g.shape)
+        try:
+            row = {m: _solve_rbdiff(prob, m, us, max_iter=300) for m in METHODS}
+        except ValueError:          # these controls' rollout diverges: draw others
+            out["diverged"] = out.get("diverged", 0) + 1
+            continue
+        out["runs"].append({m: dict(iterations=r["iterations"], converged=r["converged"],
+                                    cost=r["cost"], history=r["history"])
+                            for m, r in row.items()})
+    best = min(r[m]["cost"] for r in out["runs"] for m in METHODS)
+    for r in out["runs"]:
+        for m in METHODS:     # solved: converged within 1 % of the best cost found
+            r[m]["solved"] = r[m]["converged"] and r[m]["cost"] <= 1.01 * best + 1e-9
+    out["best_cost"] = best
+    return out
+
+
+def total(cfg):
+    return 3
+
+
+def run(cfg, bar, out):
+    tiny = cfg.mode == "tiny"
+    res = dict(reach=run_reach(cfg))
+    bar.step("trajopt reach")
+    T = 20 if tiny else 100
+    res["arm"] = run_swing(cfg, "iiwa14", np.concatenate([[0, 1.6, 0, -1.6, 0, 0.5, 0],
+                                                          np.zeros(7)]),
+                           T, 0.01, 2 if tiny else 40, cfg.seed + 15, 1.0)
+    bar.step("trajopt arm swing-up")
+    res["pendulum"] = run_swing(cfg, "double_pendulum", [np.pi, 0.0, 0.0, 0.0], T, 0.01,
+                                1, cfg.seed + 16, 0.0)
+    bar.step("trajopt double pendulum")
+    return res
+
+
+def figures(sec, outdir):
+    panels = [dict(title=f"(A) panda reach, T = {sec['reach']['T']}",
+                   xlabel="iteration", ylabel="cost", logx=False,
+                   curves=[(r["solver"], list(range(1, len(r["history"]) + 1)),
+                            r["history"], "o-") for r in sec["reach"]["rows"]])]
+    pend = sec["pendulum"]["runs"][0]
+    panels.append(dict(title="(C) double-pendulum swing-up", xlabel="iteration",
+                       ylabel="cost", logx=False,
+                       curves=[(f"rbdiff {m}", list(range(1, len(pend[m]["history"]) + 1)),
+                                pend[m]["history"], "o-") for m in METHODS]))
+    name = "trajopt.png"
+    rp.plot_panels(outdir / name, panels, title="Cost against iteration")
+    return {"trajopt": name}
+
+
+def report(sec, files, cfg):
+    r = sec["reach"]
+    lines = ["## Trajectory optimisation: iLQR and DDP against Crocoddyl", "",
+             f"(A) panda reach, T = {r['T']}, dt = {r['dt']}: median of the solves, time "
+             "per iteration (wall time of a solve / iterations) and its split.", ""]
+    if not r["crocoddyl"]:
+        lines += ["Crocoddyl not measured: it needs `pip install 'rbdiff[trajopt-bench]'` "
+                  "(Crocoddyl 3.2 with pin 4.0.x).", ""]
+    elif "cost_check" in r:
+        c = r["cost_check"]
+        lines += [f"Same problem, same initial controls: Crocoddyl's cost {c['crocoddyl']:.15g}, "
+                  f"rbdiff's {c['rbdiff']:.15g}.", ""]
+    rows = [[x["solver"], str(x["iterations"]), "yes" if x["converged"] else "no",
+             f"{x['cost']:.10g}", f"{x['per_iter_s'] * 1e3:.3f}"]
+            + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
+               for k in ("derivatives", "backward", "line_search")] for x in r["rows"]]
+    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost", "ms / iter",
+                              "derivatives", "backward", "line search"], rows))
+    for key, title in (("arm", "(B) iiwa14 swing-up to upright"),
+                       ("pendulum", "(C) double-pendulum swing-up")):
+        s = sec[key]
+        it = {m: np.array([x[m]["iterations"] for x in s["runs"]]) for m in METHODS}
+        ok = {m: np.mean([x[m]["solved"] for x in s["runs"]]) for m in METHODS}
+        ratio = it["ilqr"] / np.maximum(it["ddp"], 1)
+        lines += ["", f"{title}, T = {s['T']}, dt = {s['dt']}, {len(s['runs'])} initial "
+                  f"control sequence(s) ({s.get('diverged', 0)} more drawn whose rollout "
+                  "diverged): iterations ilqr median {np.median(it['ilqr']):g}, "
+                  f"ddp median {np.median(it['ddp']):g}; ilqr / ddp iterations median "
+                  f"{np.median(ratio):.2f} (ilqr needs more in {np.mean(ratio > 1):.0%} of "
+                  f"runs); solved (converged within 1 % of the best cost "
+                  f"{s['best_cost']:.6g}): ilqr {ok['ilqr']:.0%}, ddp {ok['ddp']:.0%}."]
+    if "trajopt" in files:
+        lines += ["", f"![cost against iteration]({files['trajopt']})"]
+    return lines

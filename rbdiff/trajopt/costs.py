@@ -1,0 +1,105 @@
+"""Cost terms of a trajectory-optimisation problem, Crocoddyl's conventions: a term is
+0.5 w ||r||^2 of a residual r, with the Gauss-Newton Hessian w J^T J of its residual
+Jacobian J (Crocoddyl's ActivationModelQuad; exact for the linear residuals below, the
+frame translation's curvature left out as in Crocoddyl).
+
+Every term is evaluated on a whole trajectory at once: ``value(model, q, v, u)`` with
+q (K, nq), v (K, nv), u (K, nu) or None (terminal knots) returns the costs (K,);
+``derivatives(...)`` returns (cost (K,), l_x (K, 2nv), l_u (K, nu) or None,
+l_xx (K, 2nv, 2nv), l_uu (K, nu, nu) or None); x is the tangent (dq, dv); the frame
+functions run batched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import rbdiff as _rbd
+from ..kinematics import _frame_id as _frame_index
+
+
+class FrameTranslation:
+    """0.5 w ||p_frame(q) - target||^2: the frame's origin in the world (Crocoddyl's
+    ResidualModelFrameTranslation; its Jacobian is the LOCAL_WORLD_ALIGNED linear rows)."""
+
+    def __init__(self, frame, target, weight=1.0):
+        self.frame = frame
+        self.target = np.asarray(target, dtype=float).reshape(3)
+        self.weight = float(weight)
+
+    def check(self, model):
+        model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
+
+    def value(self, model, q, v, u):
+        r = _rbd.frame_placement(model, q, self.frame)[:, :3, 3] - self.target
+        return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
+
+    def derivatives(self, model, q, v, u):
+        K, nv = q.shape[0], model.nv
+        p = _rbd.frame_placement(model, q, self.frame)[:, :3, 3]
+        J = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")[:, :3, :]
+        r = p - self.target
+        w = self.weight
+        lx = np.zeros((K, 2 * nv))
+        lx[:, :nv] = w * np.einsum("kij,ki->kj", J, r)
+        lxx = np.zeros((K, 2 * nv, 2 * nv))
+        lxx[:, :nv, :nv] = w * np.einsum("kij,kil->kjl", J, J)
+        return 0.5 * w * np.einsum("ki,ki->k", r, r), lx, None, lxx, None
+
+
+class StateRegularization:
+    """0.5 w ||x (-) x_ref||^2 with x (-) x_ref = (difference(q_ref, q), v - v_ref)
+    (Crocoddyl's ResidualModelState); x_ref (nq + nv,)."""
+
+    def __init__(self, x_ref, weight=1.0):
+        self.x_ref = np.asarray(x_ref, dtype=float)
+        self.weight = float(weight)
+
+    def check(self, model):
+        n = model.nq + model.nv
+        if self.x_ref.shape != (n,):
+            raise ValueError(f"StateRegularization: x_ref of shape {self.x_ref.shape}, "
+                             f"expected ({n},)")
+
+    def residual(self, model, q, v):
+        K, nq, nv = q.shape[0], model.nq, model.nv
+        r = np.empty((K, 2 * nv))
+        r[:, :nv] = _rbd.difference(model, np.broadcast_to(self.x_ref[:nq], (K, nq)), q)
+        r[:, nv:] = v - self.x_ref[nq:]
+        return r
+
+    def value(self, model, q, v, u):
+        r = self.residual(model, q, v)
+        return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
+
+    def derivatives(self, model, q, v, u):
+        K, nv = q.shape[0], model.nv
+        r = self.residual(model, q, v)
+        w = self.weight
+        lxx = np.broadcast_to(w * np.eye(2 * nv), (K, 2 * nv, 2 * nv)).copy()
+        return 0.5 * w * np.einsum("ki,ki->k", r, r), w * r, None, lxx, None
+
+
+class ControlRegularization:
+    """0.5 w ||u - u_ref||^2 (Crocoddyl's ResidualModelControl; u_ref defaults to 0)."""
+
+    def __init__(self, weight=1.0, u_ref=None):
+        self.weight = float(weight)
+        self.u_ref = None if u_ref is None else np.asarray(u_ref, dtype=float)
+
+    def check(self, model):
+        if self.u_ref is not None and self.u_ref.shape != (model.nv,):
+            raise ValueError(f"ControlRegularization: u_ref of shape {self.u_ref.shape}, "
+                             f"expected ({model.nv},)")
+
+    def value(self, model, q, v, u):
+        r = u if self.u_ref is None else u - self.u_ref
+        return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
+
+    def derivatives(self, model, q, v, u):
+        r = u if self.u_ref is None else u - self.u_ref
+        K, nu = u.shape
+        w = self.weight
+        luu = np.broadcast_to(w * np.eye(nu), (K, nu, nu)).copy()
+        return 0.5 * w * np.einsum("ki,ki->k", r, r), np.zeros((K, 2 * model.nv)), w * r, \
+            np.zeros((K, 2 * model.nv, 2 * model.nv)), luu

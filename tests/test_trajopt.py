@@ -1,0 +1,196 @@
+"""rbdiff.trajopt: iLQR and DDP converge on a reach to the same stationary point (central
+differences of rollout_cost in the controls vanish there); DDP's step is Newton's step on
+a problem with exact cost Hessians (iLQR's is not); bounds, warm starts, bad input; and
+Crocoddyl's cost on the same problem where a compatible Crocoddyl is installed."""
+
+import numpy as np
+import pytest
+
+import rbdiff as rbd
+import rbdiff.trajopt as to
+from rbdiff.bench.trajopt import crocoddyl_ok, crocoddyl_problem
+from rbdiff.trajopt.riccati import backward_pass
+
+
+def _reach(T=20, dt=0.02, **kw):
+    model = rbd.load_robot("iiwa14")
+    q0 = np.array([0.1, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0])
+    x0 = np.concatenate([q0, np.zeros(model.nv)])
+    frame = "iiwa_link_ee"
+    target = rbd.frame_placement(model, q0, frame)[:3, 3] + [0.1, -0.1, 0.1]
+    prob = to.Problem(model, x0, T, dt,
+                      running=[to.FrameTranslation(frame, target, 1.0),
+                               to.StateRegularization(x0, 1e-2),
+                               to.ControlRegularization(1e-4)],
+                      terminal=[to.FrameTranslation(frame, target, 1e3),
+                                to.StateRegularization(x0, 1e-2)], **kw)
+    return prob, frame, target
+
+
+def _grad(prob, us, h=1e-6):
+    """Central differences of rollout_cost in every control."""
+    g = np.zeros(us.size)
+    for i in range(us.size):
+        e = np.zeros(us.size)
+        e[i] = h
+        g[i] = (to.rollout_cost(prob, us + e.reshape(us.shape))
+                - to.rollout_cost(prob, us - e.reshape(us.shape))) / (2 * h)
+    return g
+
+
+@pytest.fixture(scope="module")
+def solved():
+    prob, frame, target = _reach()
+    return prob, frame, target, {m: to.solve(prob, method=m) for m in ("ilqr", "ddp")}
+
+
+def test_both_methods_converge_to_the_same_stationary_point(solved):
+    prob, frame, target, res = solved
+    u0 = to.solve(prob, max_iter=0).us          # the quasi-static start
+    g0 = np.linalg.norm(_grad(prob, u0))
+    for method, r in res.items():
+        assert r.converged and r.method == method
+        assert r.xs.shape == (prob.T + 1, 14) and r.us.shape == (prob.T, 7)
+        assert r.cost == pytest.approx(to.rollout_cost(prob, r.us), rel=1e-12)
+        costs = [h["cost"] for h in r.history]
+        assert all(b <= a for a, b in zip(costs, costs[1:]))          # monotone
+        tip = rbd.frame_placement(prob.model, r.xs[-1, :7], frame)[:3, 3]
+        assert np.linalg.norm(tip - target) < 5e-3
+        assert np.linalg.norm(_grad(prob, r.us)) < 1e-4 * g0          # stationary
+        assert set(r.timings) == {"derivatives", "backward", "line_search"}
+    assert res["ddp"].cost == pytest.approx(res["ilqr"].cost, rel=1e-7)
+    np.testing.assert_allclose(res["ddp"].us, res["ilqr"].us, atol=1e-3 * np.abs(
+        res["ilqr"].us).max())
+
+
+def _newton_problem(rng):
+    """UR5 driven to a random state by quadratic costs only (exact cost Hessians), so the
+    dynamics are the problem's only nonlinearity (dt 0.01: mild enough that the Hessian
+    stays positive definite around the solution)."""
+    model = rbd.load_robot("ur5")
+    x0 = np.concatenate([rbd.random_configuration(model, rng), 0.3 * np.ones(model.nv)])
+    x_goal = np.concatenate([rbd.random_configuration(model, rng), np.zeros(model.nv)])
+    return to.Problem(model, x0, 3, 0.01,
+                      running=[to.StateRegularization(x_goal, 1.0),
+                               to.ControlRegularization(1e-2)],
+                      terminal=[to.StateRegularization(x_goal, 10.0)])
+
+
+def _adjoint_gradient(prob, us):
+    """dJ/du (T * nv,) by the adjoint recursion on rbdiff's first-order derivatives:
+    lambda_T = l_x(T), lambda_t = l_x(t) + F_x^T lambda_{t+1}, g_t = l_u + F_u^T lambda_{t+1}."""
+    q, v = prob.rollout(us)
+    Fx, Fu, _ = prob.dynamics_derivatives(q, v, us)
+    lx, lu, _, _ = prob.cost_derivatives(q, v, us)
+    lam, g = lx[-1], np.zeros_like(us)
+    for t in range(prob.T - 1, -1, -1):
+        g[t] = lu[t] + Fu[t].T @ lam
+        lam = lx[t] + Fx[t].T @ lam
+    return g.ravel()
+
+
+def _step(prob, us, method, costate=False):
+    """The control step of one backward pass (reg 0) through the linearised dynamics."""
+    q, v = prob.rollout(us)
+    Fx, Fu, so = prob.dynamics_derivatives(q, v, us, second_order=method == "ddp")
+    lx, lu, lxx, luu = prob.cost_derivatives(q, v, us)
+    T, nv = us.shape
+    k, K = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
+    empty = np.zeros((T, 0, 0, 0))
+    inf = np.full(nv, np.inf)
+    knot, _, _ = backward_pass(Fx, Fu, lx, lu, lxx, luu, 0.0, prob.dt, method == "ddp",
+                               costate, *(so if so is not None else (empty,) * 4), us,
+                               -inf, inf, k, K)
+    assert knot == -1
+    du, dx = np.zeros((T, nv)), np.zeros(2 * nv)
+    for t in range(T):
+        du[t] = k[t] + K[t] @ dx
+        dx = Fx[t] @ dx + Fu[t] @ du[t]
+    return du.ravel()
+
+
+def test_ddp_step_is_newtons_step():
+    rng = np.random.default_rng(1)
+    prob = _newton_problem(rng)
+    # near the solution (a minimum: the Hessian positive definite), not at it
+    us = to.solve(prob, method="ddp").us + 0.3 * rng.normal(size=(3, 6))
+    n, h = us.size, 1e-6
+    g = _adjoint_gradient(prob, us)
+    np.testing.assert_allclose(g, _grad(prob, us), rtol=1e-6, atol=1e-6 * np.abs(g).max())
+    H = np.zeros((n, n))               # central differences of the exact gradient
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        H[:, i] = (_adjoint_gradient(prob, us + e.reshape(us.shape)) -
+                   _adjoint_gradient(prob, us - e.reshape(us.shape))) / (2 * h)
+    H = 0.5 * (H + H.T)
+    assert np.linalg.eigvalsh(H).min() > 0          # Newton's step is a descent step here
+
+    def residual(step):         # ||H s + g|| / ||g||: Newton's equation, backward error
+        return np.linalg.norm(H @ step + g) / np.linalg.norm(g)
+    stagewise = residual(_step(prob, us, "ddp", costate=True))
+    assert stagewise < 1e-6                         # Newton's step
+    assert residual(_step(prob, us, "ilqr")) > 1e3 * stagewise   # no curvature: not it
+    # classical DDP (V_x' in place of the costate) differs away from a solution
+    assert residual(_step(prob, us, "ddp")) > 100 * stagewise
+
+
+def test_control_bounds_warm_start_and_shift(solved):
+    prob, _, _ = _reach(u_lower=-np.full(7, 15.0), u_upper=np.full(7, 15.0))
+    free = solved[3]["ilqr"]
+    assert np.abs(free.us).max() > 15.0                  # the bounds bind
+    g0 = np.abs(_grad(prob, to.solve(prob, max_iter=0).us)).max()
+    r = to.solve(prob, method="ilqr", max_iter=100)
+    assert r.converged and (np.abs(r.us) <= 15.0).all()
+    assert np.isclose(np.abs(r.us), 15.0).any() and r.cost > free.cost
+    # a KKT point of the box: no descent along the feasible directions
+    g = _grad(prob, r.us).reshape(r.us.shape)
+    at_lo, at_hi = r.us <= -15.0 + 1e-9, r.us >= 15.0 - 1e-9
+    assert (g[at_lo] >= -1e-6).all() and (g[at_hi] <= 1e-6).all()
+    assert np.abs(g[~(at_lo | at_hi)]).max() < 1e-4 * g0
+    d = to.solve(prob, method="ddp", max_iter=30)        # DDP: within bounds, descending
+    assert (np.abs(d.us) <= 15.0).all() and d.cost < d.history[0]["cost"]
+    r = solved[3]["ilqr"]
+    warm = to.solve(solved[0], method="ilqr", us=r.us, max_iter=50)
+    assert warm.converged and warm.iterations <= 2 and warm.cost <= r.cost + 1e-12
+    xs, us = r.shift()
+    assert xs.shape == r.xs.shape and us.shape == r.us.shape
+    np.testing.assert_array_equal(us[:-1], r.us[1:])
+    np.testing.assert_array_equal(us[-1], r.us[-1])
+    mpc = prob.with_x0(r.xs[1])
+    assert to.solve(mpc, method="ilqr", us=us, max_iter=50).converged
+
+
+def test_bad_input():
+    prob, frame, target = _reach(T=5)
+    with pytest.raises(ValueError, match="method"):
+        to.solve(prob, method="newton")
+    with pytest.raises(ValueError, match=r"us: expected \(5, 7\)"):
+        to.solve(prob, us=np.zeros((4, 7)))
+    with pytest.raises(ValueError, match=r"us: expected \(5, 7\)"):
+        to.rollout_cost(prob, np.zeros(7))
+    with pytest.raises(ValueError, match="x0"):
+        to.Problem(prob.model, np.zeros(13), 5, 0.01)
+    with pytest.raises(ValueError, match="dt"):
+        to.Problem(prob.model, prob.x0, 5, 0.0)
+    with pytest.raises(KeyError):
+        to.Problem(prob.model, prob.x0, 5, 0.01, running=[to.FrameTranslation("nope", target)])
+    with pytest.raises(ValueError, match="x_ref"):
+        to.Problem(prob.model, prob.x0, 5, 0.01, running=[to.StateRegularization(np.zeros(3))])
+    hyq = rbd.load_robot("hyq", floating_base=True)
+    x = np.concatenate([rbd.neutral(hyq), np.zeros(hyq.nv)])
+    with pytest.raises(ValueError, match="root_joint are spherical or free-flyer"):
+        to.Problem(hyq, x, 5, 0.01)
+
+
+@pytest.mark.skipif(not crocoddyl_ok(), reason="needs crocoddyl 3.2 with pin 4.0.x "
+                    "(pip install 'rbdiff[trajopt-bench]')")
+def test_costs_equal_crocoddyls():
+    from rbdiff.bench.anchor import pin_model
+    prob, _, _ = _reach(T=10)
+    problem = crocoddyl_problem(prob, pin_model("iiwa14", False))
+    rng = np.random.default_rng(3)
+    us = prob.quasi_static(np.broadcast_to(prob.x0[:7], (10, 7)).copy()) + \
+        rng.normal(size=(10, 7))
+    xs = problem.rollout(list(us))
+    assert problem.calc(xs, list(us)) == pytest.approx(to.rollout_cost(prob, us), rel=1e-12)
