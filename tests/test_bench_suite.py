@@ -624,3 +624,18 @@ def test_anchor_usage_names_are_accepted():
         anchor.main(["no_such_robot"])
     pm = anchor.pin_model("iiwa14", True)
     assert (pm.nq, pm.nv) == (14, 13)
+
+
+def test_trajopt_section(tiny):
+    """bench's trajopt section (tiny: T = 20, two arm runs): report, figure, raw numbers;
+    both methods reach the same reach cost and solve every run."""
+    text = (tiny / "report.md").read_text()
+    assert "## Trajectory optimisation: iLQR and DDP against Crocoddyl" in text
+    assert "(B) iiwa14 swing-up" in text and "(C) double-pendulum swing-up" in text
+    assert "](trajopt.png)" in text and (tiny / "trajopt.png").read_bytes().startswith(PNG)
+    sec = json.loads((tiny / "results.json").read_text())["trajopt"]
+    rows = {r["solver"]: r for r in sec["reach"]["rows"]}
+    assert rows["rbdiff ilqr"]["converged"] and rows["rbdiff ddp"]["converged"]
+    assert rows["rbdiff ddp"]["cost"] == pytest.approx(rows["rbdiff ilqr"]["cost"], rel=1e-6)
+    assert all(r[m]["converged"] for r in sec["arm"]["runs"] for m in ("ilqr", "ddp"))
+    assert set(rows["rbdiff ilqr"]["split_s"]) == {"derivatives", "backward", "line_search"}

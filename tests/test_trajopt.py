@@ -92,13 +92,14 @@ def _adjoint_gradient(prob, us):
 def _step(prob, us, method, costate=False):
     """The control step of one backward pass (reg 0) through the linearised dynamics."""
     q, v = prob.rollout(us)
-    Fx, Fu, so = prob.dynamics_derivatives(q, v, us, second_order=method == "ddp")
+    Fx, Fu, _ = prob.dynamics_derivatives(q, v, us)
+    Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, us, second_order=method == "ddp")
     lx, lu, lxx, luu = prob.cost_derivatives(q, v, us)
     T, nv = us.shape
     k, K = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
     inf = np.full(nv, np.inf)
-    knot, _, _ = backward_pass(Fx, Fu, lx, lu, lxx, luu, 0.0, prob.dt, method == "ddp",
+    knot, _, _ = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, 0.0, prob.dt, method == "ddp",
                                costate, *(so if so is not None else (empty,) * 4), us,
                                -inf, inf, k, K)
     assert knot == -1

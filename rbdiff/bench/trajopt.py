@@ -206,18 +206,32 @@ def run(cfg, bar, out):
     return res
 
 
+def _gap(histories):
+    """Each cost history minus the lowest cost reached (the suboptimality), floored."""
+    best = min(min(h) for h in histories if h)
+    return [[max(c - best, 1e-13) for c in h] for h in histories]
+
+
 def figures(sec, outdir):
-    panels = [dict(title=f"(A) panda reach, T = {sec['reach']['T']}",
-                   xlabel="iteration", ylabel="cost", logx=False,
-                   curves=[(r["solver"], list(range(1, len(r["history"]) + 1)),
-                            r["history"], "o-") for r in sec["reach"]["rows"]])]
+    rows = sec["reach"]["rows"]
+    gaps = _gap([r["history"] for r in rows])
+    panels = [dict(title=f"(A) panda reach, T = {sec['reach']['T']}", xlabel="iteration",
+                   ylabel="cost - lowest cost reached", logx=False,
+                   curves=[(r["solver"], list(range(1, len(g) + 1)), g, "o-")
+                           for r, g in zip(rows, gaps)])]
+    arm = sec["arm"]["runs"]
+    panels.append(dict(title="(B) iiwa14 swing-up: iterations per initial control sequence",
+                       xlabel="run", ylabel="iterations", logx=False, logy=False,
+                       curves=[(f"rbdiff {m}", list(range(1, len(arm) + 1)),
+                                [r[m]["iterations"] for r in arm], "o") for m in METHODS]))
     pend = sec["pendulum"]["runs"][0]
+    gaps = _gap([pend[m]["history"] for m in METHODS])
     panels.append(dict(title="(C) double-pendulum swing-up", xlabel="iteration",
-                       ylabel="cost", logx=False,
-                       curves=[(f"rbdiff {m}", list(range(1, len(pend[m]["history"]) + 1)),
-                                pend[m]["history"], "o-") for m in METHODS]))
+                       ylabel="cost - lowest cost reached", logx=False,
+                       curves=[(f"rbdiff {m}", list(range(1, len(g) + 1)), g, "o-")
+                               for m, g in zip(METHODS, gaps)]))
     name = "trajopt.png"
-    rp.plot_panels(outdir / name, panels, title="Cost against iteration")
+    rp.plot_panels(outdir / name, panels, ncols=3, title="Trajectory optimisation")
     return {"trajopt": name}
 
 
@@ -247,7 +261,7 @@ def report(sec, files, cfg):
         ratio = it["ilqr"] / np.maximum(it["ddp"], 1)
         lines += ["", f"{title}, T = {s['T']}, dt = {s['dt']}, {len(s['runs'])} initial "
                   f"control sequence(s) ({s.get('diverged', 0)} more drawn whose rollout "
-                  "diverged): iterations ilqr median {np.median(it['ilqr']):g}, "
+                  f"diverged): iterations ilqr median {np.median(it['ilqr']):g}, "
                   f"ddp median {np.median(it['ddp']):g}; ilqr / ddp iterations median "
                   f"{np.median(ratio):.2f} (ilqr needs more in {np.mean(ratio > 1):.0%} of "
                   f"runs); solved (converged within 1 % of the best cost "

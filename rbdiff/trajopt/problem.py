@@ -132,23 +132,34 @@ class Problem:
             lxx[T] += hxx[0]
         return lx, lu, lxx, luu
 
-    def dynamics_derivatives(self, q, v, us, second_order=False):
-        """(F_x (T, 2nv, 2nv), F_u (T, 2nv, nv)) of f at knots 0..T-1, one batched
-        aba_derivatives call; with ``second_order`` also the forward-dynamics tensors
-        (a_qq, a_vv, a_qv, a_uq), each (T, nv, nv, nv) output index first, from one batched
-        aba_second_order_derivatives call (DDP's lambda^T f_xx terms; f's curvature is a's,
-        f being linear in a)."""
-        T, nv, dt = self.T, self.nv, self.dt
+    def dynamics_blocks(self, q, v, us, second_order=False):
+        """(Pq, Pv, Pu) = (dt a_q, I + dt a_v, dt M^-1), each (T, nv, nv), at knots
+        0..T-1 from one batched aba_derivatives call: the blocks of f's Jacobians
+        (riccati.py); with ``second_order`` also the forward-dynamics tensors
+        (a_qq, a_vv, a_qv, a_uq), each (T, nv, nv, nv) output index first, from one
+        batched aba_second_order_derivatives call (DDP's lambda^T f_xx terms; f's
+        curvature is a's, f being linear in a)."""
+        dt = self.dt
         a_q, a_v, Minv = _rbd.aba_derivatives(self.model, q[:-1], v[:-1], us)
+        a_q *= dt
+        a_v *= dt
+        a_v += np.eye(self.nv)
+        Minv *= dt
         so = _rbd.aba_second_order_derivatives(self.model, q[:-1], v[:-1], us) \
             if second_order else None
-        eye = np.eye(nv)
+        return a_q, a_v, Minv, so
+
+    def dynamics_derivatives(self, q, v, us, second_order=False):
+        """(F_x (T, 2nv, 2nv), F_u (T, 2nv, nv), tensors or None): f's Jacobians at knots
+        0..T-1 assembled from dynamics_blocks (x' = (q + dt v', v'), v' = v + dt a)."""
+        Pq, Pv, Pu, so = self.dynamics_blocks(q, v, us, second_order)
+        T, nv, dt = self.T, self.nv, self.dt
         Fx = np.empty((T, 2 * nv, 2 * nv))
         Fu = np.empty((T, 2 * nv, nv))
-        Fx[:, nv:, :nv] = dt * a_q                     # v' = v + a dt
-        Fx[:, nv:, nv:] = eye + dt * a_v
-        Fu[:, nv:] = dt * Minv
-        Fx[:, :nv, :nv] = eye + dt * Fx[:, nv:, :nv]   # q' = q + v' dt (tangent)
-        Fx[:, :nv, nv:] = dt * Fx[:, nv:, nv:]
-        Fu[:, :nv] = dt * Fu[:, nv:]
+        Fx[:, nv:, :nv] = Pq
+        Fx[:, nv:, nv:] = Pv
+        Fu[:, nv:] = Pu
+        Fx[:, :nv, :nv] = np.eye(nv) + dt * Pq
+        Fx[:, :nv, nv:] = dt * Pv
+        Fu[:, :nv] = dt * Pu
         return Fx, Fu, so

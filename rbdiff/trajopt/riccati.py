@@ -50,6 +50,21 @@ def _mtm(A, B, C, beta):
 
 
 @kernel
+def _mtm_sym(A, B, C):
+    """C += A^T B for a product known to be symmetric (A^T V A): the upper triangle
+    accumulated (rows of B contiguous), then mirrored."""
+    inner, n = A.shape[0], A.shape[1]
+    for k in range(inner):
+        for i in range(n):
+            a = A[k, i]
+            for j in range(i, n):
+                C[i, j] += a * B[k, j]
+    for i in range(n):
+        for j in range(i):
+            C[i, j] = C[j, i]
+
+
+@kernel
 def _mtv(A, x, y, beta):
     """y = beta y + A^T x."""
     for i in range(A.shape[1]):
@@ -129,53 +144,119 @@ def _clamp_rows(t, us, lo, hi, Qu, Qr, G):
                 G[i, j] = 0.0
 
 
+@kernel
+def _sts(Vxx, dt, W):
+    """W = S^T Vxx S with S = [[I, dt I], [0, I]] (q' = q + dt v': the map from the
+    velocity-updated state to the next one)."""
+    n = Vxx.shape[0] // 2
+    for i in range(n):
+        for j in range(n):
+            v11, v12 = Vxx[i, j], Vxx[i, n + j]
+            v21, v22 = Vxx[n + i, j], Vxx[n + i, n + j]
+            W[i, j] = v11
+            W[i, n + j] = dt * v11 + v12
+            W[n + i, j] = dt * v11 + v21
+            W[n + i, n + j] = dt * dt * v11 + dt * v12 + dt * v21 + v22
+
+
+@kernel
+def _grad_x(lxt, Vx, Pq, Pv, dt, out):
+    """out = l_x + F_x^T Vx = l_x + [[I, Pq^T], [0, Pv^T]] S^T Vx."""
+    n = Pq.shape[0]
+    for i in range(n):
+        sq = lxt[i] + Vx[i]
+        sv = lxt[n + i]
+        for k in range(n):
+            wv = dt * Vx[k] + Vx[n + k]
+            sq += Pq[k, i] * wv
+            sv += Pv[k, i] * wv
+        out[i] = sq
+        out[n + i] = sv
+
+
 @entry
-def backward_pass(Fx, Fu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv, a_uq,
-                  us, lo, hi, k_ff, K_fb):
+def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv,
+                  a_uq, us, lo, hi, k_ff, K_fb):
     """Fill k_ff (T, nu) and K_fb (T, nu, nx); returns (-1, d1, d2) with the expected cost
     change alpha d1 + alpha^2 d2 of the step alpha, or (knot, 0, 0) where the regularised
-    Q_uu is not positive definite. lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the
-    terminal cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds
-    (+-inf: none). ddp: add the curvature terms (a_** (T, nv, nv, nv); ignored
-    otherwise), contracted with V_x' (classical DDP) or, with ``costate``, with the
-    open-loop costate lambda_t = l_x + F_x^T lambda_{t+1} (Pantoja's stagewise Newton:
-    with reg 0 the step is then exactly Newton's step on the controls)."""
-    T, nx, nu = Fu.shape[0], Fu.shape[1], Fu.shape[2]
+    Q_uu is not positive definite.
+
+    The dynamics' Jacobians come as their blocks (T, nv, nv): Pq = dt a_q,
+    Pv = I + dt a_v, Pu = dt M^-1, so F_x = S [[I, 0], [Pq, Pv]], F_u = S [[0], [Pu]] with
+    S = [[I, dt I], [0, I]]; the products run on those nv x nv blocks (about half the work
+    of dense 2nv x 2nv ones). lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the terminal
+    cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds (+-inf:
+    none). ddp: add the curvature terms (a_** (T, nv, nv, nv); ignored otherwise),
+    contracted with V_x' (classical DDP) or, with ``costate``, with the open-loop costate
+    lambda_t = l_x + F_x^T lambda_{t+1} (Pantoja's stagewise Newton: with reg 0 the step
+    is then exactly Newton's step on the controls)."""
+    T, n = Pq.shape[0], Pq.shape[1]
+    nx, nu = 2 * n, Pu.shape[2]
     lam = lx[T].copy()
     lam_next = np.empty(nx)
     Vx = lx[T].copy()
     Vxx = lxx[T].copy()
-    VA, VB = np.empty((nx, nx)), np.empty((nx, nu))
+    W = np.empty((nx, nx))
+    C1, C2, WPu = np.empty((n, n)), np.empty((n, n)), np.empty((n, nu))
+    wv = np.empty(n)
     Qx, Qu = np.empty(nx), np.empty(nu)
     Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
     QuuK, KQ = np.empty((nu, nx)), np.empty((nx, nx))
     BB, BA = np.empty((nu, nu)), np.empty((nu, nx))
     Quk = np.empty(nu)
+    c = 1.0 + dt * dt                   # S^T S = [[I, dt I], [dt I, c I]]
     d1 = 0.0
     d2 = 0.0
     for t in range(T - 1, -1, -1):
-        A = Fx[t]
-        B = Fu[t]
-        _mm(Vxx, A, VA, 0.0)
-        _mm(Vxx, B, VB, 0.0)
-        Qx[:] = lx[t]
-        _mtv(A, Vx, Qx, 1.0)
+        A_q, A_v, B_u = Pq[t], Pv[t], Pu[t]
+        _sts(Vxx, dt, W)
+        W11, W12, W21, W22 = W[:n, :n], W[:n, n:], W[n:, :n], W[n:, n:]
+        _grad_x(lx[t], Vx, A_q, A_v, dt, Qx)
+        for k in range(n):
+            wv[k] = dt * Vx[k] + Vx[n + k]
         Qu[:] = lu[t]
-        _mtv(B, Vx, Qu, 1.0)
+        _mtv(B_u, wv, Qu, 1.0)
+        C1[:, :] = W21                  # [C1, C2]: the lower block row of W [[I,0],[Pq,Pv]]
+        _mm(W22, A_q, C1, 1.0)
+        _mm(W22, A_v, C2, 0.0)
         Qxx[:, :] = lxx[t]
-        _mtm(A, VA, Qxx, 1.0)
-        _mtm(B, VA, Qux, 0.0)
+        Qqq, Qqv, Qvv = Qxx[:n, :n], Qxx[:n, n:], Qxx[n:, n:]
+        for i in range(n):
+            for j in range(n):
+                Qqq[i, j] += W11[i, j]
+        _mm(W12, A_q, Qqq, 1.0)
+        _mtm(A_q, C1, Qqq, 1.0)
+        _mm(W12, A_v, Qqv, 1.0)
+        _mtm(A_q, C2, Qqv, 1.0)
+        _mtm_sym(A_v, C2, Qvv)
+        for i in range(n):
+            for j in range(n):
+                Qxx[n + j, i] = Qqv[i, j]
+        _mtm(B_u, C1, Qux[:, :n], 0.0)
+        _mtm(B_u, C2, Qux[:, n:], 0.0)
+        _mm(W22, B_u, WPu, 0.0)
         Quu[:, :] = luu[t]
-        _mtm(B, VB, Quu, 1.0)
+        _mtm(B_u, WPu, Quu, 1.0)
         if ddp:
             _curvature(t, lam if costate else Vx, dt, a_qq, a_vv, a_qv, a_uq, Qxx, Qux)
         if costate:
             lam_next[:] = lam
-            lam[:] = lx[t]
-            _mtv(A, lam_next, lam, 1.0)
-        _mtm(B, B, BB, 0.0)
-        _mtm(B, A, BA, 0.0)
+            _grad_x(lx[t], lam_next, A_q, A_v, dt, lam)
+        if reg > 1e-9:              # the floor (solver.REG_MIN): no regularisation
+            _mtm(B_u, B_u, BB, 0.0)                 # F_u^T F_u = c Pu^T Pu
+            _mtm(B_u, A_q, BA[:, :n], 0.0)          # F_u^T F_x = Pu^T [dt I + c Pq, c Pv]
+            _mtm(B_u, A_v, BA[:, n:], 0.0)
+            for i in range(nu):
+                for j in range(nu):
+                    BB[i, j] *= c
+                for j in range(nx):
+                    BA[i, j] *= c
+                for j in range(n):
+                    BA[i, j] += dt * B_u[j, i]
+        else:
+            BB[:, :] = 0.0
+            BA[:, :] = 0.0
         for i in range(nu):
             for j in range(nu):
                 Qr[i, j] = Quu[i, j] + reg * BB[i, j]
@@ -203,13 +284,10 @@ def backward_pass(Fx, Fu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a
         _mtv(Qux, kf, Qx, 1.0)
         Vx[:] = Qx
         _mtm(K, Qux, KQ, 0.0)
-        _mtm(K, QuuK, Qxx, 1.0)
+        _mtm_sym(K, QuuK, Qxx)
         for i in range(nx):
-            for j in range(nx):
-                Vxx[i, j] = Qxx[i, j] + KQ[i, j] + KQ[j, i]
-        for i in range(nx):
-            for j in range(i):
-                s = 0.5 * (Vxx[i, j] + Vxx[j, i])
+            for j in range(i, nx):
+                s = Qxx[i, j] + KQ[i, j] + KQ[j, i]
                 Vxx[i, j] = s
                 Vxx[j, i] = s
     return -1, d1, d2

@@ -106,13 +106,13 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
         t0 = time.perf_counter()
-        Fx, Fu, so = prob.dynamics_derivatives(q, v, u, second_order=ddp)
+        Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, u, second_order=ddp)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
         a_qq, a_vv, a_qv, a_uq = so if ddp else (empty,) * 4
         t1 = time.perf_counter()
         second = ddp
         while True:
-            knot, d1, d2 = backward_pass(Fx, Fu, lx, lu, lxx, luu, reg, prob.dt, second,
+            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
                                          curvature == "costate", a_qq, a_vv, a_qv, a_uq,
                                          u, prob._lo, prob._hi, k_ff, K_fb)
             if knot < 0:
