@@ -70,6 +70,20 @@ def _kinematics_derivatives(rbd, m, s, b=""):
     rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints)
 
 
+def _trajopt(rbd, m, s):
+    """rbdiff.trajopt's compiled backward pass and rollouts (a fixed-base model of its
+    own: trajopt refuses the fixture's free flyer)."""
+    import rbdiff.trajopt as to
+    p = rbd.load_robot("double_pendulum")
+    goal = np.zeros(p.nq + p.nv)
+    prob = to.Problem(p, np.array([0.5, 0.0, 0.0, 0.0]), 3, 0.01,
+                      running=[to.StateRegularization(goal, 1.0),
+                               to.ControlRegularization(1e-3)],
+                      terminal=[to.StateRegularization(goal, 10.0)])
+    for method in ("ilqr", "ddp"):
+        to.solve(prob, method=method, max_iter=3)
+
+
 def _configuration(rbd, m, s, b=""):
     q, v = s[b + "q"], s[b + "v"]
     rbd.difference(m, q, rbd.integrate(m, q, v))
@@ -106,6 +120,7 @@ JOBS = {
     "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
+    "trajopt": (3, _trajopt),
 }
 # the public functions each job calls (for --only and the coverage test)
 CALLS = {
