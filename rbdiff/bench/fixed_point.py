@@ -379,7 +379,22 @@ def _solve_one(base, numeric, emulator, us64, frame, target, max_iter, tol):
     return dict(format=_name(numeric), converged=bool(r.converged),
                 iterations=int(r.iterations), cost=float(r.cost), du_rel=du, ee_err_m=ee,
                 saturations=int(p.saturations), wall_s=time.perf_counter() - t0,
-                us=r.us)
+                us=r.us, xs=r.xs)
+
+
+def gradient_error(base, numeric, emulator, xs, us):
+    """max over (dqdd/dq, dqdd/dv, M^-1) of ||D - D64||_F / ||D64||_F on the knots of
+    the trajectory (xs, us): how wrong the gradient itself is, solver aside."""
+    import rbdiff as rbd
+    Q, V = xs[:-1, :base.nq], xs[:-1, base.nq:]
+    ref = rbd.aba_derivatives(base.model, Q, V, us)
+    if numeric == "float32":
+        got = rbd.aba_derivatives(base.model, *(np.ascontiguousarray(a, dtype=np.float32)
+                                                for a in (Q, V, us)))
+    else:
+        got = emulator.derivatives(base.model, Q, V, us, *numeric)[:3]
+    return max(float(np.linalg.norm(np.asarray(g, dtype=float) - r) / np.linalg.norm(r))
+               for g, r in zip(got, ref))
 
 
 def _name(numeric):
@@ -396,33 +411,37 @@ def run_study(formats, T=20, dt=0.02, max_iter=100, tol=1e-9, workers=2, log=pri
     with Emulator(workers) as em:
         for numeric in ["float32"] + list(formats):
             row = _solve_one(base, numeric, em, ref["us"], frame, target, max_iter, tol)
+            row["grad_err"] = gradient_error(base, numeric, em, ref["xs"], ref["us"])
             rows.append(row)
             log(_row_line(row, ref))
     for r in rows:
         r["solves"] = bool(r.get("converged") and abs(r["cost"] - ref["cost"])
                            <= 0.01 * abs(ref["cost"]))
         r.pop("us", None)
+        r.pop("xs", None)
     return rows
 
 
 def _row_line(r, ref):
     return (f"{r['format']}: converged={r.get('converged')} it={r.get('iterations')} "
             f"cost={r.get('cost')} du={r.get('du_rel')} sat={r.get('saturations')} "
-            f"{r['wall_s']:.1f}s {r.get('error', '')}")
+            f"grad_err={r.get('grad_err')} {r['wall_s']:.1f}s {r.get('error', '')}")
 
 
 def markdown(rows):
     """The study's table."""
     ref = rows[0]["cost"]
-    out = ["| format | solves | converged | iterations | final cost | cost / float64 - 1 "
-           "| rel. dist. of controls to float64 | end-effector error [mm] | saturations "
-           "| wall [s] |", "|" + "---|" * 10]
+    out = ["| format | gradient rel. error | solves | converged | iterations | final cost "
+           "| cost / float64 - 1 | rel. dist. of controls to float64 "
+           "| end-effector error [mm] | saturations | wall [s] |", "|" + "---|" * 11]
     for r in rows:
         if "cost" not in r:
-            out.append(f"| {r['format']} | no | no (error: {r.get('error')}) | | | | | | "
-                       f"{r['saturations']} | {r['wall_s']:.0f} |")
+            out.append(f"| {r['format']} | {r.get('grad_err', 0):.1e} | no | no (error: "
+                       f"{r.get('error')}) | | | | | | {r['saturations']} | "
+                       f"{r['wall_s']:.0f} |")
             continue
-        out.append(f"| {r['format']} | {'yes' if r['solves'] else 'no'} | "
+        out.append(f"| {r['format']} | {r.get('grad_err', 0):.1e} | "
+                   f"{'yes' if r['solves'] else 'no'} | "
                    f"{'yes' if r['converged'] else 'no'} | {r['iterations']} | "
                    f"{r['cost']:.6g} | {r['cost'] / ref - 1:+.2e} | {r['du_rel']:.2e} | "
                    f"{1e3 * r['ee_err_m']:.2f} | {r['saturations']} | {r['wall_s']:.0f} |")
@@ -430,7 +449,7 @@ def markdown(rows):
 
 
 QUICK = [(16, 16), (12, 5), (8, 8)]
-FULL = [(i, f) for i in (8, 10, 12, 14, 16) for f in (3, 5, 8, 12, 16)]
+FULL = [(i, f) for i in (8, 10, 12, 14, 16, 20) for f in (3, 5, 8, 10, 12, 14, 16, 20)]
 
 
 def main(argv=None):
