@@ -67,3 +67,9 @@ def test_narrow_formats_err_more(emulated):
     e16, e12 = _rel(out[16, 16], ref), _rel(out[12, 5], ref)
     assert 0 < e16 < 0.1
     assert e12 > 10 * e16
+
+
+def test_quantize_rounds_and_saturates():
+    from rbdiff.bench.fixed_point import quantize
+    r, n = quantize([0.02, 0.05, -3.0, 300.0], 8, 4)
+    assert r.tolist() == [0.0, 0.0625, -3.0, 128 - 1 / 16] and n == 1

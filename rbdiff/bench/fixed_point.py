@@ -312,9 +312,29 @@ def aba_derivatives_fixed(model, q, v, tau, i, f, emulator=None):
 
 # ---------------------------------------------------------------- the study
 
+def quantize(a, i, f):
+    """a rounded to nearest on the Q(i.f) grid and saturated (vectorised, float64);
+    also returns how many entries saturated."""
+    step = 2.0 ** -f
+    lo, hi = -2.0 ** (i - 1), 2.0 ** (i - 1) - step
+    r = np.round(np.asarray(a, dtype=float) / step) * step
+    n = int(np.count_nonzero((r < lo) | (r > hi)))
+    return np.clip(r, lo, hi), n
+
+
+def io_only_derivatives(model, Q, V, U, i, f):
+    """The contrast to the emulation: inputs and outputs on the Q(i.f) grid, everything
+    in between float64. (dqdd_dq, dqdd_dv, Minv, saturations)."""
+    import rbdiff as rbd
+    ins = [quantize(a, i, f) for a in (Q, V, U)]
+    outs = [quantize(d, i, f) for d in rbd.aba_derivatives(model, *(x for x, _ in ins))]
+    return (*(x for x, _ in outs), sum(n for _, n in ins + outs))
+
+
 def gradient_problem(base, numeric, emulator=None):
     """``base`` (a trajopt.Problem) whose dynamics_blocks use the gradient in
-    ``numeric``: "float64", "float32" or (i, f) fixed point. Counts saturations in
+    ``numeric``: "float64", "float32", (i, f) fixed point emulated throughout, or
+    ("io", i, f) fixed point at inputs and outputs only. Counts saturations in
     ``.saturations``."""
     import rbdiff as rbd
     from ..trajopt import Problem
@@ -332,6 +352,9 @@ def gradient_problem(base, numeric, emulator=None):
                 f32 = [np.ascontiguousarray(a, dtype=np.float32) for a in (Q, V, us)]
                 a_q, a_v, Minv = (np.asarray(a, dtype=float)
                                   for a in rbd.aba_derivatives(self.model, *f32))
+            elif numeric[0] == "io":
+                a_q, a_v, Minv, n = io_only_derivatives(self.model, Q, V, us, *numeric[1:])
+                self.saturations += n
             else:
                 a_q, a_v, Minv, n = emulator.derivatives(self.model, Q, V, us, *numeric)
                 self.saturations += n
@@ -391,6 +414,8 @@ def gradient_error(base, numeric, emulator, xs, us):
     if numeric == "float32":
         got = rbd.aba_derivatives(base.model, *(np.ascontiguousarray(a, dtype=np.float32)
                                                 for a in (Q, V, us)))
+    elif numeric[0] == "io":
+        got = io_only_derivatives(base.model, Q, V, us, *numeric[1:])[:3]
     else:
         got = emulator.derivatives(base.model, Q, V, us, *numeric)[:3]
     return max(float(np.linalg.norm(np.asarray(g, dtype=float) - r) / np.linalg.norm(r))
@@ -398,18 +423,25 @@ def gradient_error(base, numeric, emulator, xs, us):
 
 
 def _name(numeric):
-    return numeric if isinstance(numeric, str) else f"Q{numeric[0]}.{numeric[1]}"
+    if isinstance(numeric, str):
+        return numeric
+    if numeric[0] == "io":
+        return f"Q{numeric[1]}.{numeric[2]} I/O only"
+    return f"Q{numeric[0]}.{numeric[1]}"
 
 
-def run_study(formats, T=20, dt=0.02, max_iter=100, tol=1e-9, workers=2, log=print):
-    """Rows (dicts) for float64, float32 and each (i, f) in ``formats``; "solves" =
-    converged within max_iter and final cost within 1% of float64's."""
+def run_study(formats, T=20, dt=0.02, max_iter=100, tol=1e-9, workers=2, log=print,
+              io_only=False):
+    """Rows (dicts) for float64, float32 and each (i, f) in ``formats`` (emulated
+    throughout; with ``io_only`` then again rounded at inputs and outputs only);
+    "solves" = converged within max_iter and final cost within 1% of float64's."""
     base, frame, target = iiwa_reach(T, dt)
     ref = _solve_one(base, "float64", None, None, frame, target, max_iter, tol)
     rows = [ref]
     log(_row_line(ref, ref))
     with Emulator(workers) as em:
-        for numeric in ["float32"] + list(formats):
+        io = [("io", i, f) for i, f in formats] if io_only else []
+        for numeric in ["float32"] + list(formats) + io:
             row = _solve_one(base, numeric, em, ref["us"], frame, target, max_iter, tol)
             row["grad_err"] = gradient_error(base, numeric, em, ref["xs"], ref["us"])
             rows.append(row)
@@ -461,6 +493,9 @@ def main(argv=None):
     ap.add_argument("--dt", type=float, default=0.02)
     ap.add_argument("--max-iter", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--io-only", action="store_true",
+                    help="also each format rounded at the gradient's inputs and outputs "
+                         "only (the contrast to rounding every intermediate)")
     ap.add_argument("--out", help="folder for fixed_point.md and fixed_point.json")
     a = ap.parse_args(argv)
     formats = ([tuple(int(x) for x in s.split(".")) for s in a.formats.split(",")]
@@ -468,7 +503,8 @@ def main(argv=None):
     T = a.T or (10 if a.quick else 20)
     log = lambda s: print(s, file=sys.stderr, flush=True)   # noqa: E731
     t0 = time.perf_counter()
-    rows = run_study(formats, T=T, dt=a.dt, max_iter=a.max_iter, workers=a.workers, log=log)
+    rows = run_study(formats, T=T, dt=a.dt, max_iter=a.max_iter, workers=a.workers, log=log,
+                     io_only=a.io_only)
     md = (f"iiwa14 reach, T = {T}, dt = {a.dt}, iLQR (max_iter {a.max_iter}); gradient "
           "in the format shown, rollouts float64. Solves = converged and final cost "
           "within 1% of float64's.\n\n" + markdown(rows) + "\n")
