@@ -20,7 +20,10 @@ in fixed point and finds that it still solves down to 12 integer and 5 fractiona
   the FPGA takes sin/cos as inputs or from a table, likewise one rounding).
 * :func:`run_study`: the iiwa14 reach solved by iLQR with Pq, Pv, Pu from float64,
   float32 (rbdiff's compiled float32 kernels) and fixed-point formats; the rollouts and
-  line search stay float64 (the study is about the gradient).
+  line search stay float64 (the study is about the gradient). ``--io-only`` adds the
+  contrast: the gradient's inputs and outputs rounded, float64 in between.
+
+Results and their comparison with the paper: docs/fixed_point.md.
 
 CLI: ``python -m rbdiff.bench.fixed_point [--quick] [--out DIR]``.
 """
