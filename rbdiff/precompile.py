@@ -74,9 +74,9 @@ def _trajopt(rbd, m, s):
     """rbdiff.trajopt's compiled backward pass and rollouts (a fixed-base model of its
     own: trajopt refuses the fixture's free flyer)."""
     import rbdiff.trajopt as to
-    p = rbd.load_robot("double_pendulum")
+    p = rbd.load_robot("iiwa14")            # bundled: no example-robot-data needed
     goal = np.zeros(p.nq + p.nv)
-    prob = to.Problem(p, np.array([0.5, 0.0, 0.0, 0.0]), 3, 0.01,
+    prob = to.Problem(p, np.concatenate([np.full(p.nq, 0.3), np.zeros(p.nv)]), 3, 0.01,
                       running=[to.StateRegularization(goal, 1.0),
                                to.ControlRegularization(1e-3)],
                       terminal=[to.StateRegularization(goal, 10.0)])
