@@ -178,6 +178,13 @@ def test_bad_input():
         to.Problem(prob.model, prob.x0, 5, 0.01, running=[to.FrameTranslation("nope", target)])
     with pytest.raises(ValueError, match="x_ref"):
         to.Problem(prob.model, prob.x0, 5, 0.01, running=[to.StateRegularization(np.zeros(3))])
+    with pytest.raises(ValueError, match="target"):
+        to.FrameTranslation(frame, [0.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match="weight"):
+        to.ControlRegularization(weight=-1.0)
+    with pytest.raises(ValueError, match="u_ref"):
+        to.Problem(prob.model, prob.x0, 5, 0.01,
+                   running=[to.ControlRegularization(1.0, u_ref=np.zeros(3))])
     hyq = rbd.load_robot("hyq", floating_base=True)
     x = np.concatenate([rbd.neutral(hyq), np.zeros(hyq.nv)])
     with pytest.raises(ValueError, match="root_joint are spherical or free-flyer"):

@@ -18,14 +18,29 @@ import rbdiff as _rbd
 from ..kinematics import _frame_id as _frame_index
 
 
+def _weight(w):
+    w = float(w)
+    if not (np.isfinite(w) and w >= 0):
+        raise ValueError(f"weight: expected a finite number >= 0, got {w}")
+    return w
+
+
+def _finite(name, x, shape):
+    x = np.asarray(x, dtype=float)
+    if x.shape != shape or not np.isfinite(x).all():
+        raise ValueError(f"{name}: expected finite values of shape {shape}, got "
+                         f"{x.shape}")
+    return x
+
+
 class FrameTranslation:
     """0.5 w ||p_frame(q) - target||^2: the frame's origin in the world (Crocoddyl's
     ResidualModelFrameTranslation; its Jacobian is the LOCAL_WORLD_ALIGNED linear rows)."""
 
     def __init__(self, frame, target, weight=1.0):
         self.frame = frame
-        self.target = np.asarray(target, dtype=float).reshape(3)
-        self.weight = float(weight)
+        self.target = _finite("target", target, (3,))
+        self.weight = _weight(weight)
 
     def check(self, model):
         model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
@@ -53,13 +68,11 @@ class StateRegularization:
 
     def __init__(self, x_ref, weight=1.0):
         self.x_ref = np.asarray(x_ref, dtype=float)
-        self.weight = float(weight)
+        self.weight = _weight(weight)
 
     def check(self, model):
-        n = model.nq + model.nv
-        if self.x_ref.shape != (n,):
-            raise ValueError(f"StateRegularization: x_ref of shape {self.x_ref.shape}, "
-                             f"expected ({n},)")
+        self.x_ref = _finite("StateRegularization x_ref", self.x_ref,
+                             (model.nq + model.nv,))
 
     def residual(self, model, q, v):
         K, nq, nv = q.shape[0], model.nq, model.nv
@@ -84,13 +97,12 @@ class ControlRegularization:
     """0.5 w ||u - u_ref||^2 (Crocoddyl's ResidualModelControl; u_ref defaults to 0)."""
 
     def __init__(self, weight=1.0, u_ref=None):
-        self.weight = float(weight)
+        self.weight = _weight(weight)
         self.u_ref = None if u_ref is None else np.asarray(u_ref, dtype=float)
 
     def check(self, model):
-        if self.u_ref is not None and self.u_ref.shape != (model.nv,):
-            raise ValueError(f"ControlRegularization: u_ref of shape {self.u_ref.shape}, "
-                             f"expected ({model.nv},)")
+        if self.u_ref is not None:
+            self.u_ref = _finite("ControlRegularization u_ref", self.u_ref, (model.nv,))
 
     def value(self, model, q, v, u):
         r = u if self.u_ref is None else u - self.u_ref
