@@ -28,7 +28,8 @@ forward_kinematics (for a joint frame). Outputs are written whole (every entry).
 from ..model.layout import FM_P, FM_R, MF_S, MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .fk import placement_pass_joint, world_placement_joint
 from .jit import helper, kernel
-from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED, at_point, xinv
+from .kinematics_derivatives import (LOCAL, LOCAL_WORLD_ALIGNED, at_point, store_column,
+                                     xinv)
 from .spatial import add6, axpy6, motion_act_inv, motion_cross, set6
 from .workspace import D_S, W_LP, W_LR, W_P, W_R, W_T, W_VJ
 
@@ -118,17 +119,6 @@ def frame_placements(mi, mf, fparent, fmf, q, ws, T):
 
 
 # ---- frame Jacobians -------------------------------------------------------------------
-
-@helper
-def store_column(t, J, m):
-    """J[:, m] = t."""
-    J[0, m] = t[0]
-    J[1, m] = t[1]
-    J[2, m] = t[2]
-    J[3, m] = t[3]
-    J[4, m] = t[4]
-    J[5, m] = t[5]
-
 
 @helper
 def jacobian_column(s, reference, R, p):

@@ -64,8 +64,8 @@ def at_point(p, m):
 
 
 @helper
-def st_col(t, out, m):
-    """out[:, m] = t."""
+def store_column(t, out, m):
+    """out[:, m] = t (t a 6-tuple; out (6, n): a Jacobian, a derivative matrix)."""
     out[0, m] = t[0]
     out[1, m] = t[1]
     out[2, m] = t[2]
@@ -81,24 +81,24 @@ def write_columns(m, s, dv, da, dav, reference, R, p, vi, ai,
     (R, p, vi, ai: the joint's placement, velocity and acceleration, gravity excluded)."""
     if reference == LOCAL:
         sl = xinv(R, p, s)
-        st_col(xinv(R, p, tsub(dv, mcr(s, vi))), dv_dq, m)
-        st_col(sl, dv_dv, m)
-        st_col(xinv(R, p, tsub(da, mcr(s, ai))), da_dq, m)
-        st_col(xinv(R, p, dav), da_dv, m)
-        st_col(sl, da_da, m)
+        store_column(xinv(R, p, tsub(dv, mcr(s, vi))), dv_dq, m)
+        store_column(sl, dv_dv, m)
+        store_column(xinv(R, p, tsub(da, mcr(s, ai))), da_dq, m)
+        store_column(xinv(R, p, dav), da_dv, m)
+        store_column(sl, da_da, m)
     elif reference == LOCAL_WORLD_ALIGNED:
         sl = at_point(p, s)
-        st_col(at_point(p, dv), dv_dq, m)
-        st_col(sl, dv_dv, m)
-        st_col(at_point(p, da), da_dq, m)
-        st_col(at_point(p, dav), da_dv, m)
-        st_col(sl, da_da, m)
+        store_column(at_point(p, dv), dv_dq, m)
+        store_column(sl, dv_dv, m)
+        store_column(at_point(p, da), da_dq, m)
+        store_column(at_point(p, dav), da_dv, m)
+        store_column(sl, da_da, m)
     else:
-        st_col(dv, dv_dq, m)
-        st_col(s, dv_dv, m)
-        st_col(da, da_dq, m)
-        st_col(dav, da_dv, m)
-        st_col(s, da_da, m)
+        store_column(dv, dv_dq, m)
+        store_column(s, dv_dv, m)
+        store_column(da, da_dq, m)
+        store_column(dav, da_dv, m)
+        store_column(s, da_da, m)
 
 
 @helper
