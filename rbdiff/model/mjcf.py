@@ -34,15 +34,14 @@ is not part of the Model.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from . import layout as L
 from .configuration import quat_to_rot
 from .model import FrameType, Model, ModelBuilder
+from .urdf import xml_source
 
 _EXTRA = "pip install 'rbdiff[mujoco]'"
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3          # mujoco.mjtJoint values
@@ -96,22 +95,12 @@ def load_mjcf(path_or_xml, allow_singular=False) -> Model:
 
 
 def _compile(mujoco, src):
-    if isinstance(src, bytes):
-        src = src.decode("utf-8")
-    if isinstance(src, str) and src.lstrip("\ufeff \t\r\n").startswith("<"):
+    text, path = xml_source(src, "MJCF")
+    if text is not None:
         try:
-            return mujoco.MjModel.from_xml_string(src)
+            return mujoco.MjModel.from_xml_string(text)
         except ValueError as e:
             raise ValueError(f"MuJoCo refused the MJCF string: {e}") from None
-    if not isinstance(src, (str, os.PathLike)):
-        raise TypeError(f"expected a path or an XML string, got {type(src).__name__}")
-    path = Path(src)
-    try:
-        found = path.is_file()
-    except (OSError, ValueError):       # e.g. a name too long or with a NUL byte
-        found = False
-    if not found:
-        raise FileNotFoundError(f"MJCF file not found: {str(path)!r}")
     try:
         return mujoco.MjModel.from_xml_path(str(path))
     except ValueError as e:

@@ -131,22 +131,37 @@ def _composite(parts, joint, links, strict):
 
 
 # -- XML -------------------------------------------------------------------------------
-def _parse_xml(src, strict=True):
+_BLANK = "\ufeff \t\r\n"
+
+
+def xml_source(src, kind):
+    """(text, None) for an XML string (str or UTF-8 bytes, leading blanks and BOM kept),
+    (None, Path) for the path of an existing file; FileNotFoundError naming ``kind``
+    ("URDF", "MJCF") for a missing one, TypeError for anything else."""
     if isinstance(src, bytes):
         src = src.decode("utf-8")
-    if isinstance(src, str) and src.lstrip("\ufeff \t\r\n").startswith("<"):
+    if isinstance(src, str) and src.lstrip(_BLANK).startswith("<"):
+        return src, None
+    if not isinstance(src, (str, os.PathLike)):
+        raise TypeError(f"expected a path or an XML string, got {type(src).__name__}")
+    path = Path(src)
+    try:
+        found = path.is_file()
+    except (OSError, ValueError):       # e.g. a name too long or with a NUL byte
+        found = False
+    if not found:
+        raise FileNotFoundError(f"{kind} file not found: {str(path)!r}")
+    return None, path
+
+
+def _parse_xml(src, strict=True):
+    text, path = xml_source(src, "URDF")
+    if text is not None:
         try:
-            root = ET.fromstring(src.lstrip("\ufeff \t\r\n"))
+            root = ET.fromstring(text.lstrip(_BLANK))
         except ET.ParseError as e:
             raise ValueError(f"URDF string is not valid XML: {e}") from None
-    elif isinstance(src, (str, os.PathLike)):
-        path = Path(src)
-        try:
-            found = path.is_file()
-        except (OSError, ValueError):   # e.g. a name too long or with a NUL byte
-            found = False
-        if not found:
-            raise FileNotFoundError(f"URDF file not found: {str(path)!r}")
+    else:
         data = path.read_bytes()
         text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data       # a UTF-8 BOM
         if not strict and text[:1].isspace() and text.lstrip().startswith(b"<?xml"):
@@ -158,8 +173,6 @@ def _parse_xml(src, strict=True):
             root = ET.fromstring(data)
         except ET.ParseError as e:
             raise ValueError(f"URDF file {str(path)!r} is not valid XML: {e}") from None
-    else:
-        raise TypeError(f"expected a path or an XML string, got {type(src).__name__}")
     if root.tag != "robot":
         raise ValueError(f"URDF root element must be <robot>, got <{root.tag}>")
     return root
