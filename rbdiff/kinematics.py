@@ -135,22 +135,31 @@ def forward_kinematics(model, q, v=None, a=None):
     return Kinematics(T, None if v is None else V, A)
 
 
-def _frame_id(model, frame):
-    """Index into model.frames of ``frame``: a name (model.get_frame_id: KeyError naming
-    close matches) or an index (negative ones count from the end)."""
+def _lookup(ids, key, by_name, expected):
+    """(index, True) for a key the table ``ids`` holds or a name ``by_name`` resolves
+    (KeyError naming close matches), (operator.index(key), False) for another integer;
+    TypeError ``expected`` otherwise. The callers range-check the second kind."""
     try:
-        k = model._frame_ids.get(frame)      # what the fast paths accept
+        k = ids.get(key)                     # what the fast paths accept
     except TypeError:                        # unhashable
         k = None
     if k is not None:
-        return k
-    if isinstance(frame, str):
-        return model.get_frame_id(frame)
+        return k, True
+    if isinstance(key, str):
+        return by_name(key), True
     try:
-        k = operator.index(frame)
+        return operator.index(key), False
     except TypeError:
-        raise TypeError("frame: expected a frame name or an index into model.frames, "
-                        f"got {frame!r}") from None
+        raise TypeError(f"{expected}, got {key!r}") from None
+
+
+def _frame_id(model, frame):
+    """Index into model.frames of ``frame``: a name (model.get_frame_id: KeyError naming
+    close matches) or an index (negative ones count from the end)."""
+    k, found = _lookup(model._frame_ids, frame, model.get_frame_id,
+                       "frame: expected a frame name or an index into model.frames")
+    if found:
+        return k
     n = len(model.frames)
     if not -n <= k < n:
         raise IndexError(f"frame: index {k} out of range for the {n} frames of the model")
@@ -234,19 +243,10 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
 
 def _joint_id(model, joint):
     """Index (1..njoints) of ``joint``: a name or an index."""
-    try:
-        k = model._joint_ids.get(joint)
-    except TypeError:                        # unhashable
-        k = None
-    if k is not None:
+    k, found = _lookup(model._joint_ids, joint, model.get_joint_id,
+                       "joint: expected a joint name or an index 1..njoints")
+    if found:
         return k
-    if isinstance(joint, str):
-        return model.get_joint_id(joint)
-    try:
-        k = operator.index(joint)
-    except TypeError:
-        raise TypeError("joint: expected a joint name or an index 1..njoints, "
-                        f"got {joint!r}") from None
     raise IndexError(f"joint: index {k} out of range 1..{model.njoints} (joint 0, the "
                      "universe, does not move)")
 
@@ -297,51 +297,33 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
             return _new(KinematicsDerivatives, out)
     except _FAST_MISS:
         pass
-    if joint is not None:
-        return _joint_kinematics_derivatives(model, q, v, a, reference, joint)
     if reference not in REFERENCE_CODES:
         raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    j = None if joint is None else _joint_id(model, joint)
     if on_device(q, v, a):
-        return gpu_call("kinematics_derivatives", model, q, v, a, reference=reference)
-    named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
-    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
-    dt = arrays[0].dtype
-    shape = model._skd if batch is None else (batch,) + model._skd
-    outs = tuple(np.empty(shape, dt) for _ in range(5))
-    code = REFERENCE_CODES[reference]
-    try:
-        if batch is None:
-            G = np.empty(model._kin_G.shape, dt)
-            cs.kinematics_derivatives_one(model.mi, mf, *arrays, code, _scratch(model, dt),
-                                          G, model._kin_off, *outs)
-        else:
-            policy.run(model, cb.kinematics_derivatives_batch,
-                       cb.kinematics_derivatives_parallel, batch,
-                       (model.mi, mf, *arrays, code, *outs))
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
-    return KinematicsDerivatives(*outs)
-
-
-def _joint_kinematics_derivatives(model, q, v, a, reference, joint):
-    """kinematics_derivatives(..., joint=joint)'s general path."""
-    if reference not in REFERENCE_CODES:
-        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
-    j = _joint_id(model, joint)
-    if on_device(q, v, a):      # the device computes every joint; the row is a view
         full = gpu_call("kinematics_derivatives", model, q, v, a, reference=reference)
-        row = (slice(None), j - 1) if len(q.shape) == 2 else (j - 1,)
+        if j is None:
+            return full
+        row = (slice(None), j - 1) if len(q.shape) == 2 else (j - 1,)   # device views
         return KinematicsDerivatives(*(d[row] for d in full))
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
     arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
     dt = arrays[0].dtype
-    shape = model._sJ if batch is None else (batch,) + model._sJ
-    outs = tuple(np.empty(shape, dt) for _ in range(5))
+    per = model._skd if j is None else model._sJ
+    outs = tuple(np.empty(per if batch is None else (batch,) + per, dt) for _ in range(5))
     code = REFERENCE_CODES[reference]
     try:
-        if batch is None:
+        if batch is None and j is None:
+            G = np.empty(model._kin_G.shape, dt)
+            cs.kinematics_derivatives_one(model.mi, mf, *arrays, code, _scratch(model, dt),
+                                          G, model._kin_off, *outs)
+        elif batch is None:
             cs.joint_kinematics_derivatives_one(model.mi, mf, *arrays, j, code,
                                                 _scratch(model, dt), *outs)
+        elif j is None:
+            policy.run(model, cb.kinematics_derivatives_batch,
+                       cb.kinematics_derivatives_parallel, batch,
+                       (model.mi, mf, *arrays, code, *outs))
         else:
             policy.run(model, cb.joint_kinematics_derivatives_batch,
                        cb.joint_kinematics_derivatives_parallel, batch,
