@@ -82,12 +82,6 @@ class Problem:
         """Gravity torques at configurations q (K, nq): the default initial controls."""
         return _rbd.gravity(self.model, q)
 
-    def step(self, q, v, u):
-        """One symplectic Euler step: (q', v')."""
-        a = _rbd.aba(self.model, q, v, u)
-        v1 = v + self.dt * a
-        return _rbd.integrate(self.model, q, self.dt * v1), v1
-
     def rollout(self, us):
         """States (q (T+1, nq), v (T+1, nv)) from x0 under controls us (T, nv) (clamped
         to the bounds)."""
