@@ -42,6 +42,7 @@ import numba
 from numba.core import config, types
 from numba.core.registry import CPUDispatcher
 
+from . import compile_memo
 from .link_only import LinkOnlyCompiler
 
 try:
@@ -50,6 +51,8 @@ except ImportError:          # Windows: no advisory locks
     fcntl = None
 
 from .fastargs import REF
+
+compile_memo.install()    # a third less compile time (compile_memo.py)
 
 _MATH = dict(error_model="numpy", boundscheck=False)
 # kernels never allocate: views then cost no reference counting; no cfunc wrapper
