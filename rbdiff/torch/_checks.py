@@ -8,13 +8,14 @@ _FLOATS = (torch.float32, torch.float64)
 
 
 def check(model, named, any_device=False):
-    """named: [(name, tensor, length)]. Returns the common leading shape (any_device: skip
+    """named: [(name, tensor, "nq" or "nv")]. Returns the common leading shape (any_device: skip
     the CPU check and the leading-shape match, for the pure-torch functions)."""
     if not hasattr(model, "nq") or not hasattr(model, "joint_types"):
         raise TypeError(f"model: expected an rbdiff Model (rbd.load_robot, rbd.load_urdf, "
                         f"...), got {type(model).__name__}")
     first = None
     for name, x, n in named:
+        n = getattr(model, n)
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__} "
                             "(use rbdiff's NumPy API for arrays, or torch.as_tensor)")

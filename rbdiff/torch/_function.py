@@ -139,14 +139,14 @@ def build(level):
                     if k is None or not wanted[x]:
                         continue
                     Jk = J[k].reshape(J[k].shape[:nb] + (-1, J[k].shape[-1]))
-                    w = torch.einsum("...s,...sn->...n", gflat, Jk)
+                    w = (gflat.unsqueeze(-2) @ Jk).squeeze(-2)     # matmul: vmap-safe
                     grads[x] = w if grads[x] is None else grads[x] + w
             for x in range(nx):
                 if grads[x] is None and wanted[x]:
                     grads[x] = torch.zeros_like(xs[x])
                 elif grads[x] is not None and level.q_inputs[x]:
-                    grads[x] = torch.einsum("...rc,...c->...r",
-                                            tangent_matrix(ctx.model, xs[x]), grads[x])
+                    grads[x] = (tangent_matrix(ctx.model, xs[x])
+                                @ grads[x].unsqueeze(-1)).squeeze(-1)
             return (None, None) + tuple(grads)
 
         @staticmethod

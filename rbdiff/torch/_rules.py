@@ -16,9 +16,11 @@ import rbdiff as rbd
 
 from ._function import Level
 
-_THIRD = ("{}: rbdiff has no kernel for the third derivatives this asks for (it computes "
-          "first- and second-order derivatives analytically); rbdiff.torch raises rather "
-          "than returning zeros")
+def _no_kernel(what):
+    """The error text for a derivative that no rbdiff kernel computes."""
+    return (f"{what} was asked for: rbdiff has no kernel for it (its analytical kernels "
+            "stop at second-order derivatives of the dynamics); rbdiff.torch raises rather "
+            "than return zeros")
 
 
 def _swap(t):
@@ -44,7 +46,7 @@ _SECOND_TABLE = [[0, 1, 2], [3, 4, None], [5, None, None]]
 
 def _dynamics(name, value, first, second):
     lv2 = Level(f"{name}_second_order", lambda m, x, e: _second(second(m, *x)),
-                (True, False, False), missing=_THIRD.format(f"{name}: a third derivative"))
+                (True, False, False), missing=_no_kernel(f"{name}: a third derivative"))
     lv1 = Level(f"{name}_derivatives", lambda m, x, e: list(first(m, *x)),
                 (True, False, False), _SECOND_TABLE, lv2)
     return Level(name, lambda m, x, e: [value(m, *x)], (True, False, False), [[0, 1, 2]], lv1)
@@ -75,7 +77,7 @@ def _nle_second(m, q, v):
 
 
 _NLE2 = Level("nonlinear_effects_second_order", lambda m, x, e: _nle_second(m, *x),
-              (True, False), missing=_THIRD.format("nonlinear_effects: a third derivative"))
+              (True, False), missing=_no_kernel("nonlinear_effects: a third derivative"))
 NLE = Level("nonlinear_effects",
             lambda m, x, e: [rbd.nonlinear_effects(m, *x)], (True, False), [[0, 1]],
             Level("nonlinear_effects_derivatives",
@@ -91,21 +93,22 @@ GRAVITY = Level("gravity", lambda m, x, e: [rbd.gravity(m, x[0])], (True,), [[0]
                       Level("gravity_second_order",
                             lambda m, x, e: [_rnea_so(m, x[0], _zeros(x[0], m.nv),
                                                       _zeros(x[0], m.nv))[0]],
-                            (True,), missing=_THIRD.format("gravity: a third derivative"))))
+                            (True,), missing=_no_kernel("gravity: a third derivative"))))
 
 # crba(q) = d rnea / da: dM/dq is rnea_second_order_derivatives' dM_dq
 CRBA = Level("crba", lambda m, x, e: [rbd.crba(m, x[0])], (True,), [[0]],
              Level("crba_derivatives",
                    lambda m, x, e: [_rnea_so(m, x[0], _zeros(x[0], m.nv),
                                              _zeros(x[0], m.nv))[3]],
-                   (True,), missing=_THIRD.format("crba: a second derivative")))
+                   (True,), missing=_no_kernel("crba: a second derivative (a third of rnea)")))
 
 # minverse(q) = d aba / dtau: dMinv/dq is aba_second_order_derivatives' d2qdd_dtaudq
 MINVERSE = Level("minverse", lambda m, x, e: [rbd.minverse(m, x[0])], (True,), [[0]],
                  Level("minverse_derivatives",
                        lambda m, x, e: [_aba_so(m, x[0], _zeros(x[0], m.nv),
                                                 _zeros(x[0], m.nv))[3]],
-                       (True,), missing=_THIRD.format("minverse: a second derivative")))
+                       (True,),
+                       missing=_no_kernel("minverse: a second derivative (a third of aba)")))
 
 
 def _hat(J):

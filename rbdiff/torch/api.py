@@ -12,7 +12,7 @@ def rnea(model, q, v, a):
     """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (rbd.rnea). q (..., nq), v, a
     (..., nv) -> (..., nv). Derivatives: rnea_derivatives; second:
     rnea_second_order_derivatives."""
-    check(model, [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)])
+    check(model, [("q", q, "nq"), ("v", v, "nv"), ("a", a, "nv")])
     return _RNEA.apply(model, None, q, v, a)[0]
 
 
@@ -20,35 +20,35 @@ def aba(model, q, v, tau):
     """Forward dynamics qdd = M(q)^-1 (tau - C(q, v) v - g(q)) (rbd.aba). q (..., nq), v,
     tau (..., nv) -> (..., nv). Derivatives: aba_derivatives; second:
     aba_second_order_derivatives."""
-    check(model, [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)])
+    check(model, [("q", q, "nq"), ("v", v, "nv"), ("tau", tau, "nv")])
     return _ABA.apply(model, None, q, v, tau)[0]
 
 
 def crba(model, q):
     """Joint-space inertia matrix M(q) (rbd.crba): q (..., nq) -> (..., nv, nv).
     Derivative: dM_dq of rnea_second_order_derivatives; no second derivative."""
-    check(model, [("q", q, model.nq)])
+    check(model, [("q", q, "nq")])
     return _CRBA.apply(model, None, q)[0]
 
 
 def minverse(model, q):
     """M(q)^-1 (rbd.minverse): q (..., nq) -> (..., nv, nv). Derivative: d2qdd_dtaudq of
     aba_second_order_derivatives (= -Minv dM/dq Minv); no second derivative."""
-    check(model, [("q", q, model.nq)])
+    check(model, [("q", q, "nq")])
     return _MINV.apply(model, None, q)[0]
 
 
 def nonlinear_effects(model, q, v):
     """C(q, v) v + g(q) = rnea(q, v, 0) (rbd.nonlinear_effects): q (..., nq), v (..., nv)
     -> (..., nv). Derivatives from rnea's kernels at a = 0."""
-    check(model, [("q", q, model.nq), ("v", v, model.nv)])
+    check(model, [("q", q, "nq"), ("v", v, "nv")])
     return _NLE.apply(model, None, q, v)[0]
 
 
 def gravity(model, q):
     """Generalised gravity g(q) = rnea(q, 0, 0) (rbd.gravity): q (..., nq) -> (..., nv).
     Derivatives from rnea's kernels at v = a = 0."""
-    check(model, [("q", q, model.nq)])
+    check(model, [("q", q, "nq")])
     return _GRAVITY.apply(model, None, q)[0]
 
 
@@ -57,7 +57,7 @@ def frame_placement(model, q, frame):
     model.frames) (rbd.frame_placement). First order only: d oMf / dq_k = oMf
     hat(J_local[:, k]) from rbd.frame_jacobian(reference="local"); asking for a second
     derivative raises."""
-    check(model, [("q", q, model.nq)])
+    check(model, [("q", q, "nq")])
     if not isinstance(frame, (str, int)):
         raise TypeError(f"frame: expected a frame name or index, got {type(frame).__name__}")
     return _FRAME.apply(model, frame, q)[0]

@@ -22,7 +22,7 @@ def integrate(model, q, v):
     shapes broadcast. Returns (..., nq). Pure torch ops: differentiable to any order, and
     it runs on any device (no rbdiff kernel is called). NaN propagates (no value check:
     it must trace under torch.func)."""
-    _check_pair(model, ("q", q, model.nq), ("v", v, model.nv))
+    _check_pair(model, ("q", q, "nq"), ("v", v, "nv"))
     q, v = _common(q, v)
     return torch.stack(lie.integrate(model, q, v, TORCH), -1)
 
@@ -30,7 +30,7 @@ def integrate(model, q, v):
 def difference(model, q0, q1):
     """q1 (-) q0 (Pinocchio's difference, as rbd.difference): the tangent vector v
     (..., nv) with integrate(q0, v) = q1; q0, q1 (..., nq), leading shapes broadcast."""
-    _check_pair(model, ("q0", q0, model.nq), ("q1", q1, model.nq))
+    _check_pair(model, ("q0", q0, "nq"), ("q1", q1, "nq"))
     q0, q1 = _common(q0, q1)
     return torch.stack(lie.difference(model, q0, q1, TORCH), -1)
 

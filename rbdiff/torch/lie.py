@@ -79,7 +79,8 @@ def _V(xp, w, p, inverse=False):
         d = _series(xp, t2, lambda t, xp: (1 - t * xp.sin(t) / (2 * (1 - xp.cos(t)))) / t ** 2,
                     lambda x: 1 / 12 + x / 720 + x * x / 30240)
         return [p[i] - 0.5 * wxp[i] + d * wxwxp[i] for i in range(3)]
-    b = _series(xp, t2, lambda t, xp: (1 - xp.cos(t)) / t ** 2, lambda x: 0.5 - x / 24 + x * x / 720)
+    b = _series(xp, t2, lambda t, xp: (1 - xp.cos(t)) / t ** 2,
+                lambda x: 0.5 - x / 24 + x * x / 720)
     c = _series(xp, t2, lambda t, xp: (t - xp.sin(t)) / t ** 3,
                 lambda x: 1 / 6 - x / 120 + x * x / 5040)
     return [p[i] + b * wxp[i] + c * wxwxp[i] for i in range(3)]
