@@ -19,6 +19,8 @@ from rbdiff.torch import lie  # noqa: E402
 from rbdiff.model import configuration as reference  # noqa: E402
 
 T64 = torch.float64
+# torch's forward-AD decompositions call the deprecated torch.jit.script on first use
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
 
 
 def _tree():

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 import numpy as np
 import torch
+from torch.autograd import forward_ad as fwAD
 
 from ..model import layout as L
 from ..model.tangent import tangent_of_ambient
@@ -66,11 +67,12 @@ def retract(model, q):
         return q
     q = q.copy()
     for k, n in g:
-        r = np.sqrt(np.sum(q[..., k:k + n] ** 2, axis=-1, keepdims=True))
+        x = q[..., k:k + n]
+        r = np.sqrt(x @ x) if q.ndim == 1 else np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
         if not np.all(r > 0):
             raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
                              "they must have a nonzero norm")
-        q[..., k:k + n] /= r
+        x /= r
     return q
 
 
@@ -105,13 +107,7 @@ def build(level):
 
         @staticmethod
         def forward(model, extra, *xs):
-            batch = xs[0].shape[:-1]
-            arrays = [_to_numpy(x, len(batch)) for x in xs]
-            arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
-            nb = 1 if batch else 0
-            outs = level.fn(model, arrays, extra)
-            return tuple(torch.from_numpy(np.ascontiguousarray(o)).reshape(batch + o.shape[nb:])
-                         .to(xs[0].dtype) for o in outs)
+            return _forward(level, model, extra, xs)
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -127,6 +123,10 @@ def build(level):
             wanted = ctx.needs_input_grad[2:]
             if not any(wanted):
                 return (None, None) + (None,) * nx
+            if not (torch.is_grad_enabled() or _transforming()
+                    or any(g is not None and _wrapped(g) for g in gs)):
+                return (None, None) + _backward_numpy(level, ctx.model, ctx.extra, xs, gs,
+                                                      wanted)
             J = _jacobians(ctx.model, ctx.extra, xs)
             grads = [None] * nx
             for o, g in enumerate(gs):
@@ -186,8 +186,100 @@ def build(level):
     return Rule
 
 
+def call(rule, level, model, extra, *xs):
+    """rule(model, extra, *xs): its NumPy forward alone where no autograd is asked for
+    (no transform, no forward AD, no input requiring grad under grad mode); else
+    Function.apply, without its inspect.signature binding (~40 us a call) where no
+    torch.func transform is active (every argument is positional, none has a default)."""
+    if (_transforming() or getattr(fwAD, "_current_level", 0) >= 0
+            or any(_wrapped(x) for x in xs)):
+        return rule.apply(model, extra, *xs)
+    if not (torch.is_grad_enabled() and any(x.requires_grad for x in xs)):
+        return _forward(level, model, extra, xs)
+    # torch's Function.apply does exactly this after binding the signature
+    return super(torch.autograd.Function, rule).apply(model, extra, *xs)
+
+
+def _wrapped(t):
+    """A functorch wrapper or a legacy batched tensor (autograd.grad's is_grads_batched)."""
+    f = torch._C._functorch
+    return f.is_functorch_wrapped_tensor(t) or f.is_legacy_batchedtensor(t)
+
+
+def _transforming():
+    return torch._C._are_functorch_transforms_active()
+
+
+def _forward(level, model, extra, xs):
+    """The level's outputs at the tensors xs: q normalised, all leading axes one batch,
+    float64, one NumPy API call; results in xs' dtype and leading shape."""
+    batch = xs[0].shape[:-1]
+    arrays = [_to_numpy(x, len(batch)) for x in xs]
+    arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
+    nb = 1 if batch else 0
+    dt = xs[0].dtype
+    outs = level.fn(model, arrays, extra)
+    return tuple(_out(o, batch + o.shape[nb:], dt) for o in outs)
+
+
+def _out(a, shape, dtype):
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if t.shape != shape:
+        t = t.reshape(shape)
+    return t if dtype == torch.float64 else t.to(dtype)
+
+
+def _backward_numpy(level, model, extra, xs, gs, wanted):
+    """backward without a graph (plain .backward()): the same contraction in NumPy,
+    with the next level's kernels called directly."""
+    if level.nxt is None:
+        raise RuntimeError(level.missing)
+    nb = xs[0].dim() - 1
+    arrays = [_to_numpy(x, nb) for x in xs]
+    arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
+    J = level.nxt.fn(model, arrays, extra)
+    flat = 1 if nb else 0
+    grads = [None] * len(xs)
+    for o, g in enumerate(gs):
+        if g is None:
+            continue
+        g = _to_numpy(g, nb)
+        g = g.reshape(g.shape[:flat] + (-1,))
+        for x, k in enumerate(level.jac[o]):
+            if k is None or not wanted[x]:
+                continue
+            Jk = J[k].reshape(J[k].shape[:flat] + (-1, J[k].shape[-1]))
+            w = (g[..., None, :] @ Jk)[..., 0, :]
+            grads[x] = w if grads[x] is None else grads[x] + w
+    out = []
+    for x, (t, isq) in enumerate(zip(xs, level.q_inputs)):
+        if not wanted[x]:
+            out.append(None)
+            continue
+        w = grads[x]
+        if w is None:
+            out.append(torch.zeros_like(t))
+            continue
+        if isq:
+            q = _to_numpy(t, nb)
+            w = _tangent_vjp(model, q, w)
+        out.append(_out(w, t.shape, t.dtype))
+    return tuple(out)
+
+
+def _tangent_vjp(model, q, w):
+    """sum_c w[..., c] d e_c / d dq (..., nq): the transpose of tangent_of_ambient at q
+    applied to w, in NumPy (the map is linear in dq: its rows at the unit vectors)."""
+    nq = model.nq
+    eye = np.broadcast_to(np.eye(nq), q.shape[:-1] + (nq, nq))
+    qb = np.broadcast_to(q[..., None, :], q.shape[:-1] + (nq, nq))
+    Tt = np.stack(tangent_of_ambient(model, qb, eye), -1)
+    return (Tt @ w[..., :, None])[..., 0]
+
+
+
 def _contract(J, d):
-    """sum_n J[..., s, n] d[..., n] for a J with several output axes s."""
+    """sum_n J[..., s, n] d[..., n] for a J with any number of output axes s."""
     nb = d.dim() - 1
     flat = J.reshape(J.shape[:nb] + (-1, J.shape[-1]))
     return (flat @ d.unsqueeze(-1)).squeeze(-1).reshape(J.shape[:-1])
