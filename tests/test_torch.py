@@ -135,6 +135,26 @@ def test_gradcheck_forward_and_reverse(name, off):
                      check_batched_grad=True)
 
 
+@pytest.mark.parametrize("name", ["aba", "crba"])
+def test_backward_of_a_batch_with_two_leading_axes(name):
+    """The NumPy backward (plain .backward()) and the graph-recording one (create_graph)
+    on a (2, 3) batch, against per-state gradients."""
+    model, rng = MODELS["tree"], np.random.default_rng(16)
+    args = [x.reshape((2, 3) + x.shape[1:]) for x in _state(model, rng, 6)[:_nargs(name)]]
+    w = rng.normal(size=_call(name, model, _t(*args)).shape)
+    for create_graph in (False, True):
+        xs = _t(*args, requires_grad=True)
+        out = (_call(name, model, xs) * torch.tensor(w)).sum()
+        grads = torch.autograd.grad(out, xs, create_graph=create_graph)
+        for i in range(2):
+            for j in range(3):
+                xij = _t(*(x[i, j] for x in args), requires_grad=True)
+                one = torch.autograd.grad((_call(name, model, xij) * torch.tensor(w[i, j])).sum(),
+                                          xij)
+                for g, g1 in zip(grads, one):
+                    assert torch.allclose(g[i, j], g1, rtol=1e-13, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", SECOND_ORDER)
 def test_gradgradcheck(name):
     model, rng = MODELS["tree"], np.random.default_rng(3)

@@ -14,6 +14,10 @@ built from it:
   differentiates the map itself for second derivatives;
 - vmap: the batch axis moved first (unbatched inputs expanded) and the Function applied
   once to the whole batch: one rbdiff call.
+Fast paths (``call``; the rules above are what they shortcut, and the tests run both):
+no autograd asked for -> the NumPy forward alone; a backward that records no graph (plain
+.backward(), no transform) -> the same contraction in NumPy, the next level's kernels
+called directly.
 """
 
 import weakref
@@ -269,14 +273,17 @@ def _backward_numpy(level, model, extra, xs, gs, wanted):
 
 def _tangent_vjp(model, q, w):
     """sum_c w[..., c] d e_c / d dq (..., nq): the transpose of tangent_of_ambient at q
-    applied to w, in NumPy (the map is linear in dq: its rows at the unit vectors)."""
-    nq = model.nq
-    eye = np.broadcast_to(np.eye(nq), q.shape[:-1] + (nq, nq))
-    qb = np.broadcast_to(q[..., None, :], q.shape[:-1] + (nq, nq))
-    Tt = np.stack(tangent_of_ambient(model, qb, eye), -1)
+    applied to w, in NumPy (the map is linear in dq: its values at the unit vectors; q
+    enters with a length-1 axis, so its own arithmetic stays scalar for a single state)."""
+    eye = _EYES.get(model.nq)
+    if eye is None:
+        eye = _EYES[model.nq] = np.eye(model.nq)
+    e = tangent_of_ambient(model, q[..., None, :] if q.ndim > 1 else q, eye)
+    Tt = np.stack(np.broadcast_arrays(*e) if q.ndim > 1 else e, -1)
     return (Tt @ w[..., :, None])[..., 0]
 
 
+_EYES = {}
 
 def _contract(J, d):
     """sum_n J[..., s, n] d[..., n] for a J with any number of output axes s."""
