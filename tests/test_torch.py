@@ -326,6 +326,26 @@ def test_integrate_difference_gradcheck():
     assert gradgradcheck(lambda a, b: rt.difference(model, a, b), _t(q0, q1, requires_grad=True))
 
 
+def test_jvp_vjp_and_partial_requires_grad():
+    """torch.func.jvp / vjp against the kernels' derivatives; a gradient asked of tau
+    alone (q, v constant) is M^-1 g."""
+    model, rng = MODELS["tree"], np.random.default_rng(17)
+    q, v, u = _state(model, rng)
+    tq, tv, tu = _t(q, v, u)
+    d = rbd.aba_derivatives(model, q, v, u)
+    dv, du, g = rng.normal(size=(3, model.nv))
+    _, tangent = torch.func.jvp(lambda v_, u_: rt.aba(model, tq, v_, u_), (tv, tu),
+                                tuple(_t(dv, du)))
+    assert np.allclose(tangent.numpy(), d.dqdd_dv @ dv + d.dqdd_dtau @ du, rtol=1e-12, atol=1e-12)
+    _, pullback = torch.func.vjp(lambda u_: rt.aba(model, tq, tv, u_), tu)
+    assert np.allclose(pullback(torch.tensor(g))[0].numpy(), g @ d.dqdd_dtau, rtol=1e-12,
+                       atol=1e-12)
+    (tu_g,) = _t(u, requires_grad=True)
+    (rt.aba(model, tq, tv, tu_g) * torch.tensor(g)).sum().backward()
+    assert tq.grad is None and tv.grad is None
+    assert np.allclose(tu_g.grad.numpy(), rbd.minverse(model, q) @ g, rtol=1e-12, atol=1e-12)
+
+
 def test_float32_gradients():
     model, rng = MODELS["iiwa14"], np.random.default_rng(14)
     q, v, u = _state(model, rng)
