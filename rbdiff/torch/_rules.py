@@ -16,6 +16,7 @@ import rbdiff as rbd
 
 from ._function import Level
 
+
 def _no_kernel(what):
     """The error text for a derivative that no rbdiff kernel computes."""
     return (f"{what} was asked for: rbdiff has no kernel for it (its analytical kernels "
@@ -39,12 +40,14 @@ def _second(s):
     return [dq2, dqdv, _swap(T), _swap(dqdv), dv2, T]
 
 
-# (d_q, d_v, d_u) of a function of (q, v, u) affine in u: output o's partial w.r.t.
-# input x among _second's six tensors
+# row: the first partials (d_q, d_v, d_u) of f(q, v, u); column: (q, v, u); entry: the
+# index of its derivative among _second's six tensors. f is affine in u with d_u a
+# function of q alone (M for rnea, M^-1 for aba), hence the zeros (None)
 _SECOND_TABLE = [[0, 1, 2], [3, 4, None], [5, None, None]]
 
 
 def _dynamics(name, value, first, second):
+    """The Levels of rnea or aba: value, first (NamedTuple of 3), second (tuple of 4)."""
     lv2 = Level(f"{name}_second_order", lambda m, x, e: _second(second(m, *x)),
                 (True, False, False), missing=_no_kernel(f"{name}: a third derivative"))
     lv1 = Level(f"{name}_derivatives", lambda m, x, e: list(first(m, *x)),
