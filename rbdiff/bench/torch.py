@@ -157,7 +157,9 @@ def table(res):
                      f"| {_us(a)} | {ratio} |")
     lines += ["", "NumPy API column for forward+backward: rbd.aba + rbd.aba_derivatives "
               "(rbd.rnea + rbd.rnea_derivatives). adam's rnea: M(q) a + h(q, v) "
-              "(mass_matrix, bias_force)."]
+              "(mass_matrix, bias_force). B > 1: rbdiff's batches pick a serial or a parallel "
+              "entry per call from the measured load (rbdiff.cpu.policy), so on a busy machine "
+              "those rows vary from run to run; compare the columns within a row."]
     if res["adam"]:
         lines.append(f"adam skipped: {res['adam']}")
     else:
