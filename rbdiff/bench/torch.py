@@ -1,0 +1,186 @@
+"""rbdiff.torch against the NumPy API and adam-robotics' PyTorch backend.
+
+    python -m rbdiff.bench.torch [--quick] [--json PATH]
+
+Robot: iiwa14 with a free-flyer base (nq 14, nv 13): adam models every robot with a
+floating base, so rbdiff gets the same one (adam's values are checked equal to rbdiff's
+before timing; BODY_FIXED velocities, gravity 9.81). Per batch size B (1, 64, 1024;
+--quick: 1, 64), timed interleaved in one process (rbdiff.bench.timing.interleaved,
+median seconds per call over the rounds), float64:
+- forward: rbd.aba / rbd.rnea on NumPy arrays, rbdiff.torch on tensors, adam (aba; for
+  rnea, adam has no inverse dynamics with accelerations: M(q) a + h(q, v) from its
+  mass_matrix and bias_force);
+- forward + backward: out.sum().backward() with every input requiring grad, against
+  the NumPy API's value plus derivatives (rbd.aba + rbd.aba_derivatives: the kernels the
+  rule calls) and adam's forward + backward (autograd through its algorithm).
+B = 1 uses adam's KinDynComputations, B > 1 its KinDynComputationsBatch.
+"""
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+import rbdiff as rbd
+from rbdiff.bench.timing import interleaved
+
+_G = 9.81
+
+
+def _adam(model, path, batch):
+    """adam's KinDynComputations(Batch) for the URDF at ``path``, float64, CPU, body-fixed
+    velocities, rbdiff's gravity; or None (with the reason) where adam is missing."""
+    try:
+        import torch
+        from adam.core.constants import Representations
+        from adam.pytorch import KinDynComputations, KinDynComputationsBatch
+    except ImportError as e:
+        return None, f"adam-robotics[pytorch] is not installed ({e})"
+    cls = KinDynComputationsBatch if batch else KinDynComputations
+    g = torch.tensor([0, 0, -_G, 0, 0, 0], dtype=torch.float64)
+    kd = cls(path, None, device=torch.device("cpu"), dtype=torch.float64, gravity=g)
+    kd.set_frame_velocity_representation(Representations.BODY_FIXED_REPRESENTATION)
+    return kd, None
+
+
+def _states(model, rng, B):
+    q = rbd.random_configuration(model, rng, batch=B)
+    return q, rng.normal(size=(B, model.nv)), rng.normal(size=(B, model.nv))
+
+
+def _adam_inputs(q, v, u):
+    """(H, s, base velocity, joint velocities, u's joint part) of rbdiff's free-flyer
+    state (B, ...) as adam takes them."""
+    from rbdiff.model.configuration import quat_to_rot
+    H = np.zeros(q.shape[:-1] + (4, 4))
+    H[..., :3, :3] = quat_to_rot(q[..., 3:7])
+    H[..., :3, 3] = q[..., :3]
+    H[..., 3, 3] = 1.0
+    return H, q[..., 7:], v[..., :6], v[..., 6:], u[..., 6:]
+
+
+def _cases(model, kd, B, rng):
+    """{row: {column: zero-argument callable}} for one batch size, and the largest
+    difference between adam's values and rbdiff's (a check that both compute the same)."""
+    import torch
+
+    import rbdiff.torch as rt
+    q, v, u = _states(model, rng, B)
+    u[:, :6] = 0.0                 # adam's aba takes joint torques only: no base wrench
+    if B == 1:
+        q, v, u = q[0], v[0], u[0]
+    T = lambda x: torch.tensor(np.ascontiguousarray(x), dtype=torch.float64)  # noqa: E731
+    tq, tv, tu = T(q), T(v), T(u)
+    gq, gv, gu = (T(x).requires_grad_() for x in (q, v, u))
+    rows, diff = {}, 0.0
+    ad = [T(x) for x in _adam_inputs(q, v, u)] if kd is not None else None
+    adg = [T(x).requires_grad_() for x in _adam_inputs(q, v, u)] if kd is not None else None
+
+    def torch_fb(f):
+        def run():
+            f(model, gq, gv, gu).sum().backward()
+        return run
+
+    def adam_fb(f):
+        def run():
+            f(*adg).sum().backward()
+        return run
+
+    aba_adam = rnea_adam = None
+    if kd is not None:
+        aba_adam = lambda H, s, vb, vs, tj: kd.aba(H, s, vb, vs, tj)  # noqa: E731
+        # adam has no inverse dynamics with accelerations: M(q) a + h(q, v)
+        rnea_adam = lambda H, s, vb, vs, a: (  # noqa: E731
+            (kd.mass_matrix(H, s) @ _a_full(a).unsqueeze(-1)).squeeze(-1)
+            + kd.bias_force(H, s, vb, vs))
+        diff = max(np.max(np.abs(aba_adam(*ad).numpy() - rbd.aba(model, q, v, u))),
+                   np.max(np.abs(rnea_adam(*ad).numpy() - rbd.rnea(model, q, v, u))))
+
+    for name, npf, tf, derivs, af in (
+            ("aba", rbd.aba, rt.aba, rbd.aba_derivatives, aba_adam),
+            ("rnea", rbd.rnea, rt.rnea, rbd.rnea_derivatives, rnea_adam)):
+        fwd = {"numpy": lambda npf=npf: npf(model, q, v, u),
+               "rbdiff.torch": lambda tf=tf: tf(model, tq, tv, tu)}
+        fb = {"numpy": lambda npf=npf, d=derivs: (npf(model, q, v, u), d(model, q, v, u)),
+              "rbdiff.torch": torch_fb(tf)}
+        if af is not None:
+            fwd["adam"] = lambda af=af: af(*ad)
+            fb["adam"] = adam_fb(af)
+        rows[f"{name} forward"] = fwd
+        rows[f"{name} forward+backward"] = fb
+    return rows, diff
+
+
+def _a_full(a_joints):
+    """adam's M a + h takes the full acceleration [base, joints]; the benchmark's rnea
+    state uses u as a (its base part zeroed, as for aba): prepend zeros to the joints'."""
+    import torch
+    return torch.cat([torch.zeros(a_joints.shape[:-1] + (6,), dtype=a_joints.dtype), a_joints],
+                     -1)
+
+
+def run(quick=False, seed=0):
+    """The timings: {"robot", "nv", "rows": [{"B", "case", "numpy", "rbdiff.torch",
+    "adam", "adam_max_abs_diff"}], "adam": None or the reason it is absent}."""
+    model = rbd.load_robot("iiwa14", floating_base=True)
+    from rbdiff.model.robots import robot_path
+    path = str(robot_path("iiwa14"))
+    rng = np.random.default_rng(seed)
+    out = {"robot": "iiwa14 + free flyer", "nv": model.nv, "rows": [], "adam": None}
+    for B in ((1, 64) if quick else (1, 64, 1024)):
+        kd, why = _adam(model, path, B > 1)
+        out["adam"] = why
+        rows, diff = _cases(model, kd, B, rng)
+        for case, funcs in rows.items():
+            t = interleaved(funcs, repeats=5 if quick else 11, min_time=2e-3 if quick else 5e-3)
+            out["rows"].append(dict(B=B, case=case, adam_max_abs_diff=diff,
+                                    **{k: r["median"] for k, r in t.items()}))
+    return out
+
+
+def _us(s):
+    return "" if s is None else f"{s * 1e6:,.1f}"
+
+
+def table(res):
+    """Markdown table of run()'s result."""
+    lines = [f"rbdiff.torch on {res['robot']} (nv {res['nv']}), float64, median us per call "
+             "(whole batch)", "",
+             "| B | case | NumPy API | rbdiff.torch | torch - NumPy | adam (PyTorch) "
+             "| adam / rbdiff.torch |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        n, t, a = r.get("numpy"), r.get("rbdiff.torch"), r.get("adam")
+        ratio = "" if a is None else f"{a / t:.1f}x"
+        lines.append(f"| {r['B']} | {r['case']} | {_us(n)} | {_us(t)} | {_us(t - n)} "
+                     f"| {_us(a)} | {ratio} |")
+    lines += ["", "NumPy API column for forward+backward: rbd.aba + rbd.aba_derivatives "
+              "(rbd.rnea + rbd.rnea_derivatives). adam's rnea: M(q) a + h(q, v) "
+              "(mass_matrix, bias_force). B > 1: rbdiff's batches pick a serial or a parallel "
+              "entry per call from the measured load (rbdiff.cpu.policy), so on a busy machine "
+              "those rows vary from run to run; compare the columns within a row."]
+    if res["adam"]:
+        lines.append(f"adam skipped: {res['adam']}")
+    else:
+        d = max(r["adam_max_abs_diff"] for r in res["rows"])
+        lines.append(f"adam's values agree with rbdiff's to {d:.1e} (max abs difference).")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m rbdiff.bench.torch", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="B = 1, 64 and fewer rounds")
+    p.add_argument("--json", metavar="PATH", help="write the raw numbers there")
+    a = p.parse_args(argv)
+    res = run(quick=a.quick)
+    print(table(res))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

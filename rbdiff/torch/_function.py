@@ -1,0 +1,292 @@
+"""One torch.autograd.Function per derivative level, wired from a table.
+
+A ``Level`` is a NumPy function of rbdiff's (model, q, ...) -> outputs, plus where each
+output's Jacobian lies among the outputs of the next level (a Level itself, so the rules
+nest: value -> first-order kernels -> second-order kernels -> a clear error). The Function
+built from it:
+- forward: q normalised (retract: quaternions and (cos, sin) pairs by x/|x|), every
+  input cast to float64, all leading axes flattened into one batch, one call of the
+  NumPy API, results cast back to the input dtype;
+- backward / jvp: the next level's outputs (an autograd.Function too, so double
+  backward, jacfwd(jacrev) and hessian run rbdiff's second-order kernels) contracted
+  with the output cotangents / input tangents; a q tangent goes through
+  rbdiff.model.tangent.tangent_of_ambient, written in torch ops so that autograd
+  differentiates the map itself for second derivatives;
+- vmap: the batch axis moved first (unbatched inputs expanded) and the Function applied
+  once to the whole batch: one rbdiff call.
+Fast paths (``call``; the rules above are what they shortcut, and the tests run both):
+no autograd asked for -> the NumPy forward alone; a backward that records no graph (plain
+.backward(), no transform) -> the same contraction in NumPy, the next level's kernels
+called directly.
+"""
+
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+from torch.autograd import forward_ad as fwAD
+
+from ..model import layout as L
+from ..model.tangent import tangent_of_ambient
+
+
+@dataclass(frozen=True)
+class Level:
+    """fn(model, arrays, extra) -> list of float64 arrays, each batch + out_shape (arrays:
+    one per tensor input, q normalised, 1-D or (B, n)); jac[o][x]: the index of
+    d output_o / d input_x (out_shape + (nv,), tangent in q) among nxt's outputs, or None
+    where it is zero; nxt None: ``missing`` is the error that asking for it raises."""
+    name: str
+    fn: Callable
+    q_inputs: tuple
+    jac: Optional[list] = None
+    nxt: Optional["Level"] = None
+    missing: str = ""
+
+
+_GROUPS = weakref.WeakKeyDictionary()    # model -> [(start, length)] of normalised blocks
+
+
+def _groups(model):
+    g = _GROUPS.get(model)
+    if g is None:
+        g = []
+        for i in range(1, model.njoints + 1):
+            t, k = int(model.joint_types[i]), int(model.idx_q[i])
+            block = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4),
+                     L.FREE_FLYER: (k + 3, 4)}.get(t)
+            if block:
+                g.append(block)
+        _GROUPS[model] = g
+    return g
+
+
+def retract(model, q):
+    """q (..., nq) float64 with every quaternion and (cos, sin) pair divided by its norm
+    (a copy; q itself where the model has none)."""
+    g = _groups(model)
+    if not g:
+        return q
+    q = q.copy()
+    for k, n in g:
+        x = q[..., k:k + n]
+        r = np.sqrt(x @ x) if q.ndim == 1 else np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+        if not np.all(r > 0):
+            raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
+                             "they must have a nonzero norm")
+        x /= r
+    return q
+
+
+def tangent_matrix(model, q):
+    """Tt (..., nq, nv) with Tt[..., r, c] = d e_c / d dq_r: the transpose of the
+    ambient-to-tangent map at q, in torch ops (differentiable in q)."""
+    nq = model.nq
+    eye = torch.eye(nq, dtype=q.dtype, device=q.device).expand(q.shape[:-1] + (nq, nq))
+    qb = q.unsqueeze(-2).expand(q.shape[:-1] + (nq, nq))
+    return torch.stack(tangent_of_ambient(model, qb, eye), -1)
+
+
+def tangent(model, q, dq):
+    """The tangent vector e (..., nv) of the ambient variation dq (..., nq) at q."""
+    return torch.stack(tangent_of_ambient(model, q, dq), -1)
+
+
+def _to_numpy(x, n_batch):
+    a = x.detach().numpy()
+    if a.dtype != np.float64:
+        a = a.astype(np.float64)
+    if n_batch > 1:
+        a = a.reshape((-1,) + a.shape[n_batch:])
+    return a
+
+
+def build(level):
+    """The torch.autograd.Function of ``level``: apply(model, extra, *tensors)."""
+
+    class Rule(torch.autograd.Function):
+        generate_vmap_rule = False
+
+        @staticmethod
+        def forward(model, extra, *xs):
+            return _forward(level, model, extra, xs)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            model, extra, *xs = inputs
+            ctx.model, ctx.extra = model, extra
+            ctx.save_for_backward(*xs)
+            ctx.save_for_forward(*xs)
+
+        @staticmethod
+        def backward(ctx, *gs):
+            xs = ctx.saved_tensors
+            nx = len(xs)
+            wanted = ctx.needs_input_grad[2:]
+            if not any(wanted):
+                return (None, None) + (None,) * nx
+            if not (torch.is_grad_enabled() or _transforming()
+                    or any(g is not None and _wrapped(g) for g in gs)):
+                return (None, None) + _backward_numpy(level, ctx.model, ctx.extra, xs, gs,
+                                                      wanted)
+            J = _jacobians(ctx.model, ctx.extra, xs)
+            grads = [None] * nx
+            for o, g in enumerate(gs):
+                if g is None:
+                    continue
+                nb = xs[0].dim() - 1
+                gflat = g.reshape(g.shape[:nb] + (-1,))
+                for x in range(nx):
+                    k = level.jac[o][x]
+                    if k is None or not wanted[x]:
+                        continue
+                    Jk = J[k].reshape(J[k].shape[:nb] + (-1, J[k].shape[-1]))
+                    w = (gflat.unsqueeze(-2) @ Jk).squeeze(-2)     # matmul: vmap-safe
+                    grads[x] = w if grads[x] is None else grads[x] + w
+            for x in range(nx):
+                if grads[x] is None and wanted[x]:
+                    grads[x] = torch.zeros_like(xs[x])
+                elif grads[x] is not None and level.q_inputs[x]:
+                    grads[x] = (tangent_matrix(ctx.model, xs[x])
+                                @ grads[x].unsqueeze(-1)).squeeze(-1)
+            return (None, None) + tuple(grads)
+
+        @staticmethod
+        def jvp(ctx, _model, _extra, *dxs):
+            xs = ctx.saved_tensors
+            J = _jacobians(ctx.model, ctx.extra, xs)
+            dxs = [None if d is None else tangent(ctx.model, x, d) if isq else d
+                   for x, d, isq in zip(xs, dxs, level.q_inputs)]
+            outs = []
+            for row in level.jac:
+                t = None
+                for k, d in zip(row, dxs):
+                    if k is None or d is None:
+                        continue
+                    term = _contract(J[k], d)
+                    t = term if t is None else t + term
+                outs.append(t)
+            return tuple(outs)
+
+        @staticmethod
+        def vmap(info, in_dims, model, extra, *xs):
+            size = info.batch_size
+            moved = []
+            for x, d in zip(xs, in_dims[2:]):
+                moved.append(x.movedim(d, 0) if d is not None
+                             else x.unsqueeze(0).expand((size,) + x.shape))
+            out = Rule.apply(model, extra, *moved)
+            return out, (0,) * len(out)
+
+    def _jacobians(model, extra, xs):
+        if level.nxt is None:
+            raise RuntimeError(level.missing)
+        return nxt_rule.apply(model, extra, *xs)
+
+    nxt_rule = build(level.nxt) if level.nxt is not None else None
+    Rule.__name__ = Rule.__qualname__ = f"{level.name}_rule"
+    return Rule
+
+
+def call(rule, level, model, extra, *xs):
+    """rule(model, extra, *xs): its NumPy forward alone where no autograd is asked for
+    (no transform, no forward AD, no input requiring grad under grad mode); else
+    Function.apply, without its inspect.signature binding (~40 us a call) where no
+    torch.func transform is active (every argument is positional, none has a default)."""
+    if (_transforming() or getattr(fwAD, "_current_level", 0) >= 0
+            or any(_wrapped(x) for x in xs)):
+        return rule.apply(model, extra, *xs)
+    if not (torch.is_grad_enabled() and any(x.requires_grad for x in xs)):
+        return _forward(level, model, extra, xs)
+    # torch's Function.apply does exactly this after binding the signature
+    return super(torch.autograd.Function, rule).apply(model, extra, *xs)
+
+
+def _wrapped(t):
+    """A functorch wrapper or a legacy batched tensor (autograd.grad's is_grads_batched)."""
+    f = torch._C._functorch
+    return f.is_functorch_wrapped_tensor(t) or f.is_legacy_batchedtensor(t)
+
+
+def _transforming():
+    return torch._C._are_functorch_transforms_active()
+
+
+def _forward(level, model, extra, xs):
+    """The level's outputs at the tensors xs: q normalised, all leading axes one batch,
+    float64, one NumPy API call; results in xs' dtype and leading shape."""
+    batch = xs[0].shape[:-1]
+    arrays = [_to_numpy(x, len(batch)) for x in xs]
+    arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
+    nb = 1 if batch else 0
+    dt = xs[0].dtype
+    outs = level.fn(model, arrays, extra)
+    return tuple(_out(o, batch + o.shape[nb:], dt) for o in outs)
+
+
+def _out(a, shape, dtype):
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if t.shape != shape:
+        t = t.reshape(shape)
+    return t if dtype == torch.float64 else t.to(dtype)
+
+
+def _backward_numpy(level, model, extra, xs, gs, wanted):
+    """backward without a graph (plain .backward()): the same contraction in NumPy,
+    with the next level's kernels called directly."""
+    if level.nxt is None:
+        raise RuntimeError(level.missing)
+    nb = xs[0].dim() - 1
+    arrays = [_to_numpy(x, nb) for x in xs]
+    arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
+    J = level.nxt.fn(model, arrays, extra)
+    flat = 1 if nb else 0
+    grads = [None] * len(xs)
+    for o, g in enumerate(gs):
+        if g is None:
+            continue
+        g = _to_numpy(g, nb)
+        g = g.reshape(g.shape[:flat] + (-1,))
+        for x, k in enumerate(level.jac[o]):
+            if k is None or not wanted[x]:
+                continue
+            Jk = J[k].reshape(J[k].shape[:flat] + (-1, J[k].shape[-1]))
+            w = (g[..., None, :] @ Jk)[..., 0, :]
+            grads[x] = w if grads[x] is None else grads[x] + w
+    out = []
+    for x, (t, isq) in enumerate(zip(xs, level.q_inputs)):
+        if not wanted[x]:
+            out.append(None)
+            continue
+        w = grads[x]
+        if w is None:
+            out.append(torch.zeros_like(t))
+            continue
+        if isq:
+            q = _to_numpy(t, nb)
+            w = _tangent_vjp(model, q, w)
+        out.append(_out(w, t.shape, t.dtype))
+    return tuple(out)
+
+
+def _tangent_vjp(model, q, w):
+    """sum_c w[..., c] d e_c / d dq (..., nq): the transpose of tangent_of_ambient at q
+    applied to w, in NumPy (the map is linear in dq: its values at the unit vectors; q
+    enters with a length-1 axis, so its own arithmetic stays scalar for a single state)."""
+    eye = _EYES.get(model.nq)
+    if eye is None:
+        eye = _EYES[model.nq] = np.eye(model.nq)
+    e = tangent_of_ambient(model, q[..., None, :] if q.ndim > 1 else q, eye)
+    Tt = np.stack(np.broadcast_arrays(*e) if q.ndim > 1 else e, -1)
+    return (Tt @ w[..., :, None])[..., 0]
+
+
+_EYES = {}
+
+def _contract(J, d):
+    """sum_n J[..., s, n] d[..., n] for a J with any number of output axes s."""
+    nb = d.dim() - 1
+    flat = J.reshape(J.shape[:nb] + (-1, J.shape[-1]))
+    return (flat @ d.unsqueeze(-1)).squeeze(-1).reshape(J.shape[:-1])
