@@ -15,7 +15,7 @@ from torch.func import grad, hessian, jacfwd, jacrev, vmap  # noqa: E402
 import rbdiff as rbd  # noqa: E402
 import rbdiff.torch as rt  # noqa: E402
 from rbdiff.model import layout as L  # noqa: E402
-from rbdiff.torch import lie  # noqa: E402
+from rbdiff.model import lie  # noqa: E402
 from rbdiff.model import configuration as reference  # noqa: E402
 
 T64 = torch.float64

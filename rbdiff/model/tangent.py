@@ -19,28 +19,17 @@ Hessians. Per joint (r = |x|, n = x / r):
 """
 
 from . import layout as L
-
-
-def _cross(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+from .lie import _cross, _rotate
 
 
 def _quaternion(q, dq, k):
-    """Unit quaternion n = (u, w), its norm r, and 2 vec(conj(n) (x) dq) / r, at q[..., k:k+4]."""
+    """The unit quaternion n at q[..., k:k+4] and 2 vec(conj(n) (x) dq) / |q[..., k:k+4]|."""
     x = [q[..., k + i] for i in range(4)]
     d = [dq[..., k + i] for i in range(4)]
     r = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]) ** 0.5
-    u, w = [xi / r for xi in x[:3]], x[3] / r
-    uxd = _cross(u, d[:3])
-    omega = [2 * (w * d[i] - d[3] * u[i] - uxd[i]) / r for i in range(3)]
-    return u, w, omega
-
-
-def _rotate_back(u, w, p):
-    """R(n)^T p for the unit quaternion n = (u, w): p - 2 w (u x p) + 2 u x (u x p)."""
-    uxp = _cross(u, p)
-    uxuxp = _cross(u, uxp)
-    return [p[i] - 2 * w * uxp[i] + 2 * uxuxp[i] for i in range(3)]
+    n = [xi / r for xi in x]
+    uxd = _cross(n, d)
+    return n, [2 * (n[3] * d[i] - d[3] * n[i] - uxd[i]) / r for i in range(3)]
 
 
 def tangent_of_ambient(model, q, dq):
@@ -58,9 +47,9 @@ def tangent_of_ambient(model, q, dq):
             c, s = q[..., k], q[..., k + 1]
             e.append((c * dq[..., k + 1] - s * dq[..., k]) / (c * c + s * s))
         elif t == L.SPHERICAL:
-            e.extend(_quaternion(q, dq, k)[2])
+            e.extend(_quaternion(q, dq, k)[1])
         else:
-            u, w, omega = _quaternion(q, dq, k + 3)
-            e.extend(_rotate_back(u, w, [dq[..., k + j] for j in range(3)]))
+            n, omega = _quaternion(q, dq, k + 3)
+            e.extend(_rotate(n, [dq[..., k + j] for j in range(3)], None, transpose=True))
             e.extend(omega)
     return e

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import lie
+from ..model import lie
 from ._checks import check
 
 TORCH = SimpleNamespace(sqrt=torch.sqrt, sin=torch.sin, cos=torch.cos, atan2=torch.atan2,

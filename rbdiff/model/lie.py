@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..model import layout as L
+from . import layout as L
 
 _SMALL2 = 1e-8     # theta^2 below which the series are used (rbdiff.model.configuration)
 
