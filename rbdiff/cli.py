@@ -142,6 +142,8 @@ def build_parser():
              "bench-gpu --help")
     _forward(sub, "bench-dask", "rbdiff.bench.cluster", "batches on a Dask LocalCluster "
              "vs the local batch, with a chunk-size sweep; see bench-dask --help")
+    _forward(sub, "bench-torch", "rbdiff.bench.torch", "rbdiff.torch forward and backward "
+             "vs the NumPy API and adam-robotics' PyTorch backend; see bench-torch --help")
     return parser
 
 
