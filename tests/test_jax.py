@@ -172,9 +172,11 @@ def test_check_grads_configuration_and_frames():
     m = _model("tree14")
     q, v, _ = _state(m, seed=3)
     q1 = rbd.integrate(m, q, 0.5 * v)
-    check_grads(lambda q_, v_: rj.integrate(m, q_, v_), (_off_manifold(m, q), v), order=2,
+    # order 1: their second derivatives are checked at 0 by the Hessian test (eager
+    # order-2 checks of the per-joint jax.numpy code cost tens of seconds)
+    check_grads(lambda q_, v_: rj.integrate(m, q_, v_), (_off_manifold(m, q), v), order=1,
                 modes=("fwd", "rev"))
-    check_grads(lambda a_, b_: rj.difference(m, a_, b_), (q, _off_manifold(m, q1)), order=2,
+    check_grads(lambda a_, b_: rj.difference(m, a_, b_), (q, _off_manifold(m, q1)), order=1,
                 modes=("fwd", "rev"))
     check_grads(lambda q_: rj.frame_placement(m, q_, -1), (_off_manifold(m, q),), order=1,
                 modes=("fwd", "rev"))

@@ -90,5 +90,18 @@ def call(model, name, *arrays, static=()):
     from . import ffi      # the FFI route when it is built (see its docstring)
     if ffi.available(name):
         return ffi.call(model, name, results, *arrays, static=static)
-    return tuple(jax.pure_callback(lambda *xs: host(model, name, static, *xs), results,
-                                   *arrays, vmap_method="broadcast_all"))
+    return tuple(jax.pure_callback(_callback(model, name, static), results, *arrays,
+                                   vmap_method="broadcast_all"))
+
+
+_CALLBACKS = {}
+
+
+def _callback(model, name, static):
+    """One callback object per (model, kernel, static): JAX caches compiled computations by
+    the callback's identity, so a new closure per call would recompile every call."""
+    key = (id(model), name, static)
+    hit = _CALLBACKS.get(key)
+    if hit is None or hit[0] is not model:
+        hit = _CALLBACKS[key] = (model, lambda *xs: host(model, name, static, *xs))
+    return hit[1]
