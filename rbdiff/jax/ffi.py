@@ -1,5 +1,524 @@
-"""XLA FFI route for rbdiff.jax's kernels (placeholder; see host.py)."""
+"""rbdiff's compiled batch entries as XLA FFI custom calls (Numba ``cfunc`` handlers).
+
+One handler per kernel, compiled on first use (cached on disk), registered with
+``jax.ffi.register_ffi_target`` for the CPU. Operands: the model's packed arrays (mi,
+mf, frame_parents, frame_mf, the frame index: so one handler serves every model), then
+the per-item inputs with their batch axes; XLA allocates the results. The handler reads
+XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
+
+- registration: XLA calls it with the metadata extension; it answers the API version it
+  was written against (XLA_FFI_API_MAJOR.MINOR below) and no traits;
+- execution: it checks the call frame's and every buffer's struct_size (older layouts
+  are refused), the API major version, buffer types and dtypes (f64, or f32 computed in
+  f64), then runs the serial batch entry (rbdiff.cpu.batch) on the flattened batch.
+
+Handlers keep no state (XLA may call them concurrently): every call allocates its own
+scratch. An input the entry refuses (NaN, a singular inertia) cannot raise through C:
+the outputs are then filled with NaN.
+
+vmap: a ``custom_vmap`` rule broadcasts the per-item inputs to the batch (never the model
+arrays) and calls the same target once: any nesting of vmap is one handler call.
+Batches run serially on XLA's thread (a parallel region inside a handler that XLA may
+call concurrently is not safe with every Numba threading layer); host.py sends large
+batches to the pure_callback route, which uses all cores.
+"""
+
+import ctypes
+
+import numpy as np
+from numba import carray, cfunc, njit, types
+from numba.extending import intrinsic
+
+import jax
+import jax.numpy as jnp
+
+from ..cpu import batch as cb
+from ..kinematics import REFERENCE_CODES
+from ..second_order import INNER_ROUTES, OUTER_ROUTES
+
+API_MAJOR, API_MINOR = 0, 3            # xla/ffi/api/c_api.h this handler follows
+_FRAME_SIZE = 168                      # sizeof(XLA_FFI_CallFrame) up to attrs
+_BUFFER_SIZE = 48                      # sizeof(XLA_FFI_Buffer)
+_METADATA_EXT = 1                      # XLA_FFI_Extension_Metadata
+_EXECUTE = 3                           # XLA_FFI_ExecutionStage_EXECUTE
+_ARG_BUFFER = 1                        # XLA_FFI_ArgType_BUFFER / XLA_FFI_RetType_BUFFER
+_F32, _F64, _S64 = 11, 12, 5           # XLA_FFI_DataType
+_LOCAL = REFERENCE_CODES["local"]
+_AUTO_IN, _AUTO_OUT = INNER_ROUTES["auto"], OUTER_ROUTES["auto"]
+N_MODEL = 5                            # mi, mf, frame_parents, frame_mf, frame
+
+
+@intrinsic
+def _vp(typingctx, addr):
+    """An int64 address as a void*."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+    return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def _addr(typingctx, ptr):
+    """A void* as an int64 address."""
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], context.get_value_type(types.int64))
+    return types.int64(types.voidptr), codegen
+
+
+@njit(cache=True)
+def _words(addr, n):
+    return carray(_vp(addr), n, np.int64)
+
+
+@njit(cache=True)
+def _ints(addr, n):
+    return carray(_vp(addr), n, np.int32)
+
+
+@njit(cache=True)
+def _dims(buf):
+    b = _words(buf, 6)
+    return _words(b[5], b[4]) if b[4] > 0 else np.empty(0, np.int64)
+
+
+@njit(cache=True)
+def _batch(buf, item_rank):
+    """Items in a buffer whose last ``item_rank`` axes are one item's."""
+    d = _dims(buf)
+    n = 1
+    for k in range(d.size - item_rank):
+        n *= d[k]
+    return n
+
+
+@njit(cache=True)
+def _size(buf):
+    d = _dims(buf)
+    n = 1
+    for k in range(d.size):
+        n *= d[k]
+    return n
+
+
+@njit(cache=True)
+def _in(buf, B):
+    """A float input buffer as a (B, n) float64 array (f32 converted)."""
+    n = _size(buf) // max(B, 1)
+    if _ints(buf, 6)[4] == _F64:
+        return carray(_vp(_words(buf, 6)[3]), (B, n), np.float64)
+    return carray(_vp(_words(buf, 6)[3]), (B, n), np.float32).astype(np.float64)
+
+
+@njit(cache=True)
+def _out_f64(buf, B):
+    n = _size(buf) // max(B, 1)
+    if _ints(buf, 6)[4] == _F64:
+        return carray(_vp(_words(buf, 6)[3]), (B, n), np.float64)
+    return np.empty((B, n), np.float64)
+
+
+@njit(cache=True)
+def _store(buf, x):
+    """Copy a float64 result into an f32 output buffer (an f64 one was written in place)."""
+    if _ints(buf, 6)[4] == _F32:
+        y = carray(_vp(_words(buf, 6)[3]), x.shape, np.float32)
+        y[...] = x
+
+
+@njit(cache=True)
+def _fill_nan(buf):
+    if _ints(buf, 6)[4] == _F64:
+        carray(_vp(_words(buf, 6)[3]), _size(buf), np.float64)[:] = np.nan
+    elif _ints(buf, 6)[4] == _F32:
+        carray(_vp(_words(buf, 6)[3]), _size(buf), np.float32)[:] = np.nan
+
+
+@njit(cache=True)
+def _frame(frame, n_in, out_rank):
+    """Read a call frame: (ok, rets, mi, mf, frame_parents, frame_mf, frame, q, v, u,
+    o0..o3). ok is False for the metadata query (answered here) and for a refused call
+    (its outputs NaN-filled here); then the arrays are empty."""
+    e, e2, ei, rets0 = np.empty((0, 0)), np.empty((0, 0), np.int64), np.empty(0, np.int64), \
+        np.empty(0, np.int64)
+    nothing = (False, rets0, e2, e, ei, e, 0, e, e, e, e, e, e, e)
+    f = _words(frame, 3)
+    if f[1] != 0:                                   # extension chain: metadata query?
+        ext = _words(f[1], 4)
+        if _ints(f[1], 4)[2] == _METADATA_EXT:
+            md = _ints(ext[3], 9)                   # XLA_FFI_Metadata
+            md[6], md[7], md[8] = API_MAJOR, API_MINOR, 0
+            return nothing
+    if f[0] < _FRAME_SIZE:
+        return nothing                              # an older call frame: refuse
+    f = _words(frame, 21)
+    api = _ints(f[2], 10)
+    if api[8] != API_MAJOR or _ints(frame, 10)[8] != _EXECUTE:
+        return nothing
+    nargs, nrets = f[7], f[12]
+    atypes, args = _ints(f[8], nargs), _words(f[9], nargs)
+    rtypes, rets = _ints(f[13], nrets), _words(f[14], nrets)
+    ok = nargs == N_MODEL + n_in and nrets >= 1 and nrets <= 4
+    for k in range(nrets):
+        ok = ok and rtypes[k] == _ARG_BUFFER and _words(rets[k], 1)[0] >= _BUFFER_SIZE
+    for k in range(nargs):
+        ok = ok and atypes[k] == _ARG_BUFFER and _words(args[k], 1)[0] >= _BUFFER_SIZE
+    if ok:
+        for k in (0, 2, 4):
+            ok = ok and _ints(args[k], 6)[4] == _S64
+        for k in range(N_MODEL, nargs):
+            dt = _ints(args[k], 6)[4]
+            ok = ok and (dt == _F64 or dt == _F32)
+        ok = ok and _ints(args[1], 6)[4] == _F64 and _ints(args[3], 6)[4] == _F64
+    if not ok:
+        _fail(rets)
+        return nothing
+    B = _batch(rets[0], out_rank)
+    d0, d1 = _dims(args[0]), _dims(args[1])
+    mi = carray(_vp(_words(args[0], 6)[3]), (d0[0], d0[1]), np.int64)
+    mf = carray(_vp(_words(args[1], 6)[3]), (d1[0], d1[1]), np.float64)
+    d2, d3 = _dims(args[2]), _dims(args[3])
+    fp = carray(_vp(_words(args[2], 6)[3]), (d2[0],), np.int64)
+    fm = carray(_vp(_words(args[3], 6)[3]), (d3[0], d3[1]), np.float64)
+    fr = carray(_vp(_words(args[4], 6)[3]), (1,), np.int64)[0]
+    q = _in(args[N_MODEL], B)
+    v = _in(args[N_MODEL + 1], B) if n_in > 1 else e
+    u = _in(args[N_MODEL + 2], B) if n_in > 2 else e
+    o0 = _out_f64(rets[0], B)
+    o1 = _out_f64(rets[1], B) if nrets > 1 else e
+    o2 = _out_f64(rets[2], B) if nrets > 2 else e
+    o3 = _out_f64(rets[3], B) if nrets > 3 else e
+    return (True, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+
+
+@njit(cache=True)
+def _fail(rets):
+    for k in range(rets.size):
+        _fill_nan(rets[k])
+
+
+@njit(cache=True)
+def _finish(rets, o0, o1, o2, o3):
+    """Copy float64 results into f32 outputs (f64 ones were written in place)."""
+    _store(rets[0], o0)
+    if rets.size > 1:
+        _store(rets[1], o1)
+    if rets.size > 2:
+        _store(rets[2], o2)
+    if rets.size > 3:
+        _store(rets[3], o3)
+
+
+# ---- the kernels: (model arrays, q, v, u (B, n), outputs (B, item size)) ---------------
+
+
+@njit(cache=True)
+def _nv(mi):
+    return mi[0, 2]
+
+
+@njit(cache=True)
+def _fx(q):
+    return np.empty((q.shape[0], 0, 6))
+
+
+@njit(cache=True)
+def _m2(o, B, nv):
+    """A flat output (B, nv^2) as (B, nv, nv)."""
+    return o.reshape((B, nv, nv))
+
+
+@njit(cache=True)
+def _m3(o, B, nv):
+    return o.reshape((B, nv, nv, nv))
+
+
+@njit(cache=True)
+def _rnea(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
+
+
+@njit(cache=True)
+def _aba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
+
+
+@njit(cache=True)
+def _crba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.crba_batch(mi, mf, q, _m2(o0, q.shape[0], _nv(mi)), True)
+
+
+@njit(cache=True)
+def _minverse(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.minverse_batch(mi, mf, q, _m2(o0, q.shape[0], _nv(mi)), True)
+
+
+@njit(cache=True)
+def _nonlinear_effects(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.nonlinear_effects_batch(mi, mf, q, v, o0, True)
+
+
+@njit(cache=True)
+def _gravity(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.gravity_batch(mi, mf, q, o0, True)
+
+
+@njit(cache=True)
+def _rnea_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
+    cb.rnea_derivatives_batch(mi, mf, q, v, u, _fx(q), _m2(o1, B, nv), _m2(o2, B, nv),
+                              _m2(o3, B, nv), True)
+
+
+@njit(cache=True)
+def _aba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
+    cb.aba_derivatives_batch(mi, mf, q, v, u, _fx(q), _m2(o1, B, nv), _m2(o2, B, nv),
+                             _m2(o3, B, nv), True)
+
+
+@njit(cache=True)
+def _rnea_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    cb.rnea_second_order_batch(mi, mf, q, v, u, _fx(q), _m3(o0, B, nv), _m3(o1, B, nv),
+                               _m3(o2, B, nv), _m3(o3, B, nv), True)
+
+
+@njit(cache=True)
+def _aba_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    cb.aba_second_order_batch(mi, mf, q, v, u, _fx(q), _m3(o0, B, nv), _m3(o1, B, nv),
+                              _m3(o2, B, nv), _m3(o3, B, nv), _AUTO_IN, _AUTO_OUT, True)
+
+
+@njit(cache=True)
+def _crba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    cb.crba_batch(mi, mf, q, _m2(o0, B, nv), True)
+    z = np.zeros((B, nv))
+    t = np.empty((3, B, nv, nv, nv))
+    cb.rnea_second_order_batch(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2], _m3(o1, B, nv),
+                               True)
+
+
+@njit(cache=True)
+def _frame_placement(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    cb.frame_placement_batch(mi, mf, fp, fm, q, o0.reshape((q.shape[0], 4, 4)), fr, True)
+
+
+@njit(cache=True)
+def _frame_placement_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+    B = q.shape[0]
+    cb.frame_placement_batch(mi, mf, fp, fm, q, o0.reshape((B, 4, 4)), fr, True)
+    cb.frame_jacobian_batch(mi, mf, fp, fm, q, o1.reshape((B, 6, _nv(mi))), fr, _LOCAL, True)
+
+
+# the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them)
+
+
+def _h_rnea(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _rnea(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_aba(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _aba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_crba(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _crba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_minverse(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _minverse(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_nonlinear_effects(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 2, 1)
+    if ok:
+        try:
+            _nonlinear_effects(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_gravity(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 1)
+    if ok:
+        try:
+            _gravity(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_rnea_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _rnea_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_aba_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _aba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_rnea_so(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
+    if ok:
+        try:
+            _rnea_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_aba_so(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
+    if ok:
+        try:
+            _aba_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_crba_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _crba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_placement(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _frame_placement(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_placement_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _frame_placement_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+_KERNELS = {
+    "rnea": _h_rnea,
+    "aba": _h_aba,
+    "crba": _h_crba,
+    "minverse": _h_minverse,
+    "nonlinear_effects": _h_nonlinear_effects,
+    "gravity": _h_gravity,
+    "rnea_derivatives": _h_rnea_d,
+    "aba_derivatives": _h_aba_d,
+    "rnea_second_order_derivatives": _h_rnea_so,
+    "aba_second_order_derivatives": _h_aba_so,
+    "crba_derivatives": _h_crba_d,
+    "frame_placement": _h_frame_placement,
+    "frame_placement_derivatives": _h_frame_placement_d,
+}
+_TARGETS = {}
+_SIG = types.voidptr(types.voidptr)
+
+
+def _target(name):
+    """Compile (first use) and register the handler of kernel ``name``; its target name."""
+    t = _TARGETS.get(name)
+    if t is None:
+        c = cfunc(_SIG, cache=True)(_KERNELS[name])
+        t = f"rbdiff_{name}"
+        fn = ctypes.cast(c.address, ctypes.c_void_p)
+        jax.ffi.register_ffi_target(t, jax.ffi.pycapsule(fn), platform="cpu")
+        _TARGETS[name] = t, c               # keep the compiled cfunc alive
+    return _TARGETS[name][0]
 
 
 def available(name):
-    return False
+    return name in _KERNELS
+
+
+def _model_operands(model, frame):
+    return (jnp.asarray(model.mi), jnp.asarray(model.mf), jnp.asarray(model.frame_parents),
+            jnp.asarray(model.frame_mf), jnp.asarray(np.array([frame], np.int64)))
+
+
+def call(model, name, results, *arrays, static=()):
+    """ffi_call of kernel ``name``; one call for any nesting of vmap (custom_vmap rule)."""
+    target = _target(name)
+    model_ops = _model_operands(model, static[0] if static else 0)
+    return _batched(target, results)(*model_ops, *arrays)
+
+
+def _batched(target, results):
+    @jax.custom_batching.custom_vmap
+    def kernel(*ops):
+        return tuple(jax.ffi.ffi_call(target, results)(*ops))
+
+    @kernel.def_vmap
+    def rule(axis_size, in_batched, *ops):
+        if any(in_batched[:N_MODEL]):
+            raise NotImplementedError("rbdiff.jax: vmap over the model's arrays")
+        xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+              for x, b in zip(ops[N_MODEL:], in_batched[N_MODEL:])]
+        inner = _batched(target, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
+                                       for r in results))
+        return inner(*ops[:N_MODEL], *xs), (True,) * len(results)
+
+    return kernel
