@@ -29,7 +29,10 @@ NamedTuples; differentiable once more).
   becomes one batched kernel call on all cores (host.py).
 - dtype: float64 under ``jax_enable_x64``, float32 otherwise (the kernels then run in
   float64 and the results are cast to float32).
-- Kernel calls: see host.py and ffi.py (XLA FFI custom call, or jax.pure_callback).
+- Kernel calls: XLA FFI custom calls to Numba cfunc handlers (ffi.py), serial batch
+  entries on XLA's thread; host.py keeps a jax.pure_callback route for any kernel
+  without a handler. A NaN input or a singular inertia gives NaN outputs at run time
+  (a C handler cannot raise); shapes and dtypes are refused at trace time.
 - CUDA arrays: not yet run on rbdiff.gpu; a function traced for a GPU device raises
   (no silent host copy).
 

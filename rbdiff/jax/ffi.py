@@ -19,8 +19,10 @@ the outputs are then filled with NaN.
 vmap: a ``custom_vmap`` rule broadcasts the per-item inputs to the batch (never the model
 arrays) and calls the same target once: any nesting of vmap is one handler call.
 Batches run serially on XLA's thread (a parallel region inside a handler that XLA may
-call concurrently is not safe with every Numba threading layer); host.py sends large
-batches to the pure_callback route, which uses all cores.
+call concurrently is not safe with every Numba threading layer), so a vmap of 1024
+states uses one core; host.py's pure_callback route (the NumPy API's parallel batch
+entries) remains for kernels without a handler. Open: send large batches there, or run
+the parallel entries here once the threading layer is known to be safe.
 """
 
 import ctypes
