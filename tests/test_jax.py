@@ -306,3 +306,36 @@ def test_bad_input_is_refused_at_trace_time():
         rj.frame_placement(m, q, len(m.frames))
     with pytest.raises(TypeError, match="rbdiff Model"):
         rj.gravity(object(), q)
+
+
+def test_large_vmap_runs_the_parallel_entries_in_one_call():
+    from rbdiff.jax import ffi
+    m = _model("tree0")
+    q, v, a = _state(m, batch=ffi.PARALLEL_MIN_ITEMS + 3)
+    f = jax.jit(jax.vmap(jax.jacrev(lambda q_, v_, a_: rj.rnea(m, q_, v_, a_), argnums=2)))
+    _near(f(q, v, a), rbd.crba(m, q))
+    assert _calls(f, q, v, a) == 1
+
+
+def test_float32_without_x64():
+    m = _model("tree14")
+    q, v, a = _state(m)
+    with jax.enable_x64(False):
+        q32, v32, a32 = (np.float32(x) for x in (q, v, a))
+        tau = jax.jit(lambda *x: rj.rnea(m, *x))(q32, v32, a32)
+        assert tau.dtype == jnp.float32
+        _near(tau, rbd.rnea(m, q, v, a), dict(rtol=1e-4, atol=1e-3))
+        M = jax.jacrev(lambda a_: rj.rnea(m, q32, v32, a_))(a32)
+        assert M.dtype == jnp.float32
+        _near(M, rbd.crba(m, q), dict(rtol=1e-4, atol=1e-4))
+
+
+def test_gpu_backend_and_nan_input_are_not_silent(monkeypatch):
+    m = _model("iiwa14")
+    q, v, a = _state(m)
+    bad = q.copy()
+    bad[0] = np.nan                     # refused by the kernel at run time: NaN out
+    assert np.all(np.isnan(np.asarray(rj.aba(m, bad, v, a))))
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    with pytest.raises(NotImplementedError, match="CPU only"):
+        jax.eval_shape(lambda q_: rj.rnea(m, q_, v, a), q)

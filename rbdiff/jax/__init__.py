@@ -81,6 +81,17 @@ def _device_check(x):
                 "wired to JAX); move them to the CPU (jax.device_put(x, jax.devices('cpu')[0]))")
 
 
+def _backend_check():
+    """Refuse tracing for a GPU backend: the kernels are registered for the CPU only."""
+    backend = jax.default_backend()
+    if backend != "cpu":
+        raise NotImplementedError(
+            f"rbdiff.jax: JAX's default backend is {backend!r}; rbdiff.jax runs on the CPU "
+            "only for now (rbdiff.gpu is not wired to JAX yet, and no host copy is made "
+            "silently). Run with JAX_PLATFORMS=cpu, or jax.default_device(jax.devices('cpu')[0]) "
+            "with CPU arrays.")
+
+
 def _float_dtype():
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
@@ -89,6 +100,9 @@ def _inputs(model, *named):
     """Check (name, array, length) triples at trace time: floating, last axis of the
     length, leading axes broadcastable; returns them broadcast, in one float dtype."""
     arrays = []
+    if jax.config.jax_default_device is None or \
+            getattr(jax.config.jax_default_device, "platform", "cpu") != "cpu":
+        _backend_check()
     for name, x, n in named:
         _device_check(x)
         try:

@@ -27,9 +27,11 @@ the parallel entries here once the threading layer is known to be safe.
 
 import ctypes
 
+import numba
 import numpy as np
 from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
+from numba.np.ufunc.parallel import _launch_threads
 
 import jax
 import jax.numpy as jnp
@@ -44,10 +46,10 @@ _BUFFER_SIZE = 48                      # sizeof(XLA_FFI_Buffer)
 _METADATA_EXT = 1                      # XLA_FFI_Extension_Metadata
 _EXECUTE = 3                           # XLA_FFI_ExecutionStage_EXECUTE
 _ARG_BUFFER = 1                        # XLA_FFI_ArgType_BUFFER / XLA_FFI_RetType_BUFFER
-_F32, _F64, _S64 = 11, 12, 5           # XLA_FFI_DataType
+_F32, _F64, _S32, _U32 = 11, 12, 4, 8    # XLA_FFI_DataType
 _LOCAL = REFERENCE_CODES["local"]
 _AUTO_IN, _AUTO_OUT = INNER_ROUTES["auto"], OUTER_ROUTES["auto"]
-N_MODEL = 5                            # mi, mf, frame_parents, frame_mf, frame
+N_MODEL = 5                            # mi, mf, frame_parents, frame_mf, [frame, chunks]
 
 
 @intrinsic
@@ -136,12 +138,12 @@ def _fill_nan(buf):
 
 @njit(cache=True)
 def _frame(frame, n_in, out_rank):
-    """Read a call frame: (ok, rets, mi, mf, frame_parents, frame_mf, frame, q, v, u,
-    o0..o3). ok is False for the metadata query (answered here) and for a refused call
+    """Read a call frame: (ok, rets, mi, mf, frame_parents, frame_mf, frame, chunks, q, v,
+    u, o0..o3). ok is False for the metadata query (answered here) and for a refused call
     (its outputs NaN-filled here); then the arrays are empty."""
     e, e2, ei, rets0 = np.empty((0, 0)), np.empty((0, 0), np.int64), np.empty(0, np.int64), \
         np.empty(0, np.int64)
-    nothing = (False, rets0, e2, e, ei, e, 0, e, e, e, e, e, e, e)
+    nothing = (False, rets0, e2, e, ei, e, 0, 0, e, e, e, e, e, e, e)
     f = _words(frame, 3)
     if f[1] != 0:                                   # extension chain: metadata query?
         ext = _words(f[1], 4)
@@ -163,24 +165,25 @@ def _frame(frame, n_in, out_rank):
         ok = ok and rtypes[k] == _ARG_BUFFER and _words(rets[k], 1)[0] >= _BUFFER_SIZE
     for k in range(nargs):
         ok = ok and atypes[k] == _ARG_BUFFER and _words(args[k], 1)[0] >= _BUFFER_SIZE
-    if ok:
+    if ok:                        # the model's 64-bit arrays come as 32-bit words (below)
         for k in (0, 2, 4):
-            ok = ok and _ints(args[k], 6)[4] == _S64
+            ok = ok and _ints(args[k], 6)[4] == _S32
         for k in range(N_MODEL, nargs):
             dt = _ints(args[k], 6)[4]
             ok = ok and (dt == _F64 or dt == _F32)
-        ok = ok and _ints(args[1], 6)[4] == _F64 and _ints(args[3], 6)[4] == _F64
+        ok = ok and _ints(args[1], 6)[4] == _U32 and _ints(args[3], 6)[4] == _U32
     if not ok:
         _fail(rets)
         return nothing
     B = _batch(rets[0], out_rank)
     d0, d1 = _dims(args[0]), _dims(args[1])
-    mi = carray(_vp(_words(args[0], 6)[3]), (d0[0], d0[1]), np.int64)
-    mf = carray(_vp(_words(args[1], 6)[3]), (d1[0], d1[1]), np.float64)
+    mi = carray(_vp(_words(args[0], 6)[3]), (d0[0], d0[1] // 2), np.int64)
+    mf = carray(_vp(_words(args[1], 6)[3]), (d1[0], d1[1] // 2), np.float64)
     d2, d3 = _dims(args[2]), _dims(args[3])
-    fp = carray(_vp(_words(args[2], 6)[3]), (d2[0],), np.int64)
-    fm = carray(_vp(_words(args[3], 6)[3]), (d3[0], d3[1]), np.float64)
-    fr = carray(_vp(_words(args[4], 6)[3]), (1,), np.int64)[0]
+    fp = carray(_vp(_words(args[2], 6)[3]), (d2[0] // 2,), np.int64)
+    fm = carray(_vp(_words(args[3], 6)[3]), (d3[0], d3[1] // 2), np.float64)
+    opts = carray(_vp(_words(args[4], 6)[3]), (2,), np.int32)     # frame, chunks
+    fr, nch = np.int64(opts[0]), np.int64(opts[1])
     q = _in(args[N_MODEL], B)
     v = _in(args[N_MODEL + 1], B) if n_in > 1 else e
     u = _in(args[N_MODEL + 2], B) if n_in > 2 else e
@@ -188,7 +191,7 @@ def _frame(frame, n_in, out_rank):
     o1 = _out_f64(rets[1], B) if nrets > 1 else e
     o2 = _out_f64(rets[2], B) if nrets > 2 else e
     o3 = _out_f64(rets[3], B) if nrets > 3 else e
-    return (True, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+    return (True, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
 
 
 @njit(cache=True)
@@ -209,7 +212,8 @@ def _finish(rets, o0, o1, o2, o3):
         _store(rets[3], o3)
 
 
-# ---- the kernels: (model arrays, q, v, u (B, n), outputs (B, item size)) ---------------
+# ---- the kernels: (model arrays, frame, nch, q, v, u (B, n), outputs (B, item size)) ---
+# nch > 0: the parallel entry on nch chunks (ffi.call decides, see _chunks); 0: serial.
 
 
 @njit(cache=True)
@@ -234,95 +238,140 @@ def _m3(o, B, nv):
 
 
 @njit(cache=True)
-def _rnea(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
+def _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.rnea_parallel(mi, mf, q, v, u, _fx(q), o0, nch)
+    else:
+        cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
 
 
 @njit(cache=True)
-def _aba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
+def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.aba_parallel(mi, mf, q, v, u, _fx(q), o0, nch)
+    else:
+        cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
 
 
 @njit(cache=True)
-def _crba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.crba_batch(mi, mf, q, _m2(o0, q.shape[0], _nv(mi)), True)
+def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    M = _m2(o0, q.shape[0], _nv(mi))
+    if nch > 0:
+        cb.crba_parallel(mi, mf, q, M, nch)
+    else:
+        cb.crba_batch(mi, mf, q, M, True)
 
 
 @njit(cache=True)
-def _minverse(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.minverse_batch(mi, mf, q, _m2(o0, q.shape[0], _nv(mi)), True)
+def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    M = _m2(o0, q.shape[0], _nv(mi))
+    if nch > 0:
+        cb.minverse_parallel(mi, mf, q, M, nch)
+    else:
+        cb.minverse_batch(mi, mf, q, M, True)
 
 
 @njit(cache=True)
-def _nonlinear_effects(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.nonlinear_effects_batch(mi, mf, q, v, o0, True)
+def _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.nonlinear_effects_parallel(mi, mf, q, v, o0, nch)
+    else:
+        cb.nonlinear_effects_batch(mi, mf, q, v, o0, True)
 
 
 @njit(cache=True)
-def _gravity(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.gravity_batch(mi, mf, q, o0, True)
+def _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.gravity_parallel(mi, mf, q, o0, nch)
+    else:
+        cb.gravity_batch(mi, mf, q, o0, True)
 
 
 @njit(cache=True)
-def _rnea_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
-    cb.rnea_derivatives_batch(mi, mf, q, v, u, _fx(q), _m2(o1, B, nv), _m2(o2, B, nv),
-                              _m2(o3, B, nv), True)
+    _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
+    if nch > 0:
+        cb.rnea_derivatives_parallel(mi, mf, q, v, u, _fx(q), d1, d2, d3, nch)
+    else:
+        cb.rnea_derivatives_batch(mi, mf, q, v, u, _fx(q), d1, d2, d3, True)
 
 
 @njit(cache=True)
-def _aba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
-    cb.aba_derivatives_batch(mi, mf, q, v, u, _fx(q), _m2(o1, B, nv), _m2(o2, B, nv),
-                             _m2(o3, B, nv), True)
+    _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
+    if nch > 0:
+        cb.aba_derivatives_parallel(mi, mf, q, v, u, _fx(q), d1, d2, d3, nch)
+    else:
+        cb.aba_derivatives_batch(mi, mf, q, v, u, _fx(q), d1, d2, d3, True)
 
 
 @njit(cache=True)
-def _rnea_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    cb.rnea_second_order_batch(mi, mf, q, v, u, _fx(q), _m3(o0, B, nv), _m3(o1, B, nv),
-                               _m3(o2, B, nv), _m3(o3, B, nv), True)
+    t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
+    if nch > 0:
+        cb.rnea_second_order_parallel(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, nch)
+    else:
+        cb.rnea_second_order_batch(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True)
 
 
 @njit(cache=True)
-def _aba_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    cb.aba_second_order_batch(mi, mf, q, v, u, _fx(q), _m3(o0, B, nv), _m3(o1, B, nv),
-                              _m3(o2, B, nv), _m3(o3, B, nv), _AUTO_IN, _AUTO_OUT, True)
+    t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
+    if nch > 0:
+        cb.aba_second_order_parallel(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
+                                     _AUTO_OUT, nch)
+    else:
+        cb.aba_second_order_batch(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
+                                  _AUTO_OUT, True)
 
 
 @njit(cache=True)
-def _crba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
+def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    cb.crba_batch(mi, mf, q, _m2(o0, B, nv), True)
+    _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
     z = np.zeros((B, nv))
     t = np.empty((3, B, nv, nv, nv))
-    cb.rnea_second_order_batch(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2], _m3(o1, B, nv),
-                               True)
+    if nch > 0:
+        cb.rnea_second_order_parallel(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2],
+                                      _m3(o1, B, nv), nch)
+    else:
+        cb.rnea_second_order_batch(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2],
+                                   _m3(o1, B, nv), True)
 
 
 @njit(cache=True)
-def _frame_placement(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    cb.frame_placement_batch(mi, mf, fp, fm, q, o0.reshape((q.shape[0], 4, 4)), fr, True)
+def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    T = o0.reshape((q.shape[0], 4, 4))
+    if nch > 0:
+        cb.frame_placement_parallel(mi, mf, fp, fm, q, T, fr, nch)
+    else:
+        cb.frame_placement_batch(mi, mf, fp, fm, q, T, fr, True)
 
 
 @njit(cache=True)
-def _frame_placement_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3):
-    B = q.shape[0]
-    cb.frame_placement_batch(mi, mf, fp, fm, q, o0.reshape((B, 4, 4)), fr, True)
-    cb.frame_jacobian_batch(mi, mf, fp, fm, q, o1.reshape((B, 6, _nv(mi))), fr, _LOCAL, True)
+def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    J = o1.reshape((q.shape[0], 6, _nv(mi)))
+    if nch > 0:
+        cb.frame_jacobian_parallel(mi, mf, fp, fm, q, J, fr, _LOCAL, nch)
+    else:
+        cb.frame_jacobian_batch(mi, mf, fp, fm, q, J, fr, _LOCAL, True)
 
 
 # the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them)
 
 
 def _h_rnea(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _rnea(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -330,10 +379,10 @@ def _h_rnea(frame):
 
 
 def _h_aba(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _aba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -341,10 +390,10 @@ def _h_aba(frame):
 
 
 def _h_crba(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _crba(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -352,10 +401,10 @@ def _h_crba(frame):
 
 
 def _h_minverse(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _minverse(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -363,10 +412,10 @@ def _h_minverse(frame):
 
 
 def _h_nonlinear_effects(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 2, 1)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 2, 1)
     if ok:
         try:
-            _nonlinear_effects(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -374,10 +423,10 @@ def _h_nonlinear_effects(frame):
 
 
 def _h_gravity(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 1)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 1)
     if ok:
         try:
-            _gravity(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -385,10 +434,10 @@ def _h_gravity(frame):
 
 
 def _h_rnea_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _rnea_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -396,10 +445,10 @@ def _h_rnea_d(frame):
 
 
 def _h_aba_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _aba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -407,10 +456,10 @@ def _h_aba_d(frame):
 
 
 def _h_rnea_so(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
     if ok:
         try:
-            _rnea_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -418,10 +467,10 @@ def _h_rnea_so(frame):
 
 
 def _h_aba_so(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
     if ok:
         try:
-            _aba_so(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -429,10 +478,10 @@ def _h_aba_so(frame):
 
 
 def _h_crba_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _crba_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -440,10 +489,10 @@ def _h_crba_d(frame):
 
 
 def _h_frame_placement(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _frame_placement(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -451,10 +500,10 @@ def _h_frame_placement(frame):
 
 
 def _h_frame_placement_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _frame_placement_d(mi, mf, fp, fm, fr, q, v, u, o0, o1, o2, o3)
+            _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
             _finish(rets, o0, o1, o2, o3)
         except Exception:             # refused input (NaN, singular): NaN, not garbage
             _fail(rets)
@@ -484,6 +533,9 @@ def _target(name):
     """Compile (first use) and register the handler of kernel ``name``; its target name."""
     t = _TARGETS.get(name)
     if t is None:
+        # the handlers call parallel entries: the threading layer must be up before one
+        # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
+        _launch_threads()
         c = cfunc(_SIG, cache=True)(_KERNELS[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)
@@ -496,31 +548,55 @@ def available(name):
     return name in _KERNELS
 
 
-def _model_operands(model, frame):
-    return (jnp.asarray(model.mi), jnp.asarray(model.mf), jnp.asarray(model.frame_parents),
-            jnp.asarray(model.frame_mf), jnp.asarray(np.array([frame], np.int64)))
+PARALLEL_MIN_ITEMS = 128     # smaller batches run serially (a parallel region's wake-up
+# and join, and a descheduled worker on a busy machine, cost more than they save)
+
+
+def _chunks(batch):
+    """Chunks for a batch of ``batch`` items: Numba's thread count for a large batch when
+    the threading layer is safe to enter from several threads at once (omp, tbb: XLA may
+    run two handlers concurrently; workqueue would abort), else 0 (serial)."""
+    if batch < PARALLEL_MIN_ITEMS:
+        return 0
+    try:
+        layer = numba.threading_layer()
+    except ValueError:            # not initialised yet: no parallel entry has run
+        return 0
+    return min(numba.get_num_threads(), batch) if layer in ("omp", "tbb") else 0
+
+
+def _model_operands(model):
+    """The model's int64 / float64 arrays as 32-bit words (their bytes unchanged): JAX
+    without x64 would truncate them to int32 / float32."""
+    return tuple(jnp.asarray(np.ascontiguousarray(x).view(t)) for x, t in
+                 ((model.mi, np.int32), (model.mf, np.uint32),
+                  (model.frame_parents, np.int32), (model.frame_mf, np.uint32)))
 
 
 def call(model, name, results, *arrays, static=()):
     """ffi_call of kernel ``name``; one call for any nesting of vmap (custom_vmap rule)."""
     target = _target(name)
-    model_ops = _model_operands(model, static[0] if static else 0)
-    return _batched(target, results)(*model_ops, *arrays)
+    frame = static[0] if static else 0
+    return _batched(target, results, frame)(*_model_operands(model), *arrays)
 
 
-def _batched(target, results):
+def _batched(target, results, frame):
     @jax.custom_batching.custom_vmap
     def kernel(*ops):
-        return tuple(jax.ffi.ffi_call(target, results)(*ops))
+        B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
+        opts = jnp.asarray(np.array([frame, _chunks(B)], np.int32))
+        return tuple(jax.ffi.ffi_call(target, results)(*ops[:N_MODEL - 1], opts,
+                                                       *ops[N_MODEL - 1:]))
 
     @kernel.def_vmap
     def rule(axis_size, in_batched, *ops):
-        if any(in_batched[:N_MODEL]):
+        m = N_MODEL - 1           # the model's arrays (the options are made in kernel)
+        if any(in_batched[:m]):
             raise NotImplementedError("rbdiff.jax: vmap over the model's arrays")
         xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
-              for x, b in zip(ops[N_MODEL:], in_batched[N_MODEL:])]
+              for x, b in zip(ops[m:], in_batched[m:])]
         inner = _batched(target, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
-                                       for r in results))
-        return inner(*ops[:N_MODEL], *xs), (True,) * len(results)
+                                       for r in results), frame)
+        return inner(*ops[:m], *xs), (True,) * len(results)
 
     return kernel
