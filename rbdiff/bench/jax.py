@@ -9,7 +9,9 @@ iiwa14 (7 dofs). Per batch size B = 1, 64, 1024: forward dynamics (aba) and its 
 - adam (adam-robotics' JAX backend, the same URDF; its aba is floating-base, here with
   the base at the identity and at rest, so 6 more dofs and different values: a
   cost comparison, not a value check): jax.jit of aba and of jax.jacrev(aba)
-  (autodiff through the algorithm), vmapped likewise.
+  (autodiff through the algorithm), vmapped likewise;
+- and rbdiff.jax.aba_derivatives (the partials as one kernel call, no autodiff), against
+  rbd.aba_derivatives: the cost of the FFI call itself.
 Contenders interleaved in one process, medians of repeated timings (us per call, the
 whole batch), ratios against NumPy and adam. jaxsim is not measured (see the note).
 """
@@ -74,19 +76,23 @@ def run(quick=False):
         f_rj = jax.jit(vm(lambda q_, v_, t_: rj.aba(model, q_, v_, t_)))
         g_rj = jax.jit(vm(jax.jacrev(lambda q_, v_, t_: rj.aba(model, q_, v_, t_),
                                      argnums=(0, 1, 2))))
+        d_rj = jax.jit(vm(lambda q_, v_, t_: rj.aba_derivatives(model, q_, v_, t_)))
+        qj, vj, tj = jnp.asarray(q), jnp.asarray(v), jnp.asarray(tau)   # JAX users' arrays
         cands = {
             ("aba", "numpy"): lambda: rbd.aba(model, q, v, tau),
-            ("aba", "rbdiff.jax"): lambda: _block(f_rj(q, v, tau)),
+            ("aba", "rbdiff.jax"): lambda: _block(f_rj(qj, vj, tj)),
             ("grad aba", "numpy"): lambda: rbd.aba_derivatives(model, q, v, tau),
-            ("grad aba", "rbdiff.jax"): lambda: _block(g_rj(q, v, tau)),
+            ("grad aba", "rbdiff.jax"): lambda: _block(g_rj(qj, vj, tj)),
+            ("aba_derivatives", "numpy"): lambda: rbd.aba_derivatives(model, q, v, tau),
+            ("aba_derivatives", "rbdiff.jax"): lambda: _block(d_rj(qj, vj, tj)),
         }
         if adam_aba is not None:
             f_ad = jax.jit(vm(adam_aba))
             g_ad = jax.jit(vm(jax.jacrev(adam_aba, argnums=(0, 1, 2))))
             try:        # adam 0.5 under vmap fails on jax 0.10 (asarray's device=)
                 _block(g_ad(q, v, tau))
-                cands[("aba", "adam")] = lambda: _block(f_ad(q, v, tau))
-                cands[("grad aba", "adam")] = lambda: _block(g_ad(q, v, tau))
+                cands[("aba", "adam")] = lambda: _block(f_ad(qj, vj, tj))
+                cands[("grad aba", "adam")] = lambda: _block(g_ad(qj, vj, tj))
             except Exception as err:
                 print(f"adam, B={B}: {type(err).__name__}: {str(err)[:80]}")
             # (not the same values: adam's aba is floating-base, a free base at rest
@@ -100,7 +106,7 @@ def run(quick=False):
         for _ in range(reps):           # interleaved
             for k, t in timers.items():
                 samples[k].append(t())
-        for what in ("aba", "grad aba"):
+        for what in ("aba", "grad aba", "aba_derivatives"):
             med = {who: float(np.median(samples[(w, who)])) * 1e6
                    for (w, who) in samples if w == what}
             rows.append(dict(B=B, what=what, **{f"{k}_us": v for k, v in med.items()}))
@@ -113,8 +119,10 @@ def table(rows):
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         n, j, a = r["numpy_us"], r["rbdiff.jax_us"], r.get("adam_us", float("nan"))
-        lines.append(f"| {r['B']} | {r['what']} | {n:.1f} | {j:.1f} | {a:.1f} | "
-                     f"{j - n:+.1f} | {a / j:.1f}x |")
+        ratio = f"{a / j:.1f}x" if a == a else "-"
+        adam = f"{a:.1f}" if a == a else "-"
+        lines.append(f"| {r['B']} | {r['what']} | {n:.1f} | {j:.1f} | {adam} | "
+                     f"{j - n:+.1f} | {ratio} |")
     return "\n".join(lines)
 
 

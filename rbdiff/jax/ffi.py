@@ -548,7 +548,7 @@ def available(name):
     return name in _KERNELS
 
 
-PARALLEL_MIN_ITEMS = 128     # smaller batches run serially (a parallel region's wake-up
+PARALLEL_MIN_ITEMS = 32      # smaller batches run serially (a parallel region's wake-up
 # and join, and a descheduled worker on a busy machine, cost more than they save)
 
 

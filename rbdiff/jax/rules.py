@@ -63,6 +63,8 @@ class Rules:
         self._frames = {}
 
         def e(q, dq):
+            if m.nq == m.nv:       # revolute and prismatic joints only: the identity map
+                return dq          # (nv slices and a stack fewer in every rule)
             return jnp.stack(tangent_of_ambient(m, q, dq), -1)
 
         def kernel(name, q, *rest, static=()):
