@@ -309,7 +309,7 @@ def test_bad_input_is_refused_at_trace_time():
 
 
 def test_large_vmap_runs_the_parallel_entries_in_one_call():
-    from rbdiff.jax import ffi
+    from rbdiff.jax import calls as ffi
     m = _model("tree0")
     q, v, a = _state(m, batch=ffi.PARALLEL_MIN_ITEMS + 3)
     f = jax.jit(jax.vmap(jax.jacrev(lambda q_, v_, a_: rj.rnea(m, q_, v_, a_), argnums=2)))

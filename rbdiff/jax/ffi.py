@@ -1,40 +1,29 @@
-"""rbdiff's compiled batch entries as XLA FFI custom calls (Numba ``cfunc`` handlers).
+"""rbdiff's compiled batch entries as XLA FFI handlers (Numba ``cfunc``s).
 
-One handler per kernel, compiled on first use (cached on disk), registered with
-``jax.ffi.register_ffi_target`` for the CPU. Operands: the model's packed arrays (mi,
-mf, frame_parents, frame_mf, the frame index: so one handler serves every model), then
-the per-item inputs with their batch axes; XLA allocates the results. The handler reads
-XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
+One handler per kernel, compiled on first use and cached on disk; calls.py registers
+them with ``jax.ffi.register_ffi_target`` for the CPU and holds the vmap rule.
+Operands: the model's packed arrays as 32-bit words (mi, mf, frame_parents, frame_mf:
+one handler serves every model, and JAX without x64 cannot truncate them), [frame,
+chunks], then the per-item inputs with their batch axes; XLA allocates the results.
+The handler reads XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
 
 - registration: XLA calls it with the metadata extension; it answers the API version it
-  was written against (XLA_FFI_API_MAJOR.MINOR below) and no traits;
+  was written against (API_MAJOR.API_MINOR below) and no traits;
 - execution: it checks the call frame's and every buffer's struct_size (older layouts
-  are refused), the API major version, buffer types and dtypes (f64, or f32 computed in
-  f64), then runs the serial batch entry (rbdiff.cpu.batch) on the flattened batch.
+  are refused), XLA's API major version, the stage, buffer types and dtypes (f64, or f32
+  computed in f64), then runs rbdiff.cpu.batch's entry on the flattened batch: the
+  parallel one (chunks > 0, chosen by calls._chunks: batches of calls.PARALLEL_MIN_ITEMS
+  or more, only under the omp or tbb threading layers, which may be entered from several
+  threads at once) or the serial one on XLA's thread.
 
 Handlers keep no state (XLA may call them concurrently): every call allocates its own
 scratch. An input the entry refuses (NaN, a singular inertia) cannot raise through C:
 the outputs are then filled with NaN.
-
-vmap: a ``custom_vmap`` rule broadcasts the per-item inputs to the batch (never the model
-arrays) and calls the same target once: any nesting of vmap is one handler call.
-Batches run serially on XLA's thread (a parallel region inside a handler that XLA may
-call concurrently is not safe with every Numba threading layer), so a vmap of 1024
-states uses one core; host.py's pure_callback route (the NumPy API's parallel batch
-entries) remains for kernels without a handler. Open: send large batches there, or run
-the parallel entries here once the threading layer is known to be safe.
 """
 
-import ctypes
-
-import numba
 import numpy as np
-from numba import carray, cfunc, njit, types
+from numba import carray, njit, types
 from numba.extending import intrinsic
-from numba.np.ufunc.parallel import _launch_threads
-
-import jax
-import jax.numpy as jnp
 
 from ..cpu import batch as cb
 from ..kinematics import REFERENCE_CODES
@@ -525,78 +514,3 @@ _KERNELS = {
     "frame_placement": _h_frame_placement,
     "frame_placement_derivatives": _h_frame_placement_d,
 }
-_TARGETS = {}
-_SIG = types.voidptr(types.voidptr)
-
-
-def _target(name):
-    """Compile (first use) and register the handler of kernel ``name``; its target name."""
-    t = _TARGETS.get(name)
-    if t is None:
-        # the handlers call parallel entries: the threading layer must be up before one
-        # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
-        _launch_threads()
-        c = cfunc(_SIG, cache=True)(_KERNELS[name])
-        t = f"rbdiff_{name}"
-        fn = ctypes.cast(c.address, ctypes.c_void_p)
-        jax.ffi.register_ffi_target(t, jax.ffi.pycapsule(fn), platform="cpu")
-        _TARGETS[name] = t, c               # keep the compiled cfunc alive
-    return _TARGETS[name][0]
-
-
-def available(name):
-    return name in _KERNELS
-
-
-PARALLEL_MIN_ITEMS = 32      # smaller batches run serially (a parallel region's wake-up
-# and join, and a descheduled worker on a busy machine, cost more than they save)
-
-
-def _chunks(batch):
-    """Chunks for a batch of ``batch`` items: Numba's thread count for a large batch when
-    the threading layer is safe to enter from several threads at once (omp, tbb: XLA may
-    run two handlers concurrently; workqueue would abort), else 0 (serial)."""
-    if batch < PARALLEL_MIN_ITEMS:
-        return 0
-    try:
-        layer = numba.threading_layer()
-    except ValueError:            # not initialised yet: no parallel entry has run
-        return 0
-    return min(numba.get_num_threads(), batch) if layer in ("omp", "tbb") else 0
-
-
-def _model_operands(model):
-    """The model's int64 / float64 arrays as 32-bit words (their bytes unchanged): JAX
-    without x64 would truncate them to int32 / float32."""
-    return tuple(jnp.asarray(np.ascontiguousarray(x).view(t)) for x, t in
-                 ((model.mi, np.int32), (model.mf, np.uint32),
-                  (model.frame_parents, np.int32), (model.frame_mf, np.uint32)))
-
-
-def call(model, name, results, *arrays, static=()):
-    """ffi_call of kernel ``name``; one call for any nesting of vmap (custom_vmap rule)."""
-    target = _target(name)
-    frame = static[0] if static else 0
-    return _batched(target, results, frame)(*_model_operands(model), *arrays)
-
-
-def _batched(target, results, frame):
-    @jax.custom_batching.custom_vmap
-    def kernel(*ops):
-        B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
-        opts = jnp.asarray(np.array([frame, _chunks(B)], np.int32))
-        return tuple(jax.ffi.ffi_call(target, results)(*ops[:N_MODEL - 1], opts,
-                                                       *ops[N_MODEL - 1:]))
-
-    @kernel.def_vmap
-    def rule(axis_size, in_batched, *ops):
-        m = N_MODEL - 1           # the model's arrays (the options are made in kernel)
-        if any(in_batched[:m]):
-            raise NotImplementedError("rbdiff.jax: vmap over the model's arrays")
-        xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
-              for x, b in zip(ops[m:], in_batched[m:])]
-        inner = _batched(target, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
-                                       for r in results), frame)
-        return inner(*ops[:m], *xs), (True,) * len(results)
-
-    return kernel

@@ -87,9 +87,9 @@ def call(model, name, *arrays, static=()):
     JAX operation; a tuple of outputs (..., *shape)."""
     lead, dtype = arrays[0].shape[:-1], arrays[0].dtype
     results = tuple(jax.ShapeDtypeStruct(lead + s, dtype) for s in out_shapes(model, name))
-    from . import ffi      # the FFI route when it is built (see its docstring)
-    if ffi.available(name):
-        return ffi.call(model, name, results, *arrays, static=static)
+    from . import calls    # the FFI route (ffi.py), imported on first use: it compiles
+    if calls.available(name):
+        return calls.call(model, name, results, *arrays, static=static)
     return tuple(jax.pure_callback(_callback(model, name, static), results, *arrays,
                                    vmap_method="broadcast_all"))
 
