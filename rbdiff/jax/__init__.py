@@ -48,7 +48,6 @@ except ImportError as err:          # pragma: no cover (the extra is installed i
     raise ImportError("rbdiff.jax needs JAX: pip install 'rbdiff[jax]'") from err
 
 from ..derivatives import ABADerivatives, RNEADerivatives
-from . import configuration as _configuration
 from .rules import Rules
 
 __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
@@ -192,14 +191,13 @@ def aba_second_order_derivatives(model, q, v, tau):
 
 def integrate(model, q, v):
     """retract(q) (+) v (..., nq), as rbd.integrate; differentiated by JAX."""
-    return _configuration.integrate(model, *_inputs(model, ("q", q, model.nq),
-                                                    ("v", v, model.nv)))
+    return _rules(model).integrate(*_inputs(model, ("q", q, model.nq), ("v", v, model.nv)))
 
 
 def difference(model, q0, q1):
     """retract(q1) (-) retract(q0) (..., nv), as rbd.difference; differentiated by JAX."""
-    return _configuration.difference(model, *_inputs(model, ("q0", q0, model.nq),
-                                                     ("q1", q1, model.nq)))
+    return _rules(model).difference(*_inputs(model, ("q0", q0, model.nq),
+                                              ("q1", q1, model.nq)))
 
 
 def _frame_index(model, frame):

@@ -10,11 +10,14 @@ analytical. Where rbdiff has no kernel for the next order, the rule raises.
 Tensor conventions (rbdiff.second_order): T[i, j, k] = d (dF/dx_j)_i / dy_k, output first.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from ..model.tangent import tangent_of_ambient
 from . import host
+from . import configuration
 from .configuration import retract
 
 
@@ -62,13 +65,18 @@ class Rules:
         self.model = m = model
         self._frames = {}
 
+        # the tangent map and the retraction jitted as units (see integrate below)
+        tangent = jax.jit(lambda q, dq: jnp.stack(tangent_of_ambient(m, q, dq), -1))
+        retract_m = jax.jit(functools.partial(retract, m))
+
         def e(q, dq):
             if m.nq == m.nv:       # revolute and prismatic joints only: the identity map
                 return dq          # (nv slices and a stack fewer in every rule)
-            return jnp.stack(tangent_of_ambient(m, q, dq), -1)
+            return tangent(q, dq)
 
         def kernel(name, q, *rest, static=()):
-            return host.call(m, name, retract(m, q), *rest, static=static)
+            return host.call(m, name, q if m.nq == m.nv else retract_m(q), *rest,
+                             static=static)
 
         # ---- second order: the last kernels; a third derivative raises
         @jax.custom_jvp
@@ -187,6 +195,10 @@ class Rules:
         self.nonlinear_effects, self.gravity = nonlinear_effects, gravity
         self.rnea_d, self.aba_d, self.rnea_so, self.aba_so = rnea_d, aba_d, rnea_so, aba_so
         self._kernel, self._e = kernel, e
+        # jitted as a unit: eagerly, JAX would compile each of their ~100 small ops on
+        # its own (seconds on a first call); under an outer jit this is transparent
+        self.integrate = jax.jit(functools.partial(configuration.integrate, m))
+        self.difference = jax.jit(functools.partial(configuration.difference, m))
 
     def frame_placement(self, frame):
         """The differentiable placement (..., 4, 4) of frame index ``frame``."""
