@@ -40,8 +40,10 @@ def available(name):
     return name in _KERNELS
 
 
-PARALLEL_MIN_ITEMS = 32      # smaller batches run serially (a parallel region's wake-up
-# and join, and a descheduled worker on a busy machine, cost more than they save)
+PARALLEL_MIN_ITEMS = 128     # smaller batches run serially (a parallel region's wake-up
+# and join, and a descheduled worker on a busy machine, cost more than they save: at 64
+# items a parallel aba took 2.4x the serial time on this 2-core shared machine). Fixed, not
+# adaptive like rbdiff.cpu.policy (which times each entry): open.
 
 
 def _chunks(batch):
