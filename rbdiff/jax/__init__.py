@@ -26,12 +26,14 @@ NamedTuples; differentiable once more).
   tangent derivative. integrate and difference are jax.numpy (configuration.py),
   differentiated by JAX itself.
 - Arrays may carry leading batch axes (broadcast against each other); vmap of any depth
-  becomes one batched kernel call on all cores (host.py).
+  becomes one batched kernel call (calls.py), on all Numba threads from
+  calls.PARALLEL_MIN_ITEMS items (omp or tbb threading layer), serial below.
 - dtype: float64 under ``jax_enable_x64``, float32 otherwise (the kernels then run in
   float64 and the results are cast to float32).
-- Kernel calls: XLA FFI custom calls to Numba cfunc handlers (ffi.py), serial batch
-  entries on XLA's thread; host.py keeps a jax.pure_callback route for any kernel
-  without a handler. A NaN input or a singular inertia gives NaN outputs at run time
+- Kernel calls: XLA FFI custom calls to Numba cfunc handlers (ffi.py; registered and
+  batched in calls.py); host.py keeps a jax.pure_callback route for any kernel without
+  a handler. A cold first use compiles a handler (~10-20 s each, then cached on disk;
+  calls.compile_handlers() warms them all). A NaN input or a singular inertia gives NaN outputs at run time
   (a C handler cannot raise); shapes and dtypes are refused at trace time.
 - CUDA arrays: not yet run on rbdiff.gpu; a function traced for a GPU device raises
   (no silent host copy).
