@@ -1,0 +1,142 @@
+"""Benchmark: rbdiff.jax (jitted) against the NumPy API and JAX autodiff through adam.
+
+    python -m rbdiff.bench.jax [--quick] [--json PATH]
+
+iiwa14 (7 dofs). Per batch size B = 1, 64, 1024: forward dynamics (aba) and its gradient
+(jax.jacrev of aba in q, v, tau: the full FD Jacobians), each as
+- NumPy API: rbd.aba / rbd.aba_derivatives (the batch entries for B > 1);
+- rbdiff.jax: jax.jit(aba) and jax.jit(jacrev(aba)), under jax.vmap for B > 1;
+- adam (adam-robotics' JAX backend, the same URDF; its aba is floating-base, here with
+  the base at the identity and at rest, so 6 more dofs and different values: a
+  cost comparison, not a value check): jax.jit of aba and of jax.jacrev(aba)
+  (autodiff through the algorithm), vmapped likewise;
+- and rbdiff.jax.aba_derivatives (the partials as one kernel call, no autodiff), against
+  rbd.aba_derivatives: the cost of the FFI call itself.
+Contenders interleaved in one process, medians of repeated timings (us per call, the
+whole batch), ratios against NumPy and adam. jaxsim is not measured (see the note).
+"""
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+import rbdiff as rbd  # noqa: E402
+import rbdiff.jax as rj  # noqa: E402
+
+
+def _timer(fn, number):
+    def once():
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        return (time.perf_counter() - t) / number
+    return once
+
+
+def _adam(model_path, joints):
+    try:
+        from adam.jax import KinDynComputations
+    except ImportError:
+        return None
+    kd = KinDynComputations(model_path, joints)
+    H = jnp.eye(4)
+    z6 = jnp.zeros(6)
+
+    def aba(q, v, tau):
+        return kd.aba(H, q, z6, v, tau)[6:]
+    return aba
+
+
+def _block(x):
+    jax.tree_util.tree_map(lambda y: y.block_until_ready(), x)
+    return x
+
+
+def run(quick=False):
+    model = rbd.load_robot("iiwa14")
+    path = os.path.join(os.path.dirname(rbd.__file__), "robots_data", "iiwa14.urdf")
+    joints = [model.names[i] for i in range(1, model.njoints + 1)]
+    adam_aba = _adam(path, joints)
+    rng = np.random.default_rng(0)
+    rows = []
+    reps = 5 if quick else 15
+    for B in (1, 64, 1024):
+        shape = () if B == 1 else (B,)
+        q = rbd.random_configuration(model, rng, batch=None if B == 1 else B)
+        v, tau = rng.normal(size=shape + (model.nv,)), rng.normal(size=shape + (model.nv,))
+        vm = (lambda f: f) if B == 1 else jax.vmap
+        f_rj = jax.jit(vm(lambda q_, v_, t_: rj.aba(model, q_, v_, t_)))
+        g_rj = jax.jit(vm(jax.jacrev(lambda q_, v_, t_: rj.aba(model, q_, v_, t_),
+                                     argnums=(0, 1, 2))))
+        d_rj = jax.jit(vm(lambda q_, v_, t_: rj.aba_derivatives(model, q_, v_, t_)))
+        qj, vj, tj = jnp.asarray(q), jnp.asarray(v), jnp.asarray(tau)   # JAX users' arrays
+        cands = {
+            ("aba", "numpy"): lambda: rbd.aba(model, q, v, tau),
+            ("aba", "rbdiff.jax"): lambda: _block(f_rj(qj, vj, tj)),
+            ("grad aba", "numpy"): lambda: rbd.aba_derivatives(model, q, v, tau),
+            ("grad aba", "rbdiff.jax"): lambda: _block(g_rj(qj, vj, tj)),
+            ("aba_derivatives", "numpy"): lambda: rbd.aba_derivatives(model, q, v, tau),
+            ("aba_derivatives", "rbdiff.jax"): lambda: _block(d_rj(qj, vj, tj)),
+        }
+        if adam_aba is not None:
+            f_ad = jax.jit(vm(adam_aba))
+            g_ad = jax.jit(vm(jax.jacrev(adam_aba, argnums=(0, 1, 2))))
+            try:        # adam 0.5 under vmap fails on jax 0.10 (asarray's device=)
+                _block(g_ad(q, v, tau))
+                cands[("aba", "adam")] = lambda: _block(f_ad(qj, vj, tj))
+                cands[("grad aba", "adam")] = lambda: _block(g_ad(qj, vj, tj))
+            except Exception as err:
+                print(f"adam, B={B}: {type(err).__name__}: {str(err)[:80]}")
+            # (not the same values: adam's aba is floating-base, a free base at rest
+            # accelerates; the same robot and the same algorithm size plus 6 base dofs)
+        for fn in cands.values():       # compile / warm
+            fn()
+            fn()
+        number = {1: 200, 64: 20, 1024: 3}[B] // (4 if quick else 1) or 1
+        timers = {k: _timer(fn, number) for k, fn in cands.items()}
+        samples = {k: [] for k in cands}
+        for _ in range(reps):           # interleaved
+            for k, t in timers.items():
+                samples[k].append(t())
+        for what in ("aba", "grad aba", "aba_derivatives"):
+            med = {who: float(np.median(samples[(w, who)])) * 1e6
+                   for (w, who) in samples if w == what}
+            rows.append(dict(B=B, what=what, **{f"{k}_us": v for k, v in med.items()}))
+    return rows
+
+
+def table(rows):
+    lines = ["| B | function | NumPy (us) | rbdiff.jax jit (us) | adam jit (us) | "
+             "rbdiff.jax - NumPy (us) | adam / rbdiff.jax |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        n, j, a = r["numpy_us"], r["rbdiff.jax_us"], r.get("adam_us", float("nan"))
+        ratio = f"{a / j:.1f}x" if a == a else "-"
+        adam = f"{a:.1f}" if a == a else "-"
+        lines.append(f"| {r['B']} | {r['what']} | {n:.1f} | {j:.1f} | {adam} | "
+                     f"{j - n:+.1f} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    rows = run(args.quick)
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Registration of rbdiff.jax.ffi's handlers with XLA, and the call: ``jax.ffi.ffi_call``
+under a ``custom_vmap`` rule that broadcasts the per-item inputs to the batch (never the
+model's arrays) and calls the same target once, so any nesting of vmap is one handler
+call. (Apart from ffi.py so that editing this Python does not invalidate the handlers'
+compiled cache.)
+"""
+
+import ctypes
+
+import numba
+import numpy as np
+from numba import cfunc, types
+from numba.np.ufunc.parallel import _launch_threads
+
+import jax
+import jax.numpy as jnp
+
+from .ffi import _KERNELS, N_MODEL
+
+_TARGETS = {}
+_SIG = types.voidptr(types.voidptr)
+
+
+def _target(name):
+    """Compile (first use) and register the handler of kernel ``name``; its target name."""
+    t = _TARGETS.get(name)
+    if t is None:
+        # the handlers call parallel entries: the threading layer must be up before one
+        # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
+        _launch_threads()
+        c = cfunc(_SIG, cache=True)(_KERNELS[name])
+        t = f"rbdiff_{name}"
+        fn = ctypes.cast(c.address, ctypes.c_void_p)
+        jax.ffi.register_ffi_target(t, jax.ffi.pycapsule(fn), platform="cpu")
+        _TARGETS[name] = t, c               # keep the compiled cfunc alive
+    return _TARGETS[name][0]
+
+
+def available(name):
+    return name in _KERNELS
+
+
+PARALLEL_MIN_ITEMS = 128     # smaller batches run serially (a parallel region's wake-up
+# and join, and a descheduled worker on a busy machine, cost more than they save: at 64
+# items a parallel aba took 2.4x the serial time on this 2-core shared machine). Fixed, not
+# adaptive like rbdiff.cpu.policy (which times each entry): open.
+
+
+def _chunks(batch):
+    """Chunks for a batch of ``batch`` items: Numba's thread count for a large batch when
+    the threading layer is safe to enter from several threads at once (omp, tbb: XLA may
+    run two handlers concurrently; workqueue would abort), else 0 (serial)."""
+    if batch < PARALLEL_MIN_ITEMS:
+        return 0
+    try:
+        layer = numba.threading_layer()
+    except ValueError:            # not initialised yet: no parallel entry has run
+        return 0
+    return min(numba.get_num_threads(), batch) if layer in ("omp", "tbb") else 0
+
+
+def _model_operands(model):
+    """The model's int64 / float64 arrays as 32-bit words (their bytes unchanged): JAX
+    without x64 would truncate them to int32 / float32."""
+    return tuple(jnp.asarray(np.ascontiguousarray(x).view(t)) for x, t in
+                 ((model.mi, np.int32), (model.mf, np.uint32),
+                  (model.frame_parents, np.int32), (model.frame_mf, np.uint32)))
+
+
+def call(model, name, results, *arrays, static=()):
+    """ffi_call of kernel ``name``; one call for any nesting of vmap (custom_vmap rule)."""
+    target = _target(name)
+    frame = static[0] if static else 0
+    return _batched(target, results, frame)(*_model_operands(model), *arrays)
+
+
+_BATCHED = {}
+
+
+def _batched(target, results, frame):
+    """The custom_vmap kernel call for these results (one object per key: JAX's eager
+    dispatch caches compiled calls by the function's identity)."""
+    key = (target, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame)
+    hit = _BATCHED.get(key)
+    if hit is None:
+        hit = _BATCHED[key] = _make_batched(target, results, frame)
+    return hit
+
+
+def _make_batched(target, results, frame):
+    @jax.custom_batching.custom_vmap
+    def kernel(*ops):
+        B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
+        opts = jnp.asarray(np.array([frame, _chunks(B)], np.int32))
+        return tuple(jax.ffi.ffi_call(target, results)(*ops[:N_MODEL - 1], opts,
+                                                       *ops[N_MODEL - 1:]))
+
+    @kernel.def_vmap
+    def rule(axis_size, in_batched, *ops):
+        m = N_MODEL - 1           # the model's arrays (the options are made in kernel)
+        if any(in_batched[:m]):
+            raise NotImplementedError("rbdiff.jax: vmap over the model's arrays")
+        xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+              for x, b in zip(ops[m:], in_batched[m:])]
+        inner = _batched(target, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
+                                       for r in results), frame)
+        return inner(*ops[:m], *xs), (True,) * len(results)
+
+    return kernel
+
+
+def compile_handlers():
+    """Compile (or load from the cache) and register every handler: for a warm-up step
+    such as ``python -m rbdiff compile`` (a cold first use costs ~10-20 s a handler)."""
+    for name in _KERNELS:
+        _target(name)

@@ -1,0 +1,516 @@
+"""rbdiff's compiled batch entries as XLA FFI handlers (Numba ``cfunc``s).
+
+One handler per kernel, compiled on first use and cached on disk; calls.py registers
+them with ``jax.ffi.register_ffi_target`` for the CPU and holds the vmap rule.
+Operands: the model's packed arrays as 32-bit words (mi, mf, frame_parents, frame_mf:
+one handler serves every model, and JAX without x64 cannot truncate them), [frame,
+chunks], then the per-item inputs with their batch axes; XLA allocates the results.
+The handler reads XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
+
+- registration: XLA calls it with the metadata extension; it answers the API version it
+  was written against (API_MAJOR.API_MINOR below) and no traits;
+- execution: it checks the call frame's and every buffer's struct_size (older layouts
+  are refused), XLA's API major version, the stage, buffer types and dtypes (f64, or f32
+  computed in f64), then runs rbdiff.cpu.batch's entry on the flattened batch: the
+  parallel one (chunks > 0, chosen by calls._chunks: batches of calls.PARALLEL_MIN_ITEMS
+  or more, only under the omp or tbb threading layers, which may be entered from several
+  threads at once) or the serial one on XLA's thread.
+
+Handlers keep no state (XLA may call them concurrently): every call allocates its own
+scratch. An input the entry refuses (NaN, a singular inertia) cannot raise through C:
+the outputs are then filled with NaN.
+"""
+
+import numpy as np
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+from ..cpu import batch as cb
+from ..kinematics import REFERENCE_CODES
+from ..second_order import INNER_ROUTES, OUTER_ROUTES
+
+API_MAJOR, API_MINOR = 0, 3            # xla/ffi/api/c_api.h this handler follows
+_FRAME_SIZE = 168                      # sizeof(XLA_FFI_CallFrame) up to attrs
+_BUFFER_SIZE = 48                      # sizeof(XLA_FFI_Buffer)
+_METADATA_EXT = 1                      # XLA_FFI_Extension_Metadata
+_EXECUTE = 3                           # XLA_FFI_ExecutionStage_EXECUTE
+_ARG_BUFFER = 1                        # XLA_FFI_ArgType_BUFFER / XLA_FFI_RetType_BUFFER
+_F32, _F64, _S32, _U32 = 11, 12, 4, 8    # XLA_FFI_DataType
+_LOCAL = REFERENCE_CODES["local"]
+_AUTO_IN, _AUTO_OUT = INNER_ROUTES["auto"], OUTER_ROUTES["auto"]
+N_MODEL = 5                            # mi, mf, frame_parents, frame_mf, [frame, chunks]
+
+
+@intrinsic
+def _vp(typingctx, addr):
+    """An int64 address as a void*."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+    return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def _addr(typingctx, ptr):
+    """A void* as an int64 address."""
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], context.get_value_type(types.int64))
+    return types.int64(types.voidptr), codegen
+
+
+@njit(cache=True)
+def _words(addr, n):
+    return carray(_vp(addr), n, np.int64)
+
+
+@njit(cache=True)
+def _ints(addr, n):
+    return carray(_vp(addr), n, np.int32)
+
+
+@njit(cache=True)
+def _dims(buf):
+    b = _words(buf, 6)
+    return _words(b[5], b[4]) if b[4] > 0 else np.empty(0, np.int64)
+
+
+@njit(cache=True)
+def _batch(buf, item_rank):
+    """Items in a buffer whose last ``item_rank`` axes are one item's."""
+    d = _dims(buf)
+    n = 1
+    for k in range(d.size - item_rank):
+        n *= d[k]
+    return n
+
+
+@njit(cache=True)
+def _size(buf):
+    d = _dims(buf)
+    n = 1
+    for k in range(d.size):
+        n *= d[k]
+    return n
+
+
+@njit(cache=True)
+def _in(buf, B):
+    """A float input buffer as a (B, n) float64 array (f32 converted)."""
+    n = _size(buf) // max(B, 1)
+    if _ints(buf, 6)[4] == _F64:
+        return carray(_vp(_words(buf, 6)[3]), (B, n), np.float64)
+    return carray(_vp(_words(buf, 6)[3]), (B, n), np.float32).astype(np.float64)
+
+
+@njit(cache=True)
+def _out_f64(buf, B):
+    n = _size(buf) // max(B, 1)
+    if _ints(buf, 6)[4] == _F64:
+        return carray(_vp(_words(buf, 6)[3]), (B, n), np.float64)
+    return np.empty((B, n), np.float64)
+
+
+@njit(cache=True)
+def _store(buf, x):
+    """Copy a float64 result into an f32 output buffer (an f64 one was written in place)."""
+    if _ints(buf, 6)[4] == _F32:
+        y = carray(_vp(_words(buf, 6)[3]), x.shape, np.float32)
+        y[...] = x
+
+
+@njit(cache=True)
+def _fill_nan(buf):
+    if _ints(buf, 6)[4] == _F64:
+        carray(_vp(_words(buf, 6)[3]), _size(buf), np.float64)[:] = np.nan
+    elif _ints(buf, 6)[4] == _F32:
+        carray(_vp(_words(buf, 6)[3]), _size(buf), np.float32)[:] = np.nan
+
+
+@njit(cache=True)
+def _frame(frame, n_in, out_rank):
+    """Read a call frame: (ok, rets, mi, mf, frame_parents, frame_mf, frame, chunks, q, v,
+    u, o0..o3). ok is False for the metadata query (answered here) and for a refused call
+    (its outputs NaN-filled here); then the arrays are empty."""
+    e, e2, ei, rets0 = np.empty((0, 0)), np.empty((0, 0), np.int64), np.empty(0, np.int64), \
+        np.empty(0, np.int64)
+    nothing = (False, rets0, e2, e, ei, e, 0, 0, e, e, e, e, e, e, e)
+    f = _words(frame, 3)
+    if f[1] != 0:                                   # extension chain: metadata query?
+        ext = _words(f[1], 4)
+        if _ints(f[1], 4)[2] == _METADATA_EXT:
+            md = _ints(ext[3], 9)                   # XLA_FFI_Metadata
+            md[6], md[7], md[8] = API_MAJOR, API_MINOR, 0
+            return nothing
+    if f[0] < _FRAME_SIZE:
+        return nothing                              # an older call frame: refuse
+    f = _words(frame, 21)
+    api = _ints(f[2], 10)
+    if api[8] != API_MAJOR or _ints(frame, 10)[8] != _EXECUTE:
+        return nothing
+    nargs, nrets = f[7], f[12]
+    atypes, args = _ints(f[8], nargs), _words(f[9], nargs)
+    rtypes, rets = _ints(f[13], nrets), _words(f[14], nrets)
+    ok = nargs == N_MODEL + n_in and nrets >= 1 and nrets <= 4
+    for k in range(nrets):
+        ok = ok and rtypes[k] == _ARG_BUFFER and _words(rets[k], 1)[0] >= _BUFFER_SIZE
+    for k in range(nargs):
+        ok = ok and atypes[k] == _ARG_BUFFER and _words(args[k], 1)[0] >= _BUFFER_SIZE
+    if ok:                        # the model's 64-bit arrays come as 32-bit words (below)
+        for k in (0, 2, 4):
+            ok = ok and _ints(args[k], 6)[4] == _S32
+        for k in range(N_MODEL, nargs):
+            dt = _ints(args[k], 6)[4]
+            ok = ok and (dt == _F64 or dt == _F32)
+        ok = ok and _ints(args[1], 6)[4] == _U32 and _ints(args[3], 6)[4] == _U32
+    if not ok:
+        _fail(rets)
+        return nothing
+    B = _batch(rets[0], out_rank)
+    d0, d1 = _dims(args[0]), _dims(args[1])
+    mi = carray(_vp(_words(args[0], 6)[3]), (d0[0], d0[1] // 2), np.int64)
+    mf = carray(_vp(_words(args[1], 6)[3]), (d1[0], d1[1] // 2), np.float64)
+    d2, d3 = _dims(args[2]), _dims(args[3])
+    fp = carray(_vp(_words(args[2], 6)[3]), (d2[0] // 2,), np.int64)
+    fm = carray(_vp(_words(args[3], 6)[3]), (d3[0], d3[1] // 2), np.float64)
+    opts = carray(_vp(_words(args[4], 6)[3]), (2,), np.int32)     # frame, chunks
+    fr, nch = np.int64(opts[0]), np.int64(opts[1])
+    q = _in(args[N_MODEL], B)
+    v = _in(args[N_MODEL + 1], B) if n_in > 1 else e
+    u = _in(args[N_MODEL + 2], B) if n_in > 2 else e
+    o0 = _out_f64(rets[0], B)
+    o1 = _out_f64(rets[1], B) if nrets > 1 else e
+    o2 = _out_f64(rets[2], B) if nrets > 2 else e
+    o3 = _out_f64(rets[3], B) if nrets > 3 else e
+    return (True, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+
+
+@njit(cache=True)
+def _fail(rets):
+    for k in range(rets.size):
+        _fill_nan(rets[k])
+
+
+@njit(cache=True)
+def _finish(rets, o0, o1, o2, o3):
+    """Copy float64 results into f32 outputs (f64 ones were written in place)."""
+    _store(rets[0], o0)
+    if rets.size > 1:
+        _store(rets[1], o1)
+    if rets.size > 2:
+        _store(rets[2], o2)
+    if rets.size > 3:
+        _store(rets[3], o3)
+
+
+# ---- the kernels: (model arrays, frame, nch, q, v, u (B, n), outputs (B, item size)) ---
+# nch > 0: the parallel entry on nch chunks (ffi.call decides, see _chunks); 0: serial.
+
+
+@njit(cache=True)
+def _nv(mi):
+    return mi[0, 2]
+
+
+@njit(cache=True)
+def _fx(q):
+    return np.empty((q.shape[0], 0, 6))
+
+
+@njit(cache=True)
+def _m2(o, B, nv):
+    """A flat output (B, nv^2) as (B, nv, nv)."""
+    return o.reshape((B, nv, nv))
+
+
+@njit(cache=True)
+def _m3(o, B, nv):
+    return o.reshape((B, nv, nv, nv))
+
+
+@njit(cache=True)
+def _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.rnea_parallel(mi, mf, q, v, u, _fx(q), o0, nch)
+    else:
+        cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
+
+
+@njit(cache=True)
+def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.aba_parallel(mi, mf, q, v, u, _fx(q), o0, nch)
+    else:
+        cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
+
+
+@njit(cache=True)
+def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    M = _m2(o0, q.shape[0], _nv(mi))
+    if nch > 0:
+        cb.crba_parallel(mi, mf, q, M, nch)
+    else:
+        cb.crba_batch(mi, mf, q, M, True)
+
+
+@njit(cache=True)
+def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    M = _m2(o0, q.shape[0], _nv(mi))
+    if nch > 0:
+        cb.minverse_parallel(mi, mf, q, M, nch)
+    else:
+        cb.minverse_batch(mi, mf, q, M, True)
+
+
+@njit(cache=True)
+def _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.nonlinear_effects_parallel(mi, mf, q, v, o0, nch)
+    else:
+        cb.nonlinear_effects_batch(mi, mf, q, v, o0, True)
+
+
+@njit(cache=True)
+def _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if nch > 0:
+        cb.gravity_parallel(mi, mf, q, o0, nch)
+    else:
+        cb.gravity_batch(mi, mf, q, o0, True)
+
+
+@njit(cache=True)
+def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
+    if nch > 0:
+        cb.rnea_derivatives_parallel(mi, mf, q, v, u, _fx(q), d1, d2, d3, nch)
+    else:
+        cb.rnea_derivatives_batch(mi, mf, q, v, u, _fx(q), d1, d2, d3, True)
+
+
+@njit(cache=True)
+def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
+    if nch > 0:
+        cb.aba_derivatives_parallel(mi, mf, q, v, u, _fx(q), d1, d2, d3, nch)
+    else:
+        cb.aba_derivatives_batch(mi, mf, q, v, u, _fx(q), d1, d2, d3, True)
+
+
+@njit(cache=True)
+def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
+    if nch > 0:
+        cb.rnea_second_order_parallel(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, nch)
+    else:
+        cb.rnea_second_order_batch(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True)
+
+
+@njit(cache=True)
+def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
+    if nch > 0:
+        cb.aba_second_order_parallel(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
+                                     _AUTO_OUT, nch)
+    else:
+        cb.aba_second_order_batch(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
+                                  _AUTO_OUT, True)
+
+
+@njit(cache=True)
+def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    B, nv = q.shape[0], _nv(mi)
+    _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    z = np.zeros((B, nv))
+    t = np.empty((3, B, nv, nv, nv))
+    if nch > 0:
+        cb.rnea_second_order_parallel(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2],
+                                      _m3(o1, B, nv), nch)
+    else:
+        cb.rnea_second_order_batch(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2],
+                                   _m3(o1, B, nv), True)
+
+
+@njit(cache=True)
+def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    T = o0.reshape((q.shape[0], 4, 4))
+    if nch > 0:
+        cb.frame_placement_parallel(mi, mf, fp, fm, q, T, fr, nch)
+    else:
+        cb.frame_placement_batch(mi, mf, fp, fm, q, T, fr, True)
+
+
+@njit(cache=True)
+def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    J = o1.reshape((q.shape[0], 6, _nv(mi)))
+    if nch > 0:
+        cb.frame_jacobian_parallel(mi, mf, fp, fm, q, J, fr, _LOCAL, nch)
+    else:
+        cb.frame_jacobian_batch(mi, mf, fp, fm, q, J, fr, _LOCAL, True)
+
+
+# the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them)
+
+
+def _h_rnea(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_aba(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_crba(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_minverse(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_nonlinear_effects(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 2, 1)
+    if ok:
+        try:
+            _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_gravity(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 1)
+    if ok:
+        try:
+            _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_rnea_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_aba_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
+    if ok:
+        try:
+            _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_rnea_so(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
+    if ok:
+        try:
+            _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_aba_so(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
+    if ok:
+        try:
+            _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_crba_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_placement(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_placement_d(frame):
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
+    if ok:
+        try:
+            _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+            _finish(rets, o0, o1, o2, o3)
+        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            _fail(rets)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+_KERNELS = {
+    "rnea": _h_rnea,
+    "aba": _h_aba,
+    "crba": _h_crba,
+    "minverse": _h_minverse,
+    "nonlinear_effects": _h_nonlinear_effects,
+    "gravity": _h_gravity,
+    "rnea_derivatives": _h_rnea_d,
+    "aba_derivatives": _h_aba_d,
+    "rnea_second_order_derivatives": _h_rnea_so,
+    "aba_second_order_derivatives": _h_aba_so,
+    "crba_derivatives": _h_crba_d,
+    "frame_placement": _h_frame_placement,
+    "frame_placement_derivatives": _h_frame_placement_d,
+}
