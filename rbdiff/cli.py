@@ -144,6 +144,8 @@ def build_parser():
              "vs the local batch, with a chunk-size sweep; see bench-dask --help")
     _forward(sub, "bench-torch", "rbdiff.bench.torch", "rbdiff.torch forward and backward "
              "vs the NumPy API and adam-robotics' PyTorch backend; see bench-torch --help")
+    _forward(sub, "bench-jax", "rbdiff.bench.jax", "jitted rbdiff.jax aba and its gradient "
+             "vs the NumPy API and adam-robotics' JAX autodiff; see bench-jax --help")
     return parser
 
 

@@ -14,6 +14,7 @@ the shared cache.
 """
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -122,12 +123,28 @@ JOBS = {
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
     "trajopt": (3, _trajopt),
 }
+
+
+def _jax_handler(name):
+    """rbdiff.jax's XLA FFI handler of kernel ``name`` (a cfunc linking the batch entries:
+    seconds each, hence one job per handler)."""
+    def job(rbd, m, s):
+        from rbdiff.jax import calls
+        calls._target(name)
+    return job
+
+
+if importlib.util.find_spec("jax") is not None:      # the extra rbdiff[jax]
+    from rbdiff.jax.ffi import _KERNELS as _JAX_KERNELS
+    JOBS.update({f"jax:{k}": (6, _jax_handler(k)) for k in _JAX_KERNELS})
+
 # the public functions each job calls (for --only and the coverage test)
 CALLS = {
     "rnea": ("rnea", "nonlinear_effects", "gravity"),
     "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                    "frame_jacobian"),
     "configuration": ("integrate", "difference"),
+    **{j: ("jax",) for j in JOBS if j.startswith("jax:")},
 }
 
 

@@ -1,24 +1,38 @@
 """Registration of rbdiff.jax.ffi's handlers with XLA, and the call: ``jax.ffi.ffi_call``
 under a ``custom_vmap`` rule that broadcasts the per-item inputs to the batch (never the
 model's arrays) and calls the same target once, so any nesting of vmap is one handler
-call. (Apart from ffi.py so that editing this Python does not invalidate the handlers'
-compiled cache.)
+call. The handlers are cached on disk like rbdiff's entries: any edit to an rbdiff source
+recompiles them (they link the batch entries).
 """
 
 import ctypes
 
 import numba
 import numpy as np
-from numba import cfunc, types
+from numba import types
+from numba.core import sigutils
+from numba.core.ccallback import CFunc
 from numba.np.ufunc.parallel import _launch_threads
 
 import jax
 import jax.numpy as jnp
 
+from ..kernels.jit import harden_cache
 from .ffi import _KERNELS, N_MODEL
 
 _TARGETS = {}
 _SIG = types.voidptr(types.voidptr)
+
+
+def _compiled(fn):
+    """cfunc(_SIG, cache=True)(fn) with its cache stamped as the entries' are
+    (kernels/jit.harden_cache): a handler links rbdiff's batch entries, so an edit to any
+    rbdiff source must recompile it, not only an edit to ffi.py."""
+    c = CFunc(fn, sigutils.normalize_signature(_SIG), locals={}, options={})
+    c.enable_caching()
+    harden_cache(c)
+    c.compile()
+    return c
 
 
 def _target(name):
@@ -28,7 +42,7 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
-        c = cfunc(_SIG, cache=True)(_KERNELS[name])
+        c = _compiled(_KERNELS[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)
         jax.ffi.register_ffi_target(t, jax.ffi.pycapsule(fn), platform="cpu")

@@ -32,7 +32,7 @@
 
 Entries are cached on disk (see README: where, and ``python -m rbdiff compile``); an edit
 to any rbdiff source invalidates them, and writes are serialised across processes, so
-parallel test workers and ``rbdiff compile`` can fill one cache (:func:`_harden_cache`).
+parallel test workers and ``rbdiff compile`` can fill one cache (:func:`harden_cache`).
 """
 
 import hashlib
@@ -124,7 +124,7 @@ def _cached(fn, **opts):
     ``cache=True`` at import: compile in memory instead, and say so once."""
     if not _UNCACHED:
         try:
-            return _harden_cache(numba.njit(**opts)(fn))
+            return harden_cache(numba.njit(**opts)(fn))
         except RuntimeError as e:
             if "no locator available" not in str(e):
                 raise
@@ -157,7 +157,7 @@ def _sources_digest():
 _SOURCES = _sources_digest()
 
 
-def _harden_cache(dispatcher):
+def harden_cache(dispatcher):
     """Make ``dispatcher``'s on-disk cache safe to share and never stale.
 
     Stale: Numba invalidates a cached entry when the entry's own source file changes,
