@@ -46,11 +46,10 @@ def _off_manifold(model, q):
 
 
 def _kernel_calls(jaxpr):
-    """Number of kernel calls (pure_callback or ffi_call) in a closed jaxpr, sub-jaxprs
-    included."""
+    """Number of kernel calls (ffi_call) in a closed jaxpr, sub-jaxprs included."""
     n = 0
     for eq in jaxpr.eqns:
-        if eq.primitive.name in ("pure_callback", "ffi_call"):
+        if eq.primitive.name == "ffi_call":
             n += 1
         for p in eq.params.values():
             for sub in (p if isinstance(p, (tuple, list)) else (p,)):

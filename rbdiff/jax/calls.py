@@ -50,8 +50,27 @@ def _target(name):
     return _TARGETS[name][0]
 
 
-def available(name):
-    return name in _KERNELS
+# kernel name -> per-item output shapes ("v": (nv,), "vv": (nv, nv), "vvv": (nv, nv, nv),
+# "t": (6, nv)); the handlers in ffi.py write them in this order
+_V, _VV, _VVV, _T = "v", "vv", "vvv", "t"
+_OUTPUTS = {
+    "rnea": (_V,), "aba": (_V,), "crba": (_VV,), "minverse": (_VV,),
+    "nonlinear_effects": (_V,), "gravity": (_V,),
+    "rnea_derivatives": (_V, _VV, _VV, _VV),      # tau, dtau_dq, dtau_dv, M
+    "aba_derivatives": (_V, _VV, _VV, _VV),       # qdd, dqdd_dq, dqdd_dv, Minv
+    "rnea_second_order_derivatives": (_VVV,) * 4,
+    "aba_second_order_derivatives": (_VVV,) * 4,
+    "crba_derivatives": (_VV, _VVV),              # M, dM_dq
+    "frame_placement": ((4, 4),),
+    "frame_placement_derivatives": ((4, 4), _T),  # T, local J
+}
+
+
+def out_shapes(model, name):
+    """The per-item output shapes of kernel ``name``."""
+    nv = model.nv
+    sizes = {_V: (nv,), _VV: (nv, nv), _VVV: (nv, nv, nv), _T: (6, nv)}
+    return [sizes[s] if isinstance(s, str) else s for s in _OUTPUTS[name]]
 
 
 PARALLEL_MIN_ITEMS = 128     # smaller batches run serially (a parallel region's wake-up
@@ -81,8 +100,12 @@ def _model_operands(model):
                   (model.frame_parents, np.int32), (model.frame_mf, np.uint32)))
 
 
-def call(model, name, results, *arrays, static=()):
-    """ffi_call of kernel ``name``; one call for any nesting of vmap (custom_vmap rule)."""
+def call(model, name, *arrays, static=()):
+    """Kernel ``name`` of the per-item arrays (each (..., n), the same leading axes) as one
+    ffi_call, for any nesting of vmap (custom_vmap rule); a tuple of outputs (..., *shape)
+    in the arrays' dtype (the handler computes in float64)."""
+    lead, dtype = arrays[0].shape[:-1], arrays[0].dtype
+    results = tuple(jax.ShapeDtypeStruct(lead + s, dtype) for s in out_shapes(model, name))
     target = _target(name)
     frame = static[0] if static else 0
     return _batched(target, results, frame)(*_model_operands(model), *arrays)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ..model.tangent import tangent_of_ambient
-from . import host
+from . import calls
 from . import configuration
 from .configuration import retract
 
@@ -75,7 +75,7 @@ class Rules:
             return tangent(q, dq)
 
         def kernel(name, q, *rest, static=()):
-            return host.call(m, name, q if m.nq == m.nv else retract_m(q), *rest,
+            return calls.call(m, name, q if m.nq == m.nv else retract_m(q), *rest,
                              static=static)
 
         # ---- second order: the last kernels; a third derivative raises
