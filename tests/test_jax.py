@@ -13,6 +13,7 @@ from jax.test_util import check_grads  # noqa: E402
 import rbdiff as rbd  # noqa: E402
 import rbdiff.jax as rj  # noqa: E402
 from rbdiff.model.synthetic import random_tree  # noqa: E402
+from rbdiff.model.tangent import normalised_blocks  # noqa: E402
 
 # seed 14: prismatic, continuous, spherical; seed 0: revolute, continuous, spherical;
 # both under a free flyer
@@ -38,9 +39,8 @@ def _state(model, seed=1, batch=None):
 
 def _off_manifold(model, q):
     """q with its quaternions and (cos, sin) pairs scaled off the unit sphere."""
-    from rbdiff.jax.configuration import _normalised_blocks
     q = q.copy()
-    for k, n in _normalised_blocks(model):
+    for k, n in normalised_blocks(model):
         q[..., k:k + n] *= 1.3
     return q
 

@@ -6,19 +6,15 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
-from rbdiff.model import layout as L
 from rbdiff.model.synthetic import random_tree
-from rbdiff.model.tangent import tangent_of_ambient
+from rbdiff.model.tangent import normalised_blocks, tangent_of_ambient
 
 
 def _retract(model, q):
     """Normalise every quaternion and (cos, sin) pair exactly."""
     q = q.copy()
-    for i in range(1, model.njoints + 1):
-        t, k = int(model.joint_types[i]), int(model.idx_q[i])
-        n = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4), L.FREE_FLYER: (k + 3, 4)}.get(t)
-        if n:
-            q[n[0]:n[0] + n[1]] /= np.linalg.norm(q[n[0]:n[0] + n[1]])
+    for k, n in normalised_blocks(model):
+        q[k:k + n] /= np.linalg.norm(q[k:k + n])
     return q
 
 

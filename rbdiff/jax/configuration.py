@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import jax.numpy as jnp
 
-from ..model import layout as L
 from ..model import lie
+from ..model.tangent import normalised_blocks
 
 JAX = SimpleNamespace(sqrt=jnp.sqrt, sin=jnp.sin, cos=jnp.cos, atan2=jnp.arctan2,
                       where=jnp.where, stack=lambda xs: jnp.stack(xs, -1))
@@ -21,22 +21,11 @@ def _unit(x):
     return x / jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True))
 
 
-def _normalised_blocks(model):
-    """(start, length) of every quaternion and (cos, sin) pair in q."""
-    out = []
-    for i in range(1, model.njoints + 1):
-        t, k = int(model.joint_types[i]), int(model.idx_q[i])
-        n = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4), L.FREE_FLYER: (k + 3, 4)}.get(t)
-        if n:
-            out.append(n)
-    return out
-
-
 def retract(model, q):
     """q with every quaternion and (cos, sin) pair divided by its norm (..., nq): the map
     through which rbdiff.jax reads an ambient q."""
     pieces, at = [], 0
-    for k, n in _normalised_blocks(model):
+    for k, n in normalised_blocks(model):
         pieces += [q[..., at:k], _unit(q[..., k:k + n])]
         at = k + n
     if not pieces:

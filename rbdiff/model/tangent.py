@@ -32,6 +32,19 @@ def _quaternion(q, dq, k):
     return n, [2 * (n[3] * d[i] - d[3] * n[i] - uxd[i]) / r for i in range(3)]
 
 
+def normalised_blocks(model):
+    """(start, length) in q of every quaternion and (cos, sin) pair: the blocks that
+    retract(q) divides by their norms."""
+    out = []
+    for i in range(1, model.njoints + 1):
+        t, k = int(model.joint_types[i]), int(model.idx_q[i])
+        block = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4),
+                 L.FREE_FLYER: (k + 3, 4)}.get(t)
+        if block:
+            out.append(block)
+    return out
+
+
 def tangent_of_ambient(model, q, dq):
     """The tangent components e_0 .. e_{nv-1} of the ambient variation dq at q.
 

@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad as fwAD
 
-from ..model import layout as L
-from ..model.tangent import tangent_of_ambient
+from ..model.tangent import normalised_blocks, tangent_of_ambient
 
 
 @dataclass(frozen=True)
@@ -52,14 +51,7 @@ _GROUPS = weakref.WeakKeyDictionary()    # model -> [(start, length)] of normali
 def _groups(model):
     g = _GROUPS.get(model)
     if g is None:
-        g = []
-        for i in range(1, model.njoints + 1):
-            t, k = int(model.joint_types[i]), int(model.idx_q[i])
-            block = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4),
-                     L.FREE_FLYER: (k + 3, 4)}.get(t)
-            if block:
-                g.append(block)
-        _GROUPS[model] = g
+        g = _GROUPS[model] = normalised_blocks(model)
     return g
 
 
