@@ -76,7 +76,7 @@ def _run(name, model, lo, options, names, *blocks):
         hi = lo + len(blocks[0])
         raise ValueError(f"{name}: batch rows {lo}:{hi} (indices below count from row "
                          f"{lo}): {e}") from None
-    return tuple(out) if isinstance(out, tuple) else (out,)
+    return tuple(out) if hasattr(out, "_fields") else (out,)     # result records
 
 
 def _inputs(named):

@@ -20,7 +20,8 @@ from .cpu import single as cs
 from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
 from .kernels.workspace import single_call_scratch
-from .results import REFERENCE_CODES, REFERENCE_FRAMES, Kinematics, KinematicsDerivatives
+from .results import (REFERENCE_CODES, REFERENCE_FRAMES, Kinematics, KinematicsDerivatives,
+                      pending)
 from .validation import F64 as _F64
 from .validation import explain, gpu_call, on_device, prepare
 
@@ -43,8 +44,12 @@ _frame_placements_one = native(cs.frame_placements_one, "_frame_placements_one",
                                globals(), inputs=(4,))
 _frame_jacobian_one = native(cs.frame_jacobian_one, "_frame_jacobian_one", globals(),
                              inputs=(4,))
-_kinematics_derivatives_one = native(cs.kinematics_derivatives_one,
-                                     "_kinematics_derivatives_one", globals())
+_kinematics_state_one = native(cs.kinematics_state_one, "_kinematics_state_one", globals())
+_derivatives_of_state_one = native(cs.derivatives_of_state_one, "_derivatives_of_state_one",
+                                   globals(), inputs=())
+_joint_derivatives_of_state_one = native(cs.joint_derivatives_of_state_one,
+                                         "_joint_derivatives_of_state_one", globals(),
+                                         inputs=())
 _joint_kinematics_derivatives_one = native(cs.joint_kinematics_derivatives_one,
                                            "_joint_kinematics_derivatives_one", globals())
 
@@ -251,6 +256,22 @@ def _joint_id(model, joint):
                      "universe, does not move)")
 
 
+def _all_of_state(model, st, code):
+    """The five (njoints, 6, nv) arrays of a pending KinematicsDerivatives."""
+    s = model._skd
+    out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
+    _derivatives_of_state_one(model.mi, model.mf, code, st, *out)
+    return out
+
+
+def _joint_of_state(model, st, i, code):
+    """Joint i's five (6, nv) arrays of a pending KinematicsDerivatives."""
+    s = model._sJ
+    out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
+    _joint_derivatives_of_state_one(model.mi, model.mf, i, code, st, *out)
+    return KinematicsDerivatives(*out)
+
+
 def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     """Derivatives of the spatial velocity v_i and acceleration a_i (gravity excluded) of
     every joint with respect to q (tangent space), v and a (Carpentier & Mansard 2018
@@ -260,12 +281,17 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     da_da), each (njoints, 6, nv), [i - 1] for joint i; a leading batch axis gives
     (B, njoints, 6, nv); CUDA device arrays give device arrays
     (rbdiff.gpu.kinematics_derivatives). Entries against dofs that are not joint i's or its ancestors'
-    are zero. As Pinocchio's computeForwardKinematicsDerivatives followed by
+    are zero.
+
+    As Pinocchio's computeForwardKinematicsDerivatives followed by
     getJointVelocityDerivatives / getJointAccelerationDerivatives(model, data, i, rf):
-    ``joint`` (a name or an index 1..njoints) asks for that joint's alone: each (6, nv)
-    ((B, 6, nv) for a batch), the full result's row joint-1 up to rounding: computed
-    from the closed forms below (not the records' recursion) in one pass over joints
-    1..joint, the cost of Pinocchio's compute (the full result writes njoints times more).
+    on one float64 state the call computes the kinematics state only, at the cost of
+    Pinocchio's compute; the five arrays are written when a field is first read, and
+    ``result.joint(i)`` gives joint i's five (6, nv) from that state without them (four
+    feet: one call, four getters). Batches, other dtypes and device arrays return the
+    arrays written. ``joint`` (a name or an index 1..njoints) computes that joint's alone:
+    each (6, nv) ((B, 6, nv) for a batch), in one pass over joints 1..joint. Every route
+    runs the same closed forms, so they agree bit for bit.
 
     reference="world" (pin.WORLD): v_i, a_i at the world origin in world axes; for a
       dof k of joint j (j = i or an ancestor), lambda = j's parent, S_k its world column:
@@ -279,22 +305,22 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     Pinocchio's acceleration getter in WORLD and LOCAL_WORLD_ALIGNED differs from the true
     da_dq in the columns of a multi-dof joint (spherical, free-flyer) that has a parent;
     rbdiff returns the true derivative (checked against central differences)."""
-    try:    # fast path: the model's workspace (and records); a bad joint or reference
-        # gives -1, which the entry refuses
+    try:    # fast path: a fresh kinematics state (all joints) or the model's workspace
+        # (one joint); a bad joint or reference gives -1, which the entry refuses
         if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
             if joint is None:
-                s = model._skd
-                out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
-                _kinematics_derivatives_one(model.mi, model.mf, q, v, a,
-                                            _REF.get(reference, -1), model._ws, model._kin_G,
-                                            model._kin_off, *out)
+                code = _REF.get(reference, -1)
+                if code >= 0:
+                    st = _empty(model._sstate)
+                    _kinematics_state_one(model.mi, model.mf, q, v, a, st)
+                    return pending(_all_of_state, _joint_of_state, model, st, code)
             else:
                 s = model._sJ
                 out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
                 _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
                                                   model._joint_ids.get(joint, -1),
                                                   _REF.get(reference, -1), model._ws, *out)
-            return _new(KinematicsDerivatives, out)
+                return KinematicsDerivatives(*out)
     except _FAST_MISS:
         pass
     if reference not in REFERENCE_CODES:
@@ -314,9 +340,8 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     code = REFERENCE_CODES[reference]
     try:
         if batch is None and j is None:
-            G = np.empty(model._kin_G.shape, dt)
             cs.kinematics_derivatives_one(model.mi, mf, *arrays, code, _scratch(model, dt),
-                                          G, model._kin_off, *outs)
+                                          *outs)
         elif batch is None:
             cs.joint_kinematics_derivatives_one(model.mi, mf, *arrays, j, code,
                                                 _scratch(model, dt), *outs)

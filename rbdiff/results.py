@@ -1,8 +1,9 @@
 """Result types and reference-frame names of the public functions: below the api layer
 and the GPU dispatch, so both can return them without importing each other."""
 
+import dataclasses
 from collections import namedtuple
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -47,12 +48,96 @@ class ABASecondOrderDerivatives(NamedTuple):
     d2qdd_dtaudq: np.ndarray
 
 
-class KinematicsDerivatives(NamedTuple):
-    """Partial derivatives of every joint's spatial velocity and acceleration, each
-    (njoints, 6, nv) or (B, njoints, 6, nv); [i - 1, :, k] is joint i's [linear, angular]
-    row pair against dof k (the universe, joint 0, is left out as in fext)."""
-    dv_dq: np.ndarray
-    dv_dv: np.ndarray
-    da_dq: np.ndarray
-    da_dv: np.ndarray
-    da_da: np.ndarray
+@dataclasses.dataclass(eq=False, repr=False)
+class KinematicsDerivatives:
+    """Partial derivatives of every joint's spatial velocity and acceleration: dv_dq,
+    dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) or (B, njoints, 6, nv);
+    [i - 1, :, k] is joint i's [linear, angular] row pair against dof k (the universe,
+    joint 0, is left out as in fext). A record of five arrays that unpacks, indexes and
+    iterates like a namedtuple; a dataclass (not a tuple), so dask.compute finds the dask
+    arrays in it.
+
+    rbd.kinematics_derivatives on one float64 state works as Pinocchio's
+    computeForwardKinematicsDerivatives: the call computes the kinematics state only
+    (placements, velocities, accelerations, motion subspaces); the five arrays are
+    written on the first read of a field, and ``joint(i)`` reads one joint's five (6, nv)
+    without them (Pinocchio's getJoint{Velocity,Acceleration}Derivatives)."""
+
+    __slots__ = ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da", "_state")
+    dv_dq: Any
+    dv_dv: Any
+    da_dq: Any
+    da_dv: Any
+    da_da: Any
+    _fields: ClassVar[tuple] = ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da")
+
+    def __getattr__(self, name):    # only reached for a field not yet written
+        if name not in KinematicsDerivatives._fields or not _pending(self):
+            raise AttributeError(name)
+        expand, _, model, st, code = self._state
+        (self.dv_dq, self.dv_dv, self.da_dq, self.da_dv,
+         self.da_da) = expand(model, st, code)
+        del self._state             # the model and the state are not needed any more
+        return getattr(self, name)
+
+    def joint(self, i):
+        """Joint i's (1..njoints, an int) five derivatives, each (6, nv) ((B, 6, nv) for
+        a batch): row i-1 of every field, as a KinematicsDerivatives. Computed alone
+        from the kinematics state while the full arrays have not been read; views into
+        them once they have."""
+        if _pending(self):
+            _, get, model, st, code = self._state
+            return get(model, st, _joint_index(i, model.njoints), code)
+        i = _joint_index(i, self.dv_dq.shape[-3])
+        return KinematicsDerivatives(*(x[..., i - 1, :, :] for x in self))
+
+    def __len__(self):
+        return 5
+
+    def __iter__(self):
+        return iter((self.dv_dq, self.dv_dv, self.da_dq, self.da_dv, self.da_da))
+
+    def __getitem__(self, k):
+        return tuple(self)[k]
+
+    def _asdict(self):
+        return dict(zip(self._fields, self))
+
+    def __reduce__(self):           # pickles (dask, multiprocessing) as the five arrays
+        return KinematicsDerivatives, tuple(self)
+
+    def __repr__(self):
+        if _pending(self):
+            return "KinematicsDerivatives(<kinematics state; fields written on first read>)"
+        return "KinematicsDerivatives(" + ", ".join(
+            f"{f}=<{type(x).__name__} {getattr(x, 'shape', '?')}>"
+            for f, x in zip(self._fields, self)) + ")"
+
+
+def _joint_index(i, n):
+    """i as an int in 1..n, else IndexError."""
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 1 <= i <= n:
+        raise IndexError(f"joint: expected an int 1..{n} (joint 0, the universe, does not "
+                         f"move), got {i!r}")
+    return int(i)
+
+
+_new_object = object.__new__
+_has_state = KinematicsDerivatives._state.__get__
+
+
+def _pending(kd):
+    """Whether kd's arrays are still to be written."""
+    try:
+        _has_state(kd)
+        return True
+    except AttributeError:
+        return False
+
+
+def pending(expand, get, model, st, code):
+    """A KinematicsDerivatives whose arrays ``expand(model, st, code)`` writes on first
+    read; ``get(model, st, i, code)`` answers joint(i) until then (rbdiff.kinematics)."""
+    kd = _new_object(KinematicsDerivatives)
+    kd._state = (expand, get, model, st, code)
+    return kd

@@ -52,8 +52,8 @@ def _states(model, seed=0, dtype=np.float64):
 def _same(batched, looped):
     """Item b of the batched result equals the b-th single call's, bit for bit (the
     same compiled kernel on the same numbers); tuples field by field."""
-    if isinstance(batched, tuple):
-        assert type(batched) is type(looped[0])
+    if hasattr(batched, "_fields"):     # the result records: namedtuples and
+        assert type(batched) is type(looped[0])     # KinematicsDerivatives
         for k in range(len(batched)):
             _same(batched[k], [x[k] for x in looped])
         return

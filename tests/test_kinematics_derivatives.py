@@ -4,6 +4,8 @@ getJointAccelerationDerivatives in WORLD, LOCAL and LOCAL_WORLD_ALIGNED, against
 step through rbdiff's own forward kinematics, and against central differences of
 Pinocchio's forwardKinematics where Pinocchio's getter and its own kinematics disagree."""
 
+import pickle
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -209,7 +211,7 @@ def test_bad_input_explained():
 @pytest.mark.parametrize("reference", list(PIN_FRAMES))
 def test_one_joint_matches_pinocchio_and_the_full_result(pair, reference):
     """joint=: Pinocchio's getters for that joint alone (same columns as the full test),
-    and the full result's row to rounding, for every joint (by index and by name)."""
+    and the full result's row bit for bit, for every joint (by index and by name)."""
     model, pm = pair
     q, v, a = random_state(pm, np.random.default_rng(64))
     full = rbd.kinematics_derivatives(model, q, v, a, reference=reference)
@@ -222,12 +224,48 @@ def test_one_joint_matches_pinocchio_and_the_full_result(pair, reference):
         for k, (x, f, r, y) in enumerate(zip(got, full, ref, by_name)):
             assert x.shape == (6, model.nv)
             np.testing.assert_array_equal(x, y)
-            assert rel_err(x, f[j - 1]) < 1e-13, (j, NAMES[k])
+            np.testing.assert_array_equal(x, f[j - 1])      # the same closed forms
             if reference == "local":        # as row j-1 of a full result
                 x = _to_pin_local(model, np.broadcast_to(x, full[0].shape))[j - 1]
             if NAMES[k] == "da_dq":
                 x, r = x[:, ~skip], r[..., ~skip]
             assert rel_err(x, r[j - 1]) < 1e-9, (j, NAMES[k])
+
+
+@pytest.mark.parametrize("reference", list(PIN_FRAMES))
+def test_pending_result_reads_as_pinocchio_getters(reference):
+    """A single call returns the kinematics state (Pinocchio's compute); joint(i) before
+    any field is read, the fields, and joint(i) after equal the joint= call bit for bit,
+    and a later call on another state does not change what an earlier result reads."""
+    model = rbd.models.random_tree(12, 3, floating_base=True)
+    rng = np.random.default_rng(66)
+    states = [(rbd.random_configuration(model, rng), *rng.normal(size=(2, model.nv)))
+              for _ in range(2)]
+    first = rbd.kinematics_derivatives(model, *states[0], reference)
+    assert "kinematics state" in repr(first)
+    before = [first.joint(j) for j in range(1, model.njoints + 1)]
+    rbd.kinematics_derivatives(model, *states[1], reference).dv_dq    # reuses no state
+    for j, got in enumerate(before, start=1):
+        want = rbd.kinematics_derivatives(model, *states[0], reference, joint=j)
+        assert isinstance(got, KinematicsDerivatives)
+        for x, y, f in zip(got, want, first):          # iterating writes the fields
+            assert x.shape == (6, model.nv)
+            np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(f[j - 1], y)
+        for x, y in zip(first.joint(j), want):
+            np.testing.assert_array_equal(x, y)
+    assert "kinematics state" not in repr(first)
+    assert first._asdict().keys() == set(NAMES)
+    dv, *_ = rbd.kinematics_derivatives(model, *states[0], reference)   # unpacks
+    np.testing.assert_array_equal(dv, first.dv_dq)
+    assert all(x is y for x, y in zip(first, first[:]))
+    pending = rbd.kinematics_derivatives(model, *states[0], reference)
+    for x, y in zip(pickle.loads(pickle.dumps(pending)), first):
+        np.testing.assert_array_equal(x, y)
+    for bad in (0, model.njoints + 1, True, 1.0, "root"):
+        for kd in (rbd.kinematics_derivatives(model, *states[0], reference), first):
+            with pytest.raises(IndexError, match=f"an int 1..{model.njoints}"):
+                kd.joint(bad)
 
 
 def test_one_joint_batch_equals_loop_and_float32():
@@ -238,6 +276,9 @@ def test_one_joint_batch_equals_loop_and_float32():
     j = model.njoints
     for reference in PIN_FRAMES:
         batch = rbd.kinematics_derivatives(model, q, v, a, reference, joint=j)
+        for x, y in zip(rbd.kinematics_derivatives(model, q, v, a, reference).joint(j),
+                        batch):                 # a batch's getter: (B, 6, nv) views
+            np.testing.assert_array_equal(x, y)
         for b in range(4):
             one = rbd.kinematics_derivatives(model, q[b], v[b], a[b], reference, joint=j)
             for x, y in zip(batch, one):

@@ -30,6 +30,8 @@ def deepest_frame(model):
 
 
 def _ours(model, q, v, a, name, joint):
+    kd = rbd.kinematics_derivatives(model, q, v, a)      # kept pending: joint() reads it
+
     def forward_kinematics():      # Kinematics is three arrays: compare the accelerations
         return rbd.forward_kinematics(model, q, v, a).accelerations  # (they need all else)
 
@@ -42,22 +44,35 @@ def _ours(model, q, v, a, name, joint):
             "frame_jacobian_lwa": partial(jac, "local_world_aligned"),
             "gravity": partial(rbd.gravity, model, q),
             "nonlinear_effects": partial(rbd.nonlinear_effects, model, q, v),
+            # the kinematics state (the fields are written when read) against
+            # Pinocchio's compute, which fills its Data and returns nothing
             "kinematics_derivatives": partial(rbd.kinematics_derivatives, model, q, v, a),
-            # one joint's five (6, nv) matrices (the deepest frame's joint) against
-            # Pinocchio's compute alone, which fills its Data and returns nothing
+            # one joint's five (6, nv) from that state against Pinocchio's two getters
+            "kinematics_derivatives.joint": partial(kd.joint, joint),
+            # one call for one joint's five (6, nv) against compute + that joint's getters
             "kinematics_derivatives(joint)": partial(rbd.kinematics_derivatives, model, q,
                                                      v, a, joint=joint),
-            # the same call against Pinocchio's compute plus the getters that produce
-            # the same arrays (every joint's five (6, nv) matrices)
-            "kinematics_derivatives+get": partial(rbd.kinematics_derivatives, model, q, v, a)}
+            # every joint's five (6, nv) against compute + the getters of every joint
+            "kinematics_derivatives+get": lambda: tuple(rbd.kinematics_derivatives(
+                model, q, v, a))}
+
+
+def _joint_getters(pm, pd, i):
+    """Pinocchio's WORLD velocity / acceleration derivatives of joint i (after
+    computeForwardKinematicsDerivatives): the getters' own results."""
+    return (pin.getJointVelocityDerivatives(pm, pd, i, pin.WORLD),
+            pin.getJointAccelerationDerivatives(pm, pd, i, pin.WORLD))
+
+
+def _as_ours(getters):
+    """_joint_getters' result as rbdiff's (5, 6, nv)."""
+    (dvq, dvv), (_, daq, dav, daa) = getters
+    return np.array([dvq, dvv, daq, dav, daa])
 
 
 def _joint_derivatives(pm, pd, i):
-    """Pinocchio's WORLD velocity / acceleration derivatives of joint i, as rbdiff's
-    (5, 6, nv) (after computeForwardKinematicsDerivatives)."""
-    dvq, dvv = pin.getJointVelocityDerivatives(pm, pd, i, pin.WORLD)
-    _, daq, dav, daa = pin.getJointAccelerationDerivatives(pm, pd, i, pin.WORLD)
-    return np.array([dvq, dvv, daq, dav, daa])
+    """Joint i's derivatives as rbdiff's (5, 6, nv)."""
+    return _as_ours(_joint_getters(pm, pd, i))
 
 
 def _kinematics_derivatives(pm, pd):
@@ -86,6 +101,13 @@ def _theirs(pm, q, v, a, fid, joint):
         pin.computeForwardKinematicsDerivatives(pm, pd, q, v, a)
         return _kinematics_derivatives(pm, pd)
 
+    pk = pm.createData()                    # kept computed: the getters read it
+    pin.computeForwardKinematicsDerivatives(pm, pk, q, v, a)
+
+    def joint_derivatives():
+        pin.computeForwardKinematicsDerivatives(pm, pd, q, v, a)
+        return _joint_getters(pm, pd, joint)
+
     jac = partial(pin.computeFrameJacobian, pm, pd, q, fid)
     return {"forward_kinematics": (forward_kinematics,
                                    lambda _: np.array([m.vector for m in pd.a])),
@@ -100,9 +122,8 @@ def _theirs(pm, q, v, a, fid, joint):
             "kinematics_derivatives": (
                 partial(pin.computeForwardKinematicsDerivatives, pm, pd, q, v, a),
                 lambda _: _kinematics_derivatives(pm, pd)),
-            "kinematics_derivatives(joint)": (
-                partial(pin.computeForwardKinematicsDerivatives, pm, pd, q, v, a),
-                lambda _: _joint_derivatives(pm, pd, joint)),
+            "kinematics_derivatives.joint": (partial(_joint_getters, pm, pk, joint), _as_ours),
+            "kinematics_derivatives(joint)": (joint_derivatives, _as_ours),
             "kinematics_derivatives+get": (kinematics_derivatives_get, lambda out: out)}
 
 

@@ -28,11 +28,11 @@ from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placemen
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, helper, pentry
-from ..kernels.kinematics_derivatives import (kinematics_derivatives,
+from ..kernels.kinematics_derivatives import (STATE_WIDTH, kinematics_derivatives,
                                               kinematics_derivatives_of_joint)
 from ..kernels.minverse import minverse
 from ..kernels.rnea import gravity, nonlinear_effects, rnea
-from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
+from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .checks import (batch_configurations_ok, batch_states_ok, batch_tangent_ok,
@@ -433,11 +433,9 @@ def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchu
 def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa, check):
     if check:
         batch_states_ok(mi, q, v, a, None)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    off = np.empty(mi[0, 0] + 2, np.int64)
-    G = np.empty((record_offsets(mi, off), KIN_WIDTH), q.dtype)
+    ws = np.empty((workspace_rows(mi), STATE_WIDTH), q.dtype)
     for b in range(q.shape[0]):
-        kinematics_derivatives(mi, mf, q[b], v[b], a[b], reference, ws, G, off,
+        kinematics_derivatives(mi, mf, q[b], v[b], a[b], reference, ws,
                                dvq[b], dvv[b], daq[b], dav[b], daa[b])
 
 
@@ -459,7 +457,7 @@ def joint_kinematics_derivatives_batch(mi, mf, q, v, a, dvq, dvv, daq, dav, daa,
         batch_states_ok(mi, q, v, a, None)
         joint_ok(mi, joint)
         reference_ok(reference)
-    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    ws = np.empty((workspace_rows(mi), STATE_WIDTH), q.dtype)
     for b in range(q.shape[0]):
         kinematics_derivatives_of_joint(mi, mf, q[b], v[b], a[b], joint, reference, ws,
                                         dvq[b], dvv[b], daq[b], dav[b], daa[b])

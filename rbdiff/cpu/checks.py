@@ -4,6 +4,7 @@ code; the api layer (rbdiff.validation.explain) turns a refusal into a precise m
 
 from ..kernels.checks import FLOAT_MAX, all_finite, configuration_ok, vector_finite
 from ..kernels.jit import entry, helper
+from ..kernels.kinematics_derivatives import STATE_WIDTH
 from ..kernels.workspace import W_WIDTH, workspace_rows
 
 BAD_Q = "q: not finite, or a quaternion / (cos, sin) pair is not unit"
@@ -123,6 +124,13 @@ def workspace_ok(mi, ws):
     for everything else about it)."""
     if ws.shape[0] < workspace_rows(mi) or ws.shape[1] < W_WIDTH:
         raise ValueError("ws: too small")
+
+
+@helper
+def state_width_ok(mi, st):
+    """st holds a kinematics state: the rows and the columns fk.kinematics_pass writes."""
+    if st.shape[0] < workspace_rows(mi) or st.shape[1] < STATE_WIDTH:
+        raise ValueError("kinematics state: wrong shape")
 
 
 @helper

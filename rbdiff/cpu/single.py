@@ -1,6 +1,6 @@
 """Single-call entry points (``*_one``): check one state, then call the kernel on the
-caller's scratch (the dynamics, kinematics and frames: kernels.workspace.
-single_call_scratch and the kinematics-derivative records, which the model keeps) or on
+caller's scratch (the dynamics, kinematics and frames: kernels.workspace.single_call_scratch, which
+the model keeps) or on
 scratch allocated here (the other derivatives). Outputs are allocated by the caller
 (the api layer): returning a Numba-allocated array to Python costs ~0.7 us, three times
 a NumPy allocation. No algorithm math lives here."""
@@ -19,16 +19,18 @@ from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placemen
 from ..kernels.idsva import IDSVA_WIDTH, idsva
 from ..kernels.idsva_so import SC_SIZE, idsva_so
 from ..kernels.jit import entry, fast_entry
-from ..kernels.kinematics_derivatives import (kinematics_derivatives,
+from ..kernels.fk import kinematics_pass
+from ..kernels.kinematics_derivatives import (derivatives_of_state, joint_derivatives,
+                                              kinematics_derivatives,
                                               kinematics_derivatives_of_joint)
 from ..kernels.minverse import minverse
 from ..kernels.rnea import gravity, nonlinear_effects, rnea
-from ..kernels.rnea_chain_rule import (KIN_WIDTH, REC_WIDTH, aba_derivatives_chain_rule,
-                                       record_offsets, rnea_chain_rule)
+from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule, record_offsets,
+                                       rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynamics_finite,
-                     frame_ok, joint_ok, minverse_finite, reference_ok, state_ok, tangent_ok,
-                     velocity_state_ok, workspace_ok)
+                     frame_ok, joint_ok, minverse_finite, reference_ok, state_ok, state_width_ok,
+                     tangent_ok, velocity_state_ok, workspace_ok)
 
 # ---- configuration space (fast entries: no scratch at all) -----------------------------
 
@@ -199,17 +201,37 @@ def frame_jacobian_ref(mi, mf, fparent, fmf, q, frame, reference, ws, J):
 
 
 @fast_entry
-def kinematics_derivatives_one(mi, mf, q, v, a, reference, ws, G, off,
-                               dvq, dvv, daq, dav, daa):
-    """G (records, >= KIN_WIDTH) and off (njoints+2,), rnea_chain_rule.record_offsets's
-    (the model keeps float64 ones: model._kin_G, model._kin_off)."""
+def kinematics_derivatives_one(mi, mf, q, v, a, reference, ws, dvq, dvv, daq, dav, daa):
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     reference_ok(reference)
-    if off.shape[0] != mi[0, 0] + 2 or G.shape[0] < off[mi[0, 0] + 1] or \
-            G.shape[1] < KIN_WIDTH:
-        raise ValueError("G or off: wrong size")
-    kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off, dvq, dvv, daq, dav, daa)
+    kinematics_derivatives(mi, mf, q, v, a, reference, ws, dvq, dvv, daq, dav, daa)
+
+
+@fast_entry
+def kinematics_state_one(mi, mf, q, v, a, st):
+    """st (workspace_rows, >= STATE_WIDTH): the kinematics state the getters below read
+    (Pinocchio's computeForwardKinematicsDerivatives)."""
+    state_ok(mi, q, v, a, None)
+    state_width_ok(mi, st)
+    kinematics_pass(mi, mf, q, v, a, st)
+
+
+@fast_entry
+def derivatives_of_state_one(mi, mf, reference, st, dvq, dvv, daq, dav, daa):
+    """Every joint's derivatives (each (njoints, 6, nv)) from kinematics_state_one's st."""
+    state_width_ok(mi, st)
+    reference_ok(reference)
+    derivatives_of_state(mi, mf, reference, st, dvq, dvv, daq, dav, daa)
+
+
+@fast_entry
+def joint_derivatives_of_state_one(mi, mf, joint, reference, st, dvq, dvv, daq, dav, daa):
+    """Joint ``joint``'s five (6, nv) derivatives from kinematics_state_one's st."""
+    state_width_ok(mi, st)
+    joint_ok(mi, joint)
+    reference_ok(reference)
+    joint_derivatives(mi, mf, joint, reference, st, dvq, dvv, daq, dav, daa)
 
 
 @fast_entry

@@ -57,7 +57,7 @@ from ..kernels import minverse as _minverse
 from ..kernels import rnea as _rnea
 from ..kernels.idsva import IDSVA_WIDTH
 from ..kernels.idsva_so import SC_SIZE
-from ..kernels.rnea_chain_rule import KIN_WIDTH, record_offsets
+from ..kernels.kinematics_derivatives import STATE_WIDTH
 from ..kernels.workspace import W_WIDTH
 from ..model.layout import MI_IV, MI_NV
 from .compile import device
@@ -118,7 +118,7 @@ def scratch_shapes(model, kind, threads_per_eval=1):
         return {"ws": ws, "sc": (SC_SIZE,), "qdd": (nv,), "lam": (nv,), "Mt": (7, nv, nv),
                 "F": F, "T": (5, nv, nv, nv)}
     if kind == "kinematics_derivatives":
-        return {"ws": ws, "G": (kinematics_records(model)[1], KIN_WIDTH)}
+        return {"ws": (rows, STATE_WIDTH)}
     if kind == "completely_fused":
         return {"ws": ws, "qdd": (nv,), "S3": (3, nv, nv), "F": F}
     if kind in ("fused", "split"):
@@ -127,13 +127,6 @@ def scratch_shapes(model, kind, threads_per_eval=1):
         return {"ws": ws, "ws2": ws, "qdd": (nv,), "D": (3, nv, nv), "F": F,
                 "buf": (threads_per_eval, 2, nv)}
     raise ValueError(kind)
-
-
-def kinematics_records(model):
-    """(off (njoints + 2,) int64, number of records) of the kinematics-derivatives records
-    (rnea_chain_rule.record_offsets, run on the host: they depend on the model only)."""
-    off = np.empty(model.njoints + 2, np.int64)
-    return off, int(record_offsets(model.mi, off))
 
 
 def scratch_array(name, shape, slots, dtype, layout):
@@ -194,7 +187,6 @@ class _ModelState:
                    np.dtype(np.float32): cuda.to_device(np.ascontiguousarray(model.mf32))}
         self.pools = {}
         self.dummy = {}
-        self.offsets = None
 
     def pool(self, model, kind, dtype, layout, slots, cap, threads_per_eval=1):
         """{name: device array} with room for at least ``slots`` evaluations (grown to
@@ -218,13 +210,6 @@ class _ModelState:
         if dtype not in self.dummy:
             self.dummy[dtype] = cuda.device_array((1, 1, 6), dtype)
         return self.dummy[dtype]
-
-    def kinematics_offsets(self, model):
-        """The kinematics-derivatives record offsets on the device (kinematics_records),
-        shared by every evaluation."""
-        if self.offsets is None:
-            self.offsets = cuda.to_device(kinematics_records(model)[0])
-        return self.offsets
 
 
 _STATES = weakref.WeakKeyDictionary()
@@ -376,20 +361,17 @@ def _aba_second_order_kernel(FEXT, LAST):
 
 def _kinematics_derivatives_kernel(FEXT, LAST):
     """Velocity and acceleration derivatives of every joint per thread
-    (kernels.kinematics_derivatives; off: the records' offsets, shared)."""
+    (kernels.kinematics_derivatives)."""
     dev = device(_kinematics_derivatives.kinematics_derivatives)
 
-    def k(mi, mf, q, v, a, reference, off, WS, GG, d1, d2, d3, d4, d5):
+    def k(mi, mf, q, v, a, reference, WS, d1, d2, d3, d4, d5):
         b = cuda.grid(1)
         if b < q.shape[0]:
             if LAST:
                 ws = WS[:, :, b]
-                G = GG[:, :, b]
             else:
                 ws = WS[b]
-                G = GG[b]
-            dev(mi, mf, q[b], v[b], a[b], reference, ws, G, off,
-                d1[b], d2[b], d3[b], d4[b], d5[b])
+            dev(mi, mf, q[b], v[b], a[b], reference, ws, d1[b], d2[b], d3[b], d4[b], d5[b])
     return _jit(k)
 
 
@@ -648,11 +630,10 @@ def launch_kinematics_derivatives(model, q, v, a, fext, outs, layout, reference)
     dt = np.dtype(q.dtype)
     k = kernel("kinematics_derivatives", False, layout)
     step = slots_per_launch(model, "kinematics_derivatives", dt)
-    off = st.kinematics_offsets(model)
     for s, e, (qs, vs, As, *os_) in _chunks(q.shape[0], step, q, v, a, *outs):
         p = st.pool(model, "kinematics_derivatives", dt, layout, e - s, step)
-        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, As, reference, off,
-                                            p["ws"], p["G"], *os_)
+        k[blocks(e - s), THREADS_PER_BLOCK](st.mi, st.mf[dt], qs, vs, As, reference,
+                                            p["ws"], *os_)
 
 
 def launch_aba_derivatives(model, q, v, tau, fext, outs, layout, partition,
@@ -711,8 +692,7 @@ def _example_args(model, name, dtype, layout, fext, threads_per_eval=2, B=2):
     if name in ("rnea_second_order", "aba_second_order"):
         return (mi, mf, q, v, u, f, *p.values(), T3, T3, T3, T3)
     if name == "kinematics_derivatives":
-        return (mi, mf, q, v, u, 0, kinematics_records(model)[0], p["ws"], p["G"],
-                K, K, K, K, K)
+        return (mi, mf, q, v, u, 0, p["ws"], K, K, K, K, K)
     return {
         "rnea": (mi, mf, q, v, u, f, p.get("ws"), out1),
         "aba": (mi, mf, q, v, u, f, p.get("ws"), out1),

@@ -1,8 +1,9 @@
 """Derivatives of every joint's spatial velocity and acceleration with respect to q, v
-and a (Carpentier & Mansard 2018 sec. III-D: they are the motion sets of the RNEA
-chain-rule forward pass, Alg. 2 lines 3 and 5, and come from the same helpers,
-rnea_chain_rule.motion_derivatives_own / _anc). Pinocchio's
-computeForwardKinematicsDerivatives + getJoint{Velocity,Acceleration}Derivatives.
+and a (Carpentier & Mansard 2018 sec. III-D: the motion sets of the RNEA chain-rule
+forward pass, Alg. 2 lines 3 and 5, summed here in closed form). As Pinocchio, in two
+steps: fk.kinematics_pass leaves the kinematics state in the workspace
+(computeForwardKinematicsDerivatives), joint_derivatives reads one joint's derivatives
+from it (getJoint{Velocity,Acceleration}Derivatives).
 
 World frame (reference WORLD, Pinocchio's pin.WORLD): v_i and a_i are body i's spatial
 velocity and acceleration expressed at the world origin in world axes (a_i = d v_i / dt,
@@ -28,11 +29,13 @@ multi-dof joint (spherical, free-flyer) that has a parent. We return the derivat
 """
 
 from ..model.layout import MF_GRAVITY, MI_IV, MI_NV, MI_PARENT
-from .fk import acceleration_joint, init_universe, placement_pass_joint, velocity_joint
+from .fk import (acceleration_joint, init_universe, kinematics_pass, placement_pass_joint,
+                 velocity_joint)
 from .jit import helper, kernel
-from .rnea_chain_rule import (W_AJ, joint_accel_command, ld6, mcr, motion_derivatives_anc,
-                              motion_derivatives_own, store_motion, tadd, tsub)
-from .workspace import D_S, W_A, W_P, W_R, W_V, W_VJ
+from .rnea_chain_rule import ld6, mcr, tadd, tsub
+from .workspace import D_S, W_A, W_P, W_R, W_T, W_V
+
+STATE_WIDTH = W_T + 9   # the columns fk.kinematics_pass writes: the state the getters read
 
 WORLD = 0
 LOCAL = 1
@@ -116,65 +119,6 @@ def joint_frame_state(mf, i, ws):
 
 
 @helper
-def joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
-                                 dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """Records (dv, da, dav) of body i for every dof of anc*(i) (the parent's record of
-    the same column, then Alg. 2 lines 3 and 5), written out as columns."""
-    n = mi[0, 0]
-    lam = mi[i, MI_PARENT]
-    iv = mi[i, MI_IV]
-    nvi = mi[i, MI_NV]
-    vl = ld6(ws[lam, W_V:W_V + 6])
-    vJ = ld6(ws[i, W_VJ:W_VJ + 6])
-    aJ = ld6(ws[i, W_AJ:W_AJ + 6])
-    R, p, vi, ai = joint_frame_state(mf, i, ws)
-    dvq, dvv, daq = dv_dq[i - 1], dv_dv[i - 1], da_dq[i - 1]
-    dav_, daa = da_dv[i - 1], da_da[i - 1]
-    r0 = off[i]
-    rl = off[lam] - nvi
-    for k in range(nvi):
-        s = ld6(ws[n + 1 + iv + k, D_S:D_S + 6])
-        dv, da, dav = motion_derivatives_own(s, vl, vJ, aJ)
-        store_motion(dv, da, dav, G[r0 + k])
-        write_columns(iv + k, s, dv, da, dav, reference, R, p, vi, ai,
-                      dvq, dvv, daq, dav_, daa)
-    pos = nvi
-    j = lam
-    while j > 0:
-        jv = mi[j, MI_IV]
-        for l in range(mi[j, MI_NV]):
-            s = ld6(ws[n + 1 + jv + l, D_S:D_S + 6])
-            dv, da, dav = motion_derivatives_anc(s, G[rl + pos], vl, vJ, aJ)
-            store_motion(dv, da, dav, G[r0 + pos])
-            write_columns(jv + l, s, dv, da, dav, reference, R, p, vi, ai,
-                          dvq, dvv, daq, dav_, daa)
-            pos += 1
-        j = mi[j, MI_PARENT]
-
-
-@kernel
-def kinematics_derivatives(mi, mf, q, v, a, reference, ws, G, off,
-                           dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """dv_dq, dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) (row i-1 is joint i),
-    every entry written. reference: WORLD, LOCAL or LOCAL_WORLD_ALIGNED; ws:
-    (workspace_rows, W_WIDTH); off (N+2,) int from rnea_chain_rule.record_offsets;
-    G (records, >= KIN_WIDTH)."""
-    dv_dq[:, :, :] = 0.0
-    dv_dv[:, :, :] = 0.0
-    da_dq[:, :, :] = 0.0
-    da_dv[:, :, :] = 0.0
-    da_da[:, :, :] = 0.0
-    init_universe(mf, ws)
-    for i in range(1, mi[0, 0] + 1):
-        placement_pass_joint(mi, mf, i, q, ws)
-        velocity_joint(mi, i, v, ws)
-        acceleration_joint(mi, i, a, ws)
-        joint_accel_command(mi, i, a, ws)
-        joint_kinematics_derivatives(mi, mf, i, reference, ws, G, off,
-                                     dv_dq, dv_dv, da_dq, da_dv, da_da)
-
-
-@helper
 def support_columns(mi, i, reference, ws, R, p, vi, ai, dv_dq, dv_dv, da_dq, da_dv, da_da):
     """Joint i's columns from the closed forms of the module docstring (no records): for
     every dof m of a joint j on i's support, lambda = j's parent, world-frame values."""
@@ -196,22 +140,47 @@ def support_columns(mi, i, reference, ws, R, p, vi, ai, dv_dq, dv_dv, da_dq, da_
         j = lam
 
 
-@kernel
-def kinematics_derivatives_of_joint(mi, mf, q, v, a, joint, reference, ws,
-                                      dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """The five (6, nv) derivatives of joint ``joint`` alone (1..njoints): Pinocchio's
-    getJoint{Velocity,Acceleration}Derivatives after computeForwardKinematicsDerivatives,
-    in one pass over joints 1..joint (a joint's ancestors come before it); equal to row
-    joint-1 of kinematics_derivatives."""
+@helper
+def joint_derivatives(mi, mf, i, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """Joint i's five (6, nv) derivatives, every entry written, from a kinematics state ws
+    (fk.kinematics_pass's columns, STATE_WIDTH wide at least): Pinocchio's
+    getJoint{Velocity,Acceleration}Derivatives."""
     dv_dq[:, :] = 0.0
     dv_dv[:, :] = 0.0
     da_dq[:, :] = 0.0
     da_dv[:, :] = 0.0
     da_da[:, :] = 0.0
+    R, p, vi, ai = joint_frame_state(mf, i, ws)
+    support_columns(mi, i, reference, ws, R, p, vi, ai, dv_dq, dv_dv, da_dq, da_dv, da_da)
+
+
+@kernel
+def derivatives_of_state(mi, mf, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """Every joint's derivatives (each (njoints, 6, nv), row i-1 joint i) from a
+    kinematics state ws."""
+    for i in range(1, mi[0, 0] + 1):
+        joint_derivatives(mi, mf, i, reference, ws, dv_dq[i - 1], dv_dv[i - 1],
+                          da_dq[i - 1], da_dv[i - 1], da_da[i - 1])
+
+
+@kernel
+def kinematics_derivatives(mi, mf, q, v, a, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """dv_dq, dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) (row i-1 is joint i),
+    every entry written. reference: WORLD, LOCAL or LOCAL_WORLD_ALIGNED; ws:
+    (workspace_rows, >= STATE_WIDTH), left holding the kinematics state."""
+    kinematics_pass(mi, mf, q, v, a, ws)
+    derivatives_of_state(mi, mf, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da)
+
+
+@kernel
+def kinematics_derivatives_of_joint(mi, mf, q, v, a, joint, reference, ws,
+                                    dv_dq, dv_dv, da_dq, da_dv, da_da):
+    """The five (6, nv) derivatives of joint ``joint`` alone (1..njoints), in one pass
+    over joints 1..joint (a joint's ancestors come before it); equal to row joint-1 of
+    kinematics_derivatives."""
     init_universe(mf, ws)
     for i in range(1, joint + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         velocity_joint(mi, i, v, ws)
         acceleration_joint(mi, i, a, ws)
-    R, p, vi, ai = joint_frame_state(mf, joint, ws)
-    support_columns(mi, joint, reference, ws, R, p, vi, ai, dv_dq, dv_dv, da_dq, da_dv, da_da)
+    joint_derivatives(mi, mf, joint, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da)

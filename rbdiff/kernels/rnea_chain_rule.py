@@ -70,7 +70,6 @@ REC_DAV = 12
 REC_DFQ = 18
 REC_DFV = 24
 REC_WIDTH = 30
-KIN_WIDTH = 18       # records of the motion sets only (kinematics derivatives)
 
 
 # ---- 6-vectors as tuples of scalars: kept in registers, no scratch arrays ---------------

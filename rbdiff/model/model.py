@@ -17,7 +17,7 @@ import numpy as np
 
 from . import configuration as _configuration
 from . import layout as L
-from ..kernels.rnea_chain_rule import KIN_WIDTH
+from ..kernels.kinematics_derivatives import STATE_WIDTH
 from ..kernels.workspace import single_call_scratch
 
 _SPHERICAL_S = np.hstack([np.zeros((3, 3)), np.eye(3)]).T   # columns [0; e_k]
@@ -219,9 +219,7 @@ class Model:
         self._sJ = (6, self.nv)
         self._skd = (n, 6, self.nv)
         self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
-        # kinematics_derivatives' records (kernels/rnea_chain_rule.py): offsets, scratch
-        self._kin_off = self._record_offsets()
-        self._kin_G = np.empty((int(self._kin_off[-1]), KIN_WIDTH))
+        self._sstate = (n + 1 + self.nv, STATE_WIDTH)    # a kinematics state (lazy results)
         self._plans = {}                                        # cpu.policy: batch plans
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
@@ -275,16 +273,6 @@ class Model:
             fm[k, L.FM_R:L.FM_R + 9] = T[:3, :3].ravel()
             fm[k, L.FM_P:L.FM_P + 3] = T[:3, 3]
         return _readonly([f.parent for f in self.frames], np.int64), _readonly(fm)
-
-    def _record_offsets(self):
-        """rnea_chain_rule.record_offsets in Python: (njoints+2,) int64, read-only; the
-        last entry is the number of records (one per dof of anc*(i), every joint i)."""
-        off = np.zeros(self.njoints + 2, np.int64)
-        for i in range(1, self.njoints + 1):
-            lam = int(self.parents[i])
-            off[i + 1] = off[i] + self.nvs[i] + off[lam + 1] - off[lam]
-        off.setflags(write=False)
-        return off
 
     def motion_subspace(self, i):
         """Joint i's motion subspace S (6, nv_i) in its own frame, rows [linear; angular]."""
