@@ -30,8 +30,9 @@ from .fk import placement_pass_joint, world_placement_joint
 from .jit import helper, kernel
 from .kinematics_derivatives import (LOCAL, LOCAL_WORLD_ALIGNED, at_point, store_column,
                                      xinv)
-from .spatial import add6, axpy6, motion_act_inv, motion_cross, set6
-from .workspace import D_S, W_LP, W_LR, W_P, W_R, W_T, W_VJ
+from .rnea_chain_rule import mcr, st6, tadd
+from .spatial import set6
+from .workspace import D_S, W_LP, W_LR, W_P, W_R
 
 
 # ---- placements ------------------------------------------------------------------------
@@ -154,31 +155,33 @@ def frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, J):
 # ---- forward kinematics (Pinocchio's oMi, v, a) ----------------------------------------
 
 @helper
-def local_velocity_joint(mi, mf, i, v, ws, vel):
-    """v_i = liMi^-1 v_parent + S_i qd_i (joint frame); S_i qd_i is left in VJ."""
-    lam = mi[i, MI_PARENT]
-    iv = mi[i, MI_IV]
-    vi = vel[i]
-    motion_act_inv(ws[i, W_LR:W_LR + 9], ws[i, W_LP:W_LP + 3], vel[lam], vi)
-    vJ = ws[i, W_VJ:W_VJ + 6]
-    set6(vJ, 0.0)
-    for k in range(mi[i, MI_NV]):
-        axpy6(v[iv + k], mf[i, MF_S + 6 * k:MF_S + 6 * k + 6], vJ)
-    add6(vJ, vi)
+def subspace_times(mf, i, nvi, x, k0):
+    """S_i x[k0:k0+nvi] in joint i's frame, a 6-tuple (kept in registers)."""
+    t = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(nvi):
+        s = mf[i, MF_S + 6 * k:MF_S + 6 * k + 6]
+        c = x[k0 + k]
+        t = (t[0] + c * s[0], t[1] + c * s[1], t[2] + c * s[2],
+             t[3] + c * s[3], t[4] + c * s[4], t[5] + c * s[5])
+    return t
 
 
 @helper
-def local_acceleration_joint(mi, mf, i, a, ws, vel, acc):
-    """a_i = liMi^-1 a_parent + S_i qdd_i + v_i x S_i qd_i (after local_velocity_joint)."""
-    lam = mi[i, MI_PARENT]
-    iv = mi[i, MI_IV]
-    ai = acc[i]
-    motion_act_inv(ws[i, W_LR:W_LR + 9], ws[i, W_LP:W_LP + 3], acc[lam], ai)
-    for k in range(mi[i, MI_NV]):
-        axpy6(a[iv + k], mf[i, MF_S + 6 * k:MF_S + 6 * k + 6], ai)
-    T = ws[i, W_T:W_T + 6]
-    motion_cross(vel[i], ws[i, W_VJ:W_VJ + 6], T)
-    add6(T, ai)
+def local_velocity_joint(mi, mf, i, v, ws, vel):
+    """v_i = liMi^-1 v_parent + S_i qd_i (joint frame) into vel[i]; returns (v_i, S_i qd_i)
+    as tuples for the acceleration."""
+    vJ = subspace_times(mf, i, mi[i, MI_NV], v, mi[i, MI_IV])
+    vi = tadd(xinv(ws[i, W_LR:W_LR + 9], ws[i, W_LP:W_LP + 3], vel[mi[i, MI_PARENT]]), vJ)
+    st6(vi, vel[i])
+    return vi, vJ
+
+
+@helper
+def local_acceleration_joint(mi, mf, i, a, ws, vi, vJ, acc):
+    """a_i = liMi^-1 a_parent + S_i qdd_i + v_i x S_i qd_i into acc[i]."""
+    ai = xinv(ws[i, W_LR:W_LR + 9], ws[i, W_LP:W_LP + 3], acc[mi[i, MI_PARENT]])
+    st6(tadd(tadd(ai, subspace_times(mf, i, mi[i, MI_NV], a, mi[i, MI_IV])), mcr(vi, vJ)),
+        acc[i])
 
 
 @kernel
@@ -196,6 +199,6 @@ def forward_kinematics(mi, mf, q, v, a, ws, oMi, vel, acc):
         world_placement_joint(mi, mf, i, q, ws)
         store_placement(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], oMi[i])
         if vel is not None:
-            local_velocity_joint(mi, mf, i, v, ws, vel)
+            vi, vJ = local_velocity_joint(mi, mf, i, v, ws, vel)
             if acc is not None:
-                local_acceleration_joint(mi, mf, i, a, ws, vel, acc)
+                local_acceleration_joint(mi, mf, i, a, ws, vi, vJ, acc)
