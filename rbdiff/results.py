@@ -48,7 +48,7 @@ class ABASecondOrderDerivatives(NamedTuple):
     d2qdd_dtaudq: np.ndarray
 
 
-@dataclasses.dataclass(eq=False, repr=False)
+@dataclasses.dataclass(init=False, eq=False, repr=False)
 class KinematicsDerivatives:
     """Partial derivatives of every joint's spatial velocity and acceleration: dv_dq,
     dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) or (B, njoints, 6, nv);
@@ -71,21 +71,31 @@ class KinematicsDerivatives:
     da_da: Any
     _fields: ClassVar[tuple] = ("dv_dq", "dv_dv", "da_dq", "da_dv", "da_da")
 
-    def __getattr__(self, name):    # only reached for a field not yet written
-        if name not in KinematicsDerivatives._fields or not _pending(self):
-            raise AttributeError(name)
+    def __init__(self, dv_dq, dv_dv, da_dq, da_dv, da_da):
+        self.dv_dq, self.dv_dv, self.da_dq, self.da_dv, self.da_da = \
+            dv_dq, dv_dv, da_dq, da_dv, da_da
+        self._state = None          # written (pending(): the state to write them from)
+
+    def _write(self):
+        """Write a pending result's five arrays."""
         expand, _, model, st, code = self._state
-        (self.dv_dq, self.dv_dv, self.da_dq, self.da_dv,
-         self.da_da) = expand(model, st, code)
-        del self._state             # the model and the state are not needed any more
-        return getattr(self, name)
+        out = expand(model, st, code)
+        self.dv_dq, self.dv_dv, self.da_dq, self.da_dv, self.da_da = out
+        self._state = None          # the model and the state are not needed any more
+        return out
+
+    def __getattr__(self, name):    # only reached for a field not yet written
+        k = _INDEX.get(name)
+        if k is None or self._state is None:
+            raise AttributeError(name)
+        return self._write()[k]
 
     def joint(self, i):
         """Joint i's (1..njoints, an int) five derivatives, each (6, nv) ((B, 6, nv) for
         a batch): row i-1 of every field, as a KinematicsDerivatives. Computed alone
         from the kinematics state while the full arrays have not been read; views into
         them once they have."""
-        if _pending(self):
+        if self._state is not None:
             _, get, model, st, code = self._state
             return get(model, st, _joint_index(i, model.njoints), code)
         i = _joint_index(i, self.dv_dq.shape[-3])
@@ -95,6 +105,8 @@ class KinematicsDerivatives:
         return 5
 
     def __iter__(self):
+        if self._state is not None:
+            return iter(self._write())
         return iter((self.dv_dq, self.dv_dv, self.da_dq, self.da_dv, self.da_da))
 
     def __getitem__(self, k):
@@ -107,7 +119,7 @@ class KinematicsDerivatives:
         return KinematicsDerivatives, tuple(self)
 
     def __repr__(self):
-        if _pending(self):
+        if self._state is not None:
             return "KinematicsDerivatives(<kinematics state; fields written on first read>)"
         return "KinematicsDerivatives(" + ", ".join(
             f"{f}=<{type(x).__name__} {getattr(x, 'shape', '?')}>"
@@ -123,16 +135,7 @@ def _joint_index(i, n):
 
 
 _new_object = object.__new__
-_has_state = KinematicsDerivatives._state.__get__
-
-
-def _pending(kd):
-    """Whether kd's arrays are still to be written."""
-    try:
-        _has_state(kd)
-        return True
-    except AttributeError:
-        return False
+_INDEX = {f: k for k, f in enumerate(KinematicsDerivatives._fields)}
 
 
 def pending(expand, get, model, st, code):
