@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels.jit import harden_cache
-from .ffi import _KERNELS, N_MODEL
+from . import entries
+from .ffi import _KERNELS, ENTRIES, N_MODEL
 
 _TARGETS = {}
 _SIG = types.voidptr(types.voidptr)
@@ -26,8 +27,8 @@ _SIG = types.voidptr(types.voidptr)
 
 def _compiled(fn):
     """cfunc(_SIG, cache=True)(fn) with its cache stamped as the entries' are
-    (kernels/jit.harden_cache): a handler links rbdiff's batch entries, so an edit to any
-    rbdiff source must recompile it, not only an edit to ffi.py."""
+    (kernels/jit.harden_cache): an edit to any rbdiff source recompiles it (cheap: it
+    calls the batch entries by address, entries.py), not only an edit to ffi.py."""
     c = CFunc(fn, sigutils.normalize_signature(_SIG), locals={}, options={})
     c.enable_caching()
     harden_cache(c)
@@ -42,6 +43,7 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
+        entries.link(ENTRIES[name])
         c = _compiled(_KERNELS[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)

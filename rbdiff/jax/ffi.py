@@ -25,9 +25,9 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-from ..cpu import batch as cb
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
+from .entries import SLOT, call
 
 API_MAJOR, API_MINOR = 0, 3            # xla/ffi/api/c_api.h this handler follows
 _FRAME_SIZE = 168                      # sizeof(XLA_FFI_CallFrame) up to attrs
@@ -203,6 +203,21 @@ def _finish(rets, o0, o1, o2, o3):
 
 # ---- the kernels: (model arrays, frame, nch, q, v, u (B, n), outputs (B, item size)) ---
 # nch > 0: the parallel entry on nch chunks (ffi.call decides, see _chunks); 0: serial.
+# Each calls rbdiff.cpu.batch's entries by address (entries.py) and returns True when
+# they ran, False when one refused its input.
+
+_RNEA, _RNEA_P = SLOT["rnea_batch"], SLOT["rnea_parallel"]
+_ABA, _ABA_P = SLOT["aba_batch"], SLOT["aba_parallel"]
+_CRBA, _CRBA_P = SLOT["crba_batch"], SLOT["crba_parallel"]
+_MINV, _MINV_P = SLOT["minverse_batch"], SLOT["minverse_parallel"]
+_NLE, _NLE_P = SLOT["nonlinear_effects_batch"], SLOT["nonlinear_effects_parallel"]
+_GRAV, _GRAV_P = SLOT["gravity_batch"], SLOT["gravity_parallel"]
+_RNEA_D, _RNEA_D_P = SLOT["rnea_derivatives_batch"], SLOT["rnea_derivatives_parallel"]
+_ABA_D, _ABA_D_P = SLOT["aba_derivatives_batch"], SLOT["aba_derivatives_parallel"]
+_RNEA_SO, _RNEA_SO_P = SLOT["rnea_second_order_batch"], SLOT["rnea_second_order_parallel"]
+_ABA_SO, _ABA_SO_P = SLOT["aba_second_order_batch"], SLOT["aba_second_order_parallel"]
+_FP, _FP_P = SLOT["frame_placement_batch"], SLOT["frame_placement_parallel"]
+_FJ, _FJ_P = SLOT["frame_jacobian_batch"], SLOT["frame_jacobian_parallel"]
 
 
 @njit(cache=True)
@@ -229,73 +244,67 @@ def _m3(o, B, nv):
 @njit(cache=True)
 def _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0:
-        cb.rnea_parallel(mi, mf, q, v, u, _fx(q), o0, nch)
-    else:
-        cb.rnea_batch(mi, mf, q, v, u, _fx(q), o0, True)
+        return call(_RNEA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
+    return call(_RNEA, (mi, mf, q, v, u, _fx(q), o0, True))
 
 
 @njit(cache=True)
 def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0:
-        cb.aba_parallel(mi, mf, q, v, u, _fx(q), o0, nch)
-    else:
-        cb.aba_batch(mi, mf, q, v, u, _fx(q), o0, True)
+        return call(_ABA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
+    return call(_ABA, (mi, mf, q, v, u, _fx(q), o0, True))
 
 
 @njit(cache=True)
 def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
     if nch > 0:
-        cb.crba_parallel(mi, mf, q, M, nch)
-    else:
-        cb.crba_batch(mi, mf, q, M, True)
+        return call(_CRBA_P, (mi, mf, q, M, nch))
+    return call(_CRBA, (mi, mf, q, M, True))
 
 
 @njit(cache=True)
 def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
     if nch > 0:
-        cb.minverse_parallel(mi, mf, q, M, nch)
-    else:
-        cb.minverse_batch(mi, mf, q, M, True)
+        return call(_MINV_P, (mi, mf, q, M, nch))
+    return call(_MINV, (mi, mf, q, M, True))
 
 
 @njit(cache=True)
 def _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0:
-        cb.nonlinear_effects_parallel(mi, mf, q, v, o0, nch)
-    else:
-        cb.nonlinear_effects_batch(mi, mf, q, v, o0, True)
+        return call(_NLE_P, (mi, mf, q, v, o0, nch))
+    return call(_NLE, (mi, mf, q, v, o0, True))
 
 
 @njit(cache=True)
 def _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0:
-        cb.gravity_parallel(mi, mf, q, o0, nch)
-    else:
-        cb.gravity_batch(mi, mf, q, o0, True)
+        return call(_GRAV_P, (mi, mf, q, o0, nch))
+    return call(_GRAV, (mi, mf, q, o0, True))
 
 
 @njit(cache=True)
 def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    if not _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+        return False
     d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
     if nch > 0:
-        cb.rnea_derivatives_parallel(mi, mf, q, v, u, _fx(q), d1, d2, d3, nch)
-    else:
-        cb.rnea_derivatives_batch(mi, mf, q, v, u, _fx(q), d1, d2, d3, True)
+        return call(_RNEA_D_P, (mi, mf, q, v, u, _fx(q), d1, d2, d3, nch))
+    return call(_RNEA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
 
 
 @njit(cache=True)
 def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    if not _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+        return False
     d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
     if nch > 0:
-        cb.aba_derivatives_parallel(mi, mf, q, v, u, _fx(q), d1, d2, d3, nch)
-    else:
-        cb.aba_derivatives_batch(mi, mf, q, v, u, _fx(q), d1, d2, d3, True)
+        return call(_ABA_D_P, (mi, mf, q, v, u, _fx(q), d1, d2, d3, nch))
+    return call(_ABA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
 
 
 @njit(cache=True)
@@ -303,9 +312,8 @@ def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
     if nch > 0:
-        cb.rnea_second_order_parallel(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, nch)
-    else:
-        cb.rnea_second_order_batch(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True)
+        return call(_RNEA_SO_P, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, nch))
+    return call(_RNEA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True))
 
 
 @njit(cache=True)
@@ -313,44 +321,41 @@ def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
     if nch > 0:
-        cb.aba_second_order_parallel(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
-                                     _AUTO_OUT, nch)
-    else:
-        cb.aba_second_order_batch(mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
-                                  _AUTO_OUT, True)
+        return call(_ABA_SO_P, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
+                                _AUTO_OUT, nch))
+    return call(_ABA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN, _AUTO_OUT,
+                          True))
 
 
 @njit(cache=True)
 def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
-    _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    if not _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+        return False
     z = np.zeros((B, nv))
     t = np.empty((3, B, nv, nv, nv))
+    t0, t1, t2 = t[0], t[1], t[2]
     if nch > 0:
-        cb.rnea_second_order_parallel(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2],
-                                      _m3(o1, B, nv), nch)
-    else:
-        cb.rnea_second_order_batch(mi, mf, q, z, z, _fx(q), t[0], t[1], t[2],
-                                   _m3(o1, B, nv), True)
+        return call(_RNEA_SO_P, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), nch))
+    return call(_RNEA_SO, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), True))
 
 
 @njit(cache=True)
 def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     T = o0.reshape((q.shape[0], 4, 4))
     if nch > 0:
-        cb.frame_placement_parallel(mi, mf, fp, fm, q, T, fr, nch)
-    else:
-        cb.frame_placement_batch(mi, mf, fp, fm, q, T, fr, True)
+        return call(_FP_P, (mi, mf, fp, fm, q, T, fr, nch))
+    return call(_FP, (mi, mf, fp, fm, q, T, fr, True))
 
 
 @njit(cache=True)
 def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    if not _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+        return False
     J = o1.reshape((q.shape[0], 6, _nv(mi)))
     if nch > 0:
-        cb.frame_jacobian_parallel(mi, mf, fp, fm, q, J, fr, _LOCAL, nch)
-    else:
-        cb.frame_jacobian_batch(mi, mf, fp, fm, q, J, fr, _LOCAL, True)
+        return call(_FJ_P, (mi, mf, fp, fm, q, J, fr, _LOCAL, nch))
+    return call(_FJ, (mi, mf, fp, fm, q, J, fr, _LOCAL, True))
 
 
 # the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them)
@@ -360,9 +365,11 @@ def _h_rnea(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -371,9 +378,11 @@ def _h_aba(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -382,9 +391,11 @@ def _h_crba(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -393,9 +404,11 @@ def _h_minverse(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -404,9 +417,11 @@ def _h_nonlinear_effects(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 2, 1)
     if ok:
         try:
-            _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -415,9 +430,11 @@ def _h_gravity(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 1)
     if ok:
         try:
-            _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -426,9 +443,11 @@ def _h_rnea_d(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -437,9 +456,11 @@ def _h_aba_d(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
     if ok:
         try:
-            _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -448,9 +469,11 @@ def _h_rnea_so(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
     if ok:
         try:
-            _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -459,9 +482,11 @@ def _h_aba_so(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
     if ok:
         try:
-            _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -470,9 +495,11 @@ def _h_crba_d(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -481,9 +508,11 @@ def _h_frame_placement(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -492,9 +521,11 @@ def _h_frame_placement_d(frame):
     ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
     if ok:
         try:
-            _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-            _finish(rets, o0, o1, o2, o3)
-        except Exception:             # refused input (NaN, singular): NaN, not garbage
+            if _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+                _finish(rets, o0, o1, o2, o3)
+            else:                     # refused input (NaN, singular): NaN, not garbage
+                _fail(rets)
+        except Exception:             # (any other failure: the same)
             _fail(rets)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
@@ -514,3 +545,17 @@ _KERNELS = {
     "frame_placement": _h_frame_placement,
     "frame_placement_derivatives": _h_frame_placement_d,
 }
+
+# the rbdiff.cpu.batch entries each handler calls (serial and parallel): entries.link
+# writes their addresses before the handler is compiled or registered
+_PAIRS = {"rnea": ("rnea",), "aba": ("aba",), "crba": ("crba",),
+          "minverse": ("minverse",), "nonlinear_effects": ("nonlinear_effects",),
+          "gravity": ("gravity",), "rnea_derivatives": ("rnea", "rnea_derivatives"),
+          "aba_derivatives": ("aba", "aba_derivatives"),
+          "rnea_second_order_derivatives": ("rnea_second_order",),
+          "aba_second_order_derivatives": ("aba_second_order",),
+          "crba_derivatives": ("crba", "rnea_second_order"),
+          "frame_placement": ("frame_placement",),
+          "frame_placement_derivatives": ("frame_placement", "frame_jacobian")}
+ENTRIES = {k: tuple(f"{p}_{s}" for p in pairs for s in ("batch", "parallel"))
+           for k, pairs in _PAIRS.items()}

@@ -1,0 +1,114 @@
+"""rbdiff.cpu.batch's entries called by address from the FFI handlers (ffi.py).
+
+A handler that called a batch entry directly would link it: Numba copies the entry's
+whole call tree into the handler and compiles it again (6-15 s per handler, cold). Here
+a handler calls through a table of function pointers instead, with Numba's own calling
+convention, so it compiles in about a second and the entries stay those rbdiff compiles
+and caches for every other caller.
+
+- ``SLOTS``: the entries a handler may call, each with the one signature it is compiled
+  for (the handlers' arrays are all C-contiguous and writable).
+- The table lives in a NumPy array whose address is registered with LLVM under a fixed
+  symbol name (``TABLE_SYMBOL``): a handler's machine code, fresh or loaded from the
+  cache, refers to it by that name, never by a process's addresses.
+- ``link(names)`` compiles (or loads) the entries and writes their addresses; calls.py
+  runs it before it compiles or registers a handler that uses them.
+- ``call(slot, args)`` (an intrinsic) checks ``args`` against the slot's signature at
+  compile time and returns True when the entry ran without raising.
+"""
+
+import llvmlite.binding as ll
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import errors
+from numba.extending import intrinsic
+
+from ..cpu import batch as cb
+
+TABLE_SYMBOL = "rbdiff_jax_batch_entries"
+
+_A1i = types.Array(types.int64, 1, "C")
+_A2i = types.Array(types.int64, 2, "C")
+_A2, _A3, _A4 = (types.Array(types.float64, d, "C") for d in (2, 3, 4))
+_I, _B = types.int64, types.boolean
+_DYN = (_A2i, _A2, _A2, _A2, _A2, _A3)       # mi, mf, q, v, u, fext
+_FR = (_A2i, _A2, _A1i, _A2, _A2)            # mi, mf, frame_parents, frame_mf, q
+
+
+def _pair(name, *args):
+    """(name_batch, signature), (name_parallel, signature): the serial entry takes
+    ``check``, the parallel one the number of chunks."""
+    return [(f"{name}_batch", args + (_B,)), (f"{name}_parallel", args + (_I,))]
+
+
+SLOTS = (_pair("rnea", *_DYN, _A2) + _pair("aba", *_DYN, _A2)
+         + _pair("crba", _A2i, _A2, _A2, _A3) + _pair("minverse", _A2i, _A2, _A2, _A3)
+         + _pair("nonlinear_effects", _A2i, _A2, _A2, _A2, _A2)
+         + _pair("gravity", _A2i, _A2, _A2, _A2)
+         + _pair("rnea_derivatives", *_DYN, _A3, _A3, _A3)
+         + _pair("aba_derivatives", *_DYN, _A3, _A3, _A3)
+         + _pair("rnea_second_order", *_DYN, _A4, _A4, _A4, _A4)
+         + _pair("aba_second_order", *_DYN, _A4, _A4, _A4, _A4, _I, _I)
+         + _pair("frame_placement", *_FR, _A3, _I)
+         + _pair("frame_jacobian", *_FR, _A3, _I, _I))
+SLOT = {name: k for k, (name, _) in enumerate(SLOTS)}
+
+_TABLE = np.zeros(len(SLOTS), np.int64)
+ll.add_symbol(TABLE_SYMBOL, _TABLE.ctypes.data)
+
+
+def link(names):
+    """Compile (or load from the cache) the entries ``names`` for their slots'
+    signatures and write their native addresses into the table."""
+    for name in names:
+        k = SLOT[name]
+        if _TABLE[k]:
+            continue
+        dispatcher = getattr(cb, name)
+        sig = SLOTS[k][1]
+        dispatcher.compile(sig)
+        cres = dispatcher.overloads[sig]
+        addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        if not addr:
+            raise RuntimeError(f"rbdiff.jax: no native address for {name}")
+        _TABLE[k] = addr
+
+
+def linked(names):
+    """Whether every entry of ``names`` has its address in the table."""
+    return all(_TABLE[SLOT[n]] for n in names)
+
+
+@intrinsic
+def call(typingctx, slot, args):
+    """Run the entry in table slot ``slot`` (a constant) on the tuple ``args``; True when
+    it returned normally, False when it raised (a refused input)."""
+    if not isinstance(slot, types.IntegerLiteral) or not isinstance(args, types.BaseTuple):
+        raise errors.TypingError("call(slot, args): slot a constant, args a tuple")
+    k = slot.literal_value
+    name, sig = SLOTS[k]
+    given = tuple(types.unliteral(t) for t in args.types)
+    ok = len(given) == len(sig) and all(
+        g == s if isinstance(s, types.Array) else isinstance(g, (types.Integer,
+                                                                 types.Boolean))
+        for g, s in zip(given, sig))
+    if not ok:
+        raise errors.TypingError(f"call({name}): arguments {given}, expected {sig}")
+
+    def codegen(context, builder, signature, cargs):
+        mod = builder.module
+        table = mod.globals.get(TABLE_SYMBOL)
+        if table is None:
+            table = ir.GlobalVariable(mod, ir.ArrayType(ir.IntType(64), len(SLOTS)),
+                                      TABLE_SYMBOL)
+            table.linkage = "external"
+        addr = builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0),
+                                                ir.Constant(ir.IntType(32), k)]))
+        fnty = context.call_conv.get_function_type(types.none, sig)
+        fn = builder.inttoptr(addr, fnty.as_pointer())
+        vals = [context.cast(builder, builder.extract_value(cargs[1], i), t, s)
+                for i, (t, s) in enumerate(zip(args.types, sig))]
+        status, _ = context.call_conv.call_function(builder, fn, types.none, sig, vals)
+        return builder.not_(status.is_error)
+    return types.boolean(slot, args), codegen
