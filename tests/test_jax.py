@@ -314,6 +314,10 @@ def test_large_vmap_runs_the_parallel_entries_in_one_call():
     f = jax.jit(jax.vmap(jax.jacrev(lambda q_, v_, a_: rj.rnea(m, q_, v_, a_), argnums=2)))
     _near(f(q, v, a), rbd.crba(m, q))
     assert _calls(f, q, v, a) == 1
+    if ffi._chunks(len(q)):       # omp / tbb: the call linked a parallel entry (else serial)
+        from rbdiff.jax import entries
+        assert any(entries._TABLE[k] for k, (n, _) in enumerate(entries.SLOTS)
+                   if n.endswith("_parallel"))
 
 
 def test_float32_without_x64():

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from ..kernels.jit import harden_cache
 from . import entries
-from .ffi import _KERNELS, ENTRIES, N_MODEL
+from .ffi import _KERNELS, N_MODEL, PARALLEL, SERIAL
 
 _TARGETS = {}
 _SIG = types.voidptr(types.voidptr)
@@ -43,7 +43,7 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
-        entries.link(ENTRIES[name])
+        entries.link(SERIAL[name])
         c = _compiled(_KERNELS[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)
@@ -108,29 +108,33 @@ def call(model, name, *arrays, static=()):
     in the arrays' dtype (the handler computes in float64)."""
     lead, dtype = arrays[0].shape[:-1], arrays[0].dtype
     results = tuple(jax.ShapeDtypeStruct(lead + s, dtype) for s in out_shapes(model, name))
-    target = _target(name)
     frame = static[0] if static else 0
-    return _batched(target, results, frame)(*_model_operands(model), *arrays)
+    return _batched(name, results, frame)(*_model_operands(model), *arrays)
 
 
 _BATCHED = {}
 
 
-def _batched(target, results, frame):
+def _batched(name, results, frame):
     """The custom_vmap kernel call for these results (one object per key: JAX's eager
     dispatch caches compiled calls by the function's identity)."""
-    key = (target, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame)
+    key = (name, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame)
     hit = _BATCHED.get(key)
     if hit is None:
-        hit = _BATCHED[key] = _make_batched(target, results, frame)
+        hit = _BATCHED[key] = _make_batched(name, results, frame)
     return hit
 
 
-def _make_batched(target, results, frame):
+def _make_batched(name, results, frame):
+    target = _target(name)
+
     @jax.custom_batching.custom_vmap
     def kernel(*ops):
         B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
-        opts = jnp.asarray(np.array([frame, _chunks(B)], np.int32))
+        nch = _chunks(B)
+        if nch:                   # a parallel run: its entries, compiled on first use
+            entries.link(PARALLEL[name])
+        opts = jnp.asarray(np.array([frame, nch], np.int32))
         return tuple(jax.ffi.ffi_call(target, results)(*ops[:N_MODEL - 1], opts,
                                                        *ops[N_MODEL - 1:]))
 
@@ -141,7 +145,7 @@ def _make_batched(target, results, frame):
             raise NotImplementedError("rbdiff.jax: vmap over the model's arrays")
         xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
               for x, b in zip(ops[m:], in_batched[m:])]
-        inner = _batched(target, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
+        inner = _batched(name, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
                                        for r in results), frame)
         return inner(*ops[:m], *xs), (True,) * len(results)
 

@@ -12,7 +12,9 @@ and caches for every other caller.
   symbol name (``TABLE_SYMBOL``): a handler's machine code, fresh or loaded from the
   cache, refers to it by that name, never by a process's addresses.
 - ``link(names)`` compiles (or loads) the entries and writes their addresses; calls.py
-  runs it before it compiles or registers a handler that uses them.
+  links a handler's serial entries before it registers the handler, and its parallel
+  ones the first time it asks for a parallel run (so ``rbdiff compile`` and a small
+  batch never compile a parallel entry they do not use).
 - ``call(slot, args)`` (an intrinsic) checks ``args`` against the slot's signature at
   compile time and returns True when the entry ran without raising.
 """
@@ -21,7 +23,7 @@ import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import errors
+from numba.core import cgutils, errors
 from numba.extending import intrinsic
 
 from ..cpu import batch as cb
@@ -75,15 +77,10 @@ def link(names):
         _TABLE[k] = addr
 
 
-def linked(names):
-    """Whether every entry of ``names`` has its address in the table."""
-    return all(_TABLE[SLOT[n]] for n in names)
-
-
 @intrinsic
 def call(typingctx, slot, args):
     """Run the entry in table slot ``slot`` (a constant) on the tuple ``args``; True when
-    it returned normally, False when it raised (a refused input)."""
+    it returned normally, False when it raised (a refused input) or is not linked."""
     if not isinstance(slot, types.IntegerLiteral) or not isinstance(args, types.BaseTuple):
         raise errors.TypingError("call(slot, args): slot a constant, args a tuple")
     k = slot.literal_value
@@ -97,18 +94,39 @@ def call(typingctx, slot, args):
         raise errors.TypingError(f"call({name}): arguments {given}, expected {sig}")
 
     def codegen(context, builder, signature, cargs):
-        mod = builder.module
-        table = mod.globals.get(TABLE_SYMBOL)
-        if table is None:
-            table = ir.GlobalVariable(mod, ir.ArrayType(ir.IntType(64), len(SLOTS)),
-                                      TABLE_SYMBOL)
-            table.linkage = "external"
-        addr = builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0),
-                                                ir.Constant(ir.IntType(32), k)]))
-        fnty = context.call_conv.get_function_type(types.none, sig)
-        fn = builder.inttoptr(addr, fnty.as_pointer())
-        vals = [context.cast(builder, builder.extract_value(cargs[1], i), t, s)
-                for i, (t, s) in enumerate(zip(args.types, sig))]
-        status, _ = context.call_conv.call_function(builder, fn, types.none, sig, vals)
-        return builder.not_(status.is_error)
+        addr = _table_entry(builder, k)
+        ran = cgutils.alloca_once_value(builder, cgutils.false_bit)
+        with builder.if_then(builder.icmp_unsigned("!=", addr, addr.type(0))):
+            fnty = context.call_conv.get_function_type(types.none, sig)
+            fn = builder.inttoptr(addr, fnty.as_pointer())
+            vals = [context.cast(builder, builder.extract_value(cargs[1], i), t, s)
+                    for i, (t, s) in enumerate(zip(args.types, sig))]
+            status, _ = context.call_conv.call_function(builder, fn, types.none, sig, vals)
+            builder.store(builder.not_(status.is_error), ran)
+        return builder.load(ran)
     return types.boolean(slot, args), codegen
+
+
+def _table_entry(builder, k):
+    """The address in table slot k (the table declared in this module if need be)."""
+    mod = builder.module
+    table = mod.globals.get(TABLE_SYMBOL)
+    if table is None:
+        table = ir.GlobalVariable(mod, ir.ArrayType(ir.IntType(64), len(SLOTS)),
+                                  TABLE_SYMBOL)
+        table.linkage = "external"
+    return builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0),
+                                            ir.Constant(ir.IntType(32), k)]))
+
+
+@intrinsic
+def linked(typingctx, slot):
+    """Whether table slot ``slot`` (a constant) holds an entry's address."""
+    if not isinstance(slot, types.IntegerLiteral):
+        raise errors.TypingError("linked(slot): slot a constant")
+    k = slot.literal_value
+
+    def codegen(context, builder, signature, cargs):
+        addr = _table_entry(builder, k)
+        return builder.icmp_unsigned("!=", addr, addr.type(0))
+    return types.boolean(slot), codegen

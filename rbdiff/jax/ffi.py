@@ -27,7 +27,7 @@ from numba.extending import intrinsic
 
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
-from .entries import SLOT, call
+from .entries import SLOT, call, linked
 
 API_MAJOR, API_MINOR = 0, 3            # xla/ffi/api/c_api.h this handler follows
 _FRAME_SIZE = 168                      # sizeof(XLA_FFI_CallFrame) up to attrs
@@ -202,7 +202,8 @@ def _finish(rets, o0, o1, o2, o3):
 
 
 # ---- the kernels: (model arrays, frame, nch, q, v, u (B, n), outputs (B, item size)) ---
-# nch > 0: the parallel entry on nch chunks (ffi.call decides, see _chunks); 0: serial.
+# nch > 0: the parallel entry on nch chunks (calls._chunks decides, and links it), else
+# (or where it is not linked: a computation run without calls.py's tracing) serial.
 # Each calls rbdiff.cpu.batch's entries by address (entries.py) and returns True when
 # they ran, False when one refused its input.
 
@@ -243,14 +244,14 @@ def _m3(o, B, nv):
 
 @njit(cache=True)
 def _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0:
+    if nch > 0 and linked(_RNEA_P):
         return call(_RNEA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
     return call(_RNEA, (mi, mf, q, v, u, _fx(q), o0, True))
 
 
 @njit(cache=True)
 def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0:
+    if nch > 0 and linked(_ABA_P):
         return call(_ABA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
     return call(_ABA, (mi, mf, q, v, u, _fx(q), o0, True))
 
@@ -258,7 +259,7 @@ def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 @njit(cache=True)
 def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
-    if nch > 0:
+    if nch > 0 and linked(_CRBA_P):
         return call(_CRBA_P, (mi, mf, q, M, nch))
     return call(_CRBA, (mi, mf, q, M, True))
 
@@ -266,21 +267,21 @@ def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 @njit(cache=True)
 def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
-    if nch > 0:
+    if nch > 0 and linked(_MINV_P):
         return call(_MINV_P, (mi, mf, q, M, nch))
     return call(_MINV, (mi, mf, q, M, True))
 
 
 @njit(cache=True)
 def _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0:
+    if nch > 0 and linked(_NLE_P):
         return call(_NLE_P, (mi, mf, q, v, o0, nch))
     return call(_NLE, (mi, mf, q, v, o0, True))
 
 
 @njit(cache=True)
 def _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0:
+    if nch > 0 and linked(_GRAV_P):
         return call(_GRAV_P, (mi, mf, q, o0, nch))
     return call(_GRAV, (mi, mf, q, o0, True))
 
@@ -291,7 +292,7 @@ def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False
     d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
-    if nch > 0:
+    if nch > 0 and linked(_RNEA_D_P):
         return call(_RNEA_D_P, (mi, mf, q, v, u, _fx(q), d1, d2, d3, nch))
     return call(_RNEA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
 
@@ -302,7 +303,7 @@ def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False
     d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
-    if nch > 0:
+    if nch > 0 and linked(_ABA_D_P):
         return call(_ABA_D_P, (mi, mf, q, v, u, _fx(q), d1, d2, d3, nch))
     return call(_ABA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
 
@@ -311,7 +312,7 @@ def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
-    if nch > 0:
+    if nch > 0 and linked(_RNEA_SO_P):
         return call(_RNEA_SO_P, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, nch))
     return call(_RNEA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True))
 
@@ -320,7 +321,7 @@ def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
-    if nch > 0:
+    if nch > 0 and linked(_ABA_SO_P):
         return call(_ABA_SO_P, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
                                 _AUTO_OUT, nch))
     return call(_ABA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN, _AUTO_OUT,
@@ -335,7 +336,7 @@ def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     z = np.zeros((B, nv))
     t = np.empty((3, B, nv, nv, nv))
     t0, t1, t2 = t[0], t[1], t[2]
-    if nch > 0:
+    if nch > 0 and linked(_RNEA_SO_P):
         return call(_RNEA_SO_P, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), nch))
     return call(_RNEA_SO, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), True))
 
@@ -343,7 +344,7 @@ def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 @njit(cache=True)
 def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     T = o0.reshape((q.shape[0], 4, 4))
-    if nch > 0:
+    if nch > 0 and linked(_FP_P):
         return call(_FP_P, (mi, mf, fp, fm, q, T, fr, nch))
     return call(_FP, (mi, mf, fp, fm, q, T, fr, True))
 
@@ -353,7 +354,7 @@ def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False
     J = o1.reshape((q.shape[0], 6, _nv(mi)))
-    if nch > 0:
+    if nch > 0 and linked(_FJ_P):
         return call(_FJ_P, (mi, mf, fp, fm, q, J, fr, _LOCAL, nch))
     return call(_FJ, (mi, mf, fp, fm, q, J, fr, _LOCAL, True))
 
@@ -546,8 +547,7 @@ _KERNELS = {
     "frame_placement_derivatives": _h_frame_placement_d,
 }
 
-# the rbdiff.cpu.batch entries each handler calls (serial and parallel): entries.link
-# writes their addresses before the handler is compiled or registered
+# the rbdiff.cpu.batch entries each handler calls, serial and parallel (entries.link)
 _PAIRS = {"rnea": ("rnea",), "aba": ("aba",), "crba": ("crba",),
           "minverse": ("minverse",), "nonlinear_effects": ("nonlinear_effects",),
           "gravity": ("gravity",), "rnea_derivatives": ("rnea", "rnea_derivatives"),
@@ -557,5 +557,5 @@ _PAIRS = {"rnea": ("rnea",), "aba": ("aba",), "crba": ("crba",),
           "crba_derivatives": ("crba", "rnea_second_order"),
           "frame_placement": ("frame_placement",),
           "frame_placement_derivatives": ("frame_placement", "frame_jacobian")}
-ENTRIES = {k: tuple(f"{p}_{s}" for p in pairs for s in ("batch", "parallel"))
-           for k, pairs in _PAIRS.items()}
+SERIAL = {k: tuple(f"{p}_batch" for p in pairs) for k, pairs in _PAIRS.items()}
+PARALLEL = {k: tuple(f"{p}_parallel" for p in pairs) for k, pairs in _PAIRS.items()}
