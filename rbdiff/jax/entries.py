@@ -7,7 +7,7 @@ convention, so it compiles in about a second and the entries stay those rbdiff c
 and caches for every other caller.
 
 - ``SLOTS``: the entries a handler may call, each with the one signature it is compiled
-  for (the handlers' arrays are all C-contiguous and writable).
+  for (C-contiguous arrays; the model's read-only).
 - The table lives in a NumPy array whose address is registered with LLVM under a fixed
   symbol name (``TABLE_SYMBOL``): a handler's machine code, fresh or loaded from the
   cache, refers to it by that name, never by a process's addresses.
@@ -30,12 +30,14 @@ from ..cpu import batch as cb
 
 TABLE_SYMBOL = "rbdiff_jax_batch_entries"
 
-_A1i = types.Array(types.int64, 1, "C")
-_A2i = types.Array(types.int64, 2, "C")
+# the model's arrays are read-only (R), as rbdiff's own batched calls pass them, so both
+# callers share one compiled entry; a handler's writable views convert to them
 _A2, _A3, _A4 = (types.Array(types.float64, d, "C") for d in (2, 3, 4))
+_R1i, _R2i = (types.Array(types.int64, d, "C", readonly=True) for d in (1, 2))
+_R2 = types.Array(types.float64, 2, "C", readonly=True)
 _I, _B = types.int64, types.boolean
-_DYN = (_A2i, _A2, _A2, _A2, _A2, _A3)       # mi, mf, q, v, u, fext
-_FR = (_A2i, _A2, _A1i, _A2, _A2)            # mi, mf, frame_parents, frame_mf, q
+_DYN = (_R2i, _R2, _A2, _A2, _A2, _A3)       # mi, mf, q, v, u, fext
+_FR = (_R2i, _R2, _R1i, _R2, _A2)            # mi, mf, frame_parents, frame_mf, q
 
 
 def _pair(name, *args):
@@ -45,9 +47,9 @@ def _pair(name, *args):
 
 
 SLOTS = (_pair("rnea", *_DYN, _A2) + _pair("aba", *_DYN, _A2)
-         + _pair("crba", _A2i, _A2, _A2, _A3) + _pair("minverse", _A2i, _A2, _A2, _A3)
-         + _pair("nonlinear_effects", _A2i, _A2, _A2, _A2, _A2)
-         + _pair("gravity", _A2i, _A2, _A2, _A2)
+         + _pair("crba", _R2i, _R2, _A2, _A3) + _pair("minverse", _R2i, _R2, _A2, _A3)
+         + _pair("nonlinear_effects", _R2i, _R2, _A2, _A2, _A2)
+         + _pair("gravity", _R2i, _R2, _A2, _A2)
          + _pair("rnea_derivatives", *_DYN, _A3, _A3, _A3)
          + _pair("aba_derivatives", *_DYN, _A3, _A3, _A3)
          + _pair("rnea_second_order", *_DYN, _A4, _A4, _A4, _A4)
@@ -87,9 +89,8 @@ def call(typingctx, slot, args):
     name, sig = SLOTS[k]
     given = tuple(types.unliteral(t) for t in args.types)
     ok = len(given) == len(sig) and all(
-        g == s if isinstance(s, types.Array) else isinstance(g, (types.Integer,
-                                                                 types.Boolean))
-        for g, s in zip(given, sig))
+        (g == s or g.copy(readonly=True) == s) if isinstance(s, types.Array)
+        else isinstance(g, (types.Integer, types.Boolean)) for g, s in zip(given, sig))
     if not ok:
         raise errors.TypingError(f"call({name}): arguments {given}, expected {sig}")
 
