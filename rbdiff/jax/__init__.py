@@ -31,8 +31,9 @@ NamedTuples; differentiable once more).
 - dtype: float64 under ``jax_enable_x64``, float32 otherwise (the kernels then run in
   float64 and the results are cast to float32).
 - Kernel calls: XLA FFI custom calls to Numba cfunc handlers (ffi.py; registered and
-  batched in calls.py). A cold first use compiles a handler (5-20 s each, then cached
-  on disk; ``python -m rbdiff compile`` or calls.compile_handlers() warms them all).
+  batched in calls.py) that call rbdiff's batch entries by address (entries.py). A cold
+  first use compiles a handler (about a second once its entries are compiled; cached on
+  disk; ``python -m rbdiff compile`` or calls.compile_handlers() warms them all).
   A NaN input gives NaN outputs at run time (a C handler cannot raise; values are never
   seen under jit, as in JAX itself: jax_debug_nans finds them); shapes and dtypes are
   refused at trace time.

@@ -154,6 +154,7 @@ def _make_batched(name, results, frame):
 
 def compile_handlers():
     """Compile (or load from the cache) and register every handler: for a warm-up step
-    such as ``python -m rbdiff compile`` (a cold first use costs ~10-20 s a handler)."""
+    such as ``python -m rbdiff compile`` (a cold handler: about a second once its serial
+    entries are compiled)."""
     for name in _KERNELS:
         _target(name)
