@@ -207,18 +207,24 @@ def _finish(rets, o0, o1, o2, o3):
 # Each calls rbdiff.cpu.batch's entries by address (entries.py) and returns True when
 # they ran, False when one refused its input.
 
-_RNEA, _RNEA_P = SLOT["rnea_batch"], SLOT["rnea_parallel"]
-_ABA, _ABA_P = SLOT["aba_batch"], SLOT["aba_parallel"]
-_CRBA, _CRBA_P = SLOT["crba_batch"], SLOT["crba_parallel"]
-_MINV, _MINV_P = SLOT["minverse_batch"], SLOT["minverse_parallel"]
-_NLE, _NLE_P = SLOT["nonlinear_effects_batch"], SLOT["nonlinear_effects_parallel"]
-_GRAV, _GRAV_P = SLOT["gravity_batch"], SLOT["gravity_parallel"]
-_RNEA_D, _RNEA_D_P = SLOT["rnea_derivatives_batch"], SLOT["rnea_derivatives_parallel"]
-_ABA_D, _ABA_D_P = SLOT["aba_derivatives_batch"], SLOT["aba_derivatives_parallel"]
-_RNEA_SO, _RNEA_SO_P = SLOT["rnea_second_order_batch"], SLOT["rnea_second_order_parallel"]
-_ABA_SO, _ABA_SO_P = SLOT["aba_second_order_batch"], SLOT["aba_second_order_parallel"]
-_FP, _FP_P = SLOT["frame_placement_batch"], SLOT["frame_placement_parallel"]
-_FJ, _FJ_P = SLOT["frame_jacobian_batch"], SLOT["frame_jacobian_parallel"]
+
+def _slots(name):
+    """The table slots of cpu.batch's name_batch and name_parallel."""
+    return SLOT[f"{name}_batch"], SLOT[f"{name}_parallel"]
+
+
+_RNEA, _RNEA_P = _slots("rnea")
+_ABA, _ABA_P = _slots("aba")
+_CRBA, _CRBA_P = _slots("crba")
+_MINV, _MINV_P = _slots("minverse")
+_NLE, _NLE_P = _slots("nonlinear_effects")
+_GRAV, _GRAV_P = _slots("gravity")
+_RNEA_D, _RNEA_D_P = _slots("rnea_derivatives")
+_ABA_D, _ABA_D_P = _slots("aba_derivatives")
+_RNEA_SO, _RNEA_SO_P = _slots("rnea_second_order")
+_ABA_SO, _ABA_SO_P = _slots("aba_second_order")
+_FP, _FP_P = _slots("frame_placement")
+_FJ, _FJ_P = _slots("frame_jacobian")
 
 
 @njit(cache=True)
