@@ -46,7 +46,16 @@ def test_small_batches_stay_serial(monkeypatch):
     for _ in range(5):
         policy.run(m, serial, parallel, 2, ())      # no work: far under PARALLEL_MIN_S
     assert calls == ["serial"] * 5
-    assert policy.plan_of(m, serial).item_s * 2 < policy.PARALLEL_MIN_S
+    p = policy.plan_of(m, serial)
+    assert p.item_s * 2 < policy.PARALLEL_MIN_S
+    # under UNTIMED_S the runs after the first two are not timed: the estimate stays
+    assert p.serial_runs == 2
+    est = p.item_s
+    policy.run(m, serial, parallel, 2, ())
+    assert (p.serial_runs, p.item_s) == (2, est)
+    # a batch large enough to matter is timed again (and then goes parallel when it pays)
+    policy.run(m, serial, parallel, int(policy.UNTIMED_S / est) + 1, ())
+    assert p.serial_runs == 3 or calls[-1] == "parallel"
 
 
 def test_a_losing_parallel_run_backs_off(monkeypatch):

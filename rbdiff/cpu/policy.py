@@ -7,7 +7,8 @@ So every batch entry keeps a small plan (per model and entry point, in ``model._
 
 - the serial cost of one item, measured on its serial runs (the first two runs of a
   batch entry are serial: the first one compiles; so is any batch whose estimated
-  serial work is under ``PARALLEL_MIN_S``, too short to gain from threads);
+  serial work is under ``PARALLEL_MIN_S``, too short to gain from threads; one under
+  ``UNTIMED_S`` runs without the clock reads and leaves the estimate to larger ones);
 - when two parallel runs in a row took longer than the serial estimate (a descheduled
   worker, or cores busy elsewhere), batches run serially for ``backoff`` seconds, then
   parallel runs probe again; the backoff doubles up to ``BACKOFF_MAX_S`` while probes
@@ -31,6 +32,8 @@ from time import perf_counter
 from numba import get_num_threads
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
+UNTIMED_S = 10e-6         # serial work below which a run leaves the estimate alone (the
+                          # two clock reads would cost a tenth of it)
 LOSS = 0.9                # a parallel run slower than LOSS x the serial estimate lost
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
@@ -88,6 +91,9 @@ def run(model, serial, parallel, batch, args, options=()):
             serial(*args, *options, True)
         return
     p = model._plans.get(serial) or plan_of(model, serial)
+    if p.serial_runs >= 2 and p.item_s * batch < UNTIMED_S:
+        serial(*args, *options, True)       # far too small for threads: not even timed
+        return
     t0 = perf_counter()
     if p.serial_runs < 2 or p.item_s * batch < PARALLEL_MIN_S or t0 < p.serial_until:
         serial(*args, *options, True)
