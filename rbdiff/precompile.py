@@ -67,7 +67,9 @@ def _kinematics(rbd, m, s, b=""):
 
 def _kinematics_derivatives(rbd, m, s, b=""):
     q, v, a = (getattr(s, b + x) for x in "qva")
-    rbd.kinematics_derivatives(m, q, v, a)
+    kd = rbd.kinematics_derivatives(m, q, v, a)
+    kd.joint(m.njoints)         # a single state's getter (before the fields are written)
+    kd.dv_dq                    # ... and the fields
     rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints)
 
 
