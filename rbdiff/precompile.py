@@ -93,7 +93,8 @@ def _configuration(rbd, m, s, b=""):
 
 
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
-# "[batch]" jobs call with a leading batch axis. Every public function taking a model
+# "[batch]" jobs call with a leading batch axis (their "[parallel]" twins, below, on the
+# parallel entries). Every public function taking a model
 # and states is here (tests/test_cli.py checks it against rbdiff's namespace).
 JOBS = {
     "rnea": (1, _rnea),
@@ -125,6 +126,21 @@ JOBS = {
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
     "trajopt": (3, _trajopt),
 }
+
+
+def _parallel(job):
+    """Job ``job`` (a "[batch]" one) with every batch on the parallel entries: the policy
+    tries them on a batch's third call when the work pays (a DDP's third iteration
+    would otherwise stop to compile aba_second_order_parallel, ~30 s)."""
+    def run(rbd, m, s):
+        from rbdiff.cpu import policy
+        with policy.forced("parallel"):
+            JOBS[job][1](rbd, m, s)
+    return run
+
+
+JOBS.update({j.replace("[batch]", "[parallel]"): (JOBS[j][0], _parallel(j))
+             for j in list(JOBS) if j.endswith("[batch]")})
 
 
 def _jax_handler(name):

@@ -99,9 +99,10 @@ def test_compile_jobs_cover_the_public_api():
 def test_compile_command_runs_a_subset_in_process(capsys):
     assert cli.main(["compile", "--only", "gravity", "--jobs", "1", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("compiled 2 jobs (float64)") and "cache:" in out
+    assert out.startswith("compiled 3 jobs (float64)") and "cache:" in out
     assert cli.main(["compile", "--list", "--only", "crba"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["crba: crba", "crba[batch]: crba"]
+    assert capsys.readouterr().out.splitlines() == ["crba: crba", "crba[batch]: crba",
+                                                    "crba[parallel]: crba"]
 
 
 def test_bench_dask_small_json(tmp_path, capsys):
