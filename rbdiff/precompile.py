@@ -94,8 +94,8 @@ def _configuration(rbd, m, s, b=""):
 
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
 # "[batch]" jobs call with a leading batch axis (their "[parallel]" twins, below, on the
-# parallel entries). Every public function taking a model
-# and states is here (tests/test_cli.py checks it against rbdiff's namespace).
+# parallel entries). Every public function taking a model and states is here
+# (tests/test_cli.py checks it against rbdiff's namespace).
 JOBS = {
     "rnea": (1, _rnea),
     "rnea[batch]": (2, lambda rbd, m, s: _rnea(rbd, m, s, "b")),
