@@ -13,8 +13,9 @@ and caches for every other caller.
   cache, refers to it by that name, never by a process's addresses.
 - ``link(names)`` compiles (or loads) the entries and writes their addresses; calls.py
   links a handler's serial entries before it registers the handler, and its parallel
-  ones the first time it asks for a parallel run (so ``rbdiff compile`` and a small
-  batch never compile a parallel entry they do not use).
+  ones the first time it asks for a parallel run (a small batch never compiles one).
+- Slot numbers are compiled into the handlers as constants: ffi.py's functions use the
+  hardened cache (kernels/jit.cached_njit), so an edit to ``SLOTS`` recompiles them.
 - ``call(slot, args)`` (an intrinsic) checks ``args`` against the slot's signature at
   compile time and returns True when the entry ran without raising.
 """

@@ -22,9 +22,10 @@ the outputs are then filled with NaN.
 """
 
 import numpy as np
-from numba import carray, njit, types
+from numba import carray, types
 from numba.extending import intrinsic
 
+from ..kernels.jit import cached_njit
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
 from .entries import SLOT, call, linked
@@ -57,23 +58,23 @@ def _addr(typingctx, ptr):
     return types.int64(types.voidptr), codegen
 
 
-@njit(cache=True)
+@cached_njit
 def _words(addr, n):
     return carray(_vp(addr), n, np.int64)
 
 
-@njit(cache=True)
+@cached_njit
 def _ints(addr, n):
     return carray(_vp(addr), n, np.int32)
 
 
-@njit(cache=True)
+@cached_njit
 def _dims(buf):
     b = _words(buf, 6)
     return _words(b[5], b[4]) if b[4] > 0 else np.empty(0, np.int64)
 
 
-@njit(cache=True)
+@cached_njit
 def _batch(buf, item_rank):
     """Items in a buffer whose last ``item_rank`` axes are one item's."""
     d = _dims(buf)
@@ -83,7 +84,7 @@ def _batch(buf, item_rank):
     return n
 
 
-@njit(cache=True)
+@cached_njit
 def _size(buf):
     d = _dims(buf)
     n = 1
@@ -92,7 +93,7 @@ def _size(buf):
     return n
 
 
-@njit(cache=True)
+@cached_njit
 def _in(buf, B):
     """A float input buffer as a (B, n) float64 array (f32 converted)."""
     n = _size(buf) // max(B, 1)
@@ -101,7 +102,7 @@ def _in(buf, B):
     return carray(_vp(_words(buf, 6)[3]), (B, n), np.float32).astype(np.float64)
 
 
-@njit(cache=True)
+@cached_njit
 def _out_f64(buf, B):
     n = _size(buf) // max(B, 1)
     if _ints(buf, 6)[4] == _F64:
@@ -109,7 +110,7 @@ def _out_f64(buf, B):
     return np.empty((B, n), np.float64)
 
 
-@njit(cache=True)
+@cached_njit
 def _store(buf, x):
     """Copy a float64 result into an f32 output buffer (an f64 one was written in place)."""
     if _ints(buf, 6)[4] == _F32:
@@ -117,7 +118,7 @@ def _store(buf, x):
         y[...] = x
 
 
-@njit(cache=True)
+@cached_njit
 def _fill_nan(buf):
     if _ints(buf, 6)[4] == _F64:
         carray(_vp(_words(buf, 6)[3]), _size(buf), np.float64)[:] = np.nan
@@ -125,7 +126,7 @@ def _fill_nan(buf):
         carray(_vp(_words(buf, 6)[3]), _size(buf), np.float32)[:] = np.nan
 
 
-@njit(cache=True)
+@cached_njit
 def _frame(frame, n_in, out_rank):
     """Read a call frame: (ok, rets, mi, mf, frame_parents, frame_mf, frame, chunks, q, v,
     u, o0..o3). ok is False for the metadata query (answered here) and for a refused call
@@ -183,13 +184,13 @@ def _frame(frame, n_in, out_rank):
     return (True, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
 
 
-@njit(cache=True)
+@cached_njit
 def _fail(rets):
     for k in range(rets.size):
         _fill_nan(rets[k])
 
 
-@njit(cache=True)
+@cached_njit
 def _finish(rets, o0, o1, o2, o3):
     """Copy float64 results into f32 outputs (f64 ones were written in place)."""
     _store(rets[0], o0)
@@ -227,42 +228,42 @@ _FP, _FP_P = _slots("frame_placement")
 _FJ, _FJ_P = _slots("frame_jacobian")
 
 
-@njit(cache=True)
+@cached_njit
 def _nv(mi):
     return mi[0, 2]
 
 
-@njit(cache=True)
+@cached_njit
 def _fx(q):
     return np.empty((q.shape[0], 0, 6))
 
 
-@njit(cache=True)
+@cached_njit
 def _m2(o, B, nv):
     """A flat output (B, nv^2) as (B, nv, nv)."""
     return o.reshape((B, nv, nv))
 
 
-@njit(cache=True)
+@cached_njit
 def _m3(o, B, nv):
     return o.reshape((B, nv, nv, nv))
 
 
-@njit(cache=True)
+@cached_njit
 def _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0 and linked(_RNEA_P):
         return call(_RNEA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
     return call(_RNEA, (mi, mf, q, v, u, _fx(q), o0, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0 and linked(_ABA_P):
         return call(_ABA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
     return call(_ABA, (mi, mf, q, v, u, _fx(q), o0, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
     if nch > 0 and linked(_CRBA_P):
@@ -270,7 +271,7 @@ def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_CRBA, (mi, mf, q, M, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
     if nch > 0 and linked(_MINV_P):
@@ -278,21 +279,21 @@ def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_MINV, (mi, mf, q, M, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0 and linked(_NLE_P):
         return call(_NLE_P, (mi, mf, q, v, o0, nch))
     return call(_NLE, (mi, mf, q, v, o0, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if nch > 0 and linked(_GRAV_P):
         return call(_GRAV_P, (mi, mf, q, o0, nch))
     return call(_GRAV, (mi, mf, q, o0, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     if not _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
@@ -303,7 +304,7 @@ def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_RNEA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     if not _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
@@ -314,7 +315,7 @@ def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_ABA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
@@ -323,7 +324,7 @@ def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_RNEA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
@@ -334,7 +335,7 @@ def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
                           True))
 
 
-@njit(cache=True)
+@cached_njit
 def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     if not _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
@@ -347,7 +348,7 @@ def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_RNEA_SO, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), True))
 
 
-@njit(cache=True)
+@cached_njit
 def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     T = o0.reshape((q.shape[0], 4, 4))
     if nch > 0 and linked(_FP_P):
@@ -355,7 +356,7 @@ def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return call(_FP, (mi, mf, fp, fm, q, T, fr, True))
 
 
-@njit(cache=True)
+@cached_njit
 def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False

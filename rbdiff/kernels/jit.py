@@ -118,6 +118,13 @@ def pentry(fn):
 _UNCACHED = []     # set once no cache folder is writable: compile in memory from then on
 
 
+def cached_njit(fn):
+    """numba.njit(cache=True)(fn) with the entries' hardened cache (harden_cache): for
+    compiled helpers outside the kernels, such as rbdiff.jax's handler code, whose
+    cached machine code must not outlive an edit to another rbdiff file."""
+    return _cached(fn, cache=True)
+
+
 def _cached(fn, **opts):
     """numba.njit(**opts)(fn) with a hardened on-disk cache; where no cache folder is
     writable (a read-only install, no writable home, no NUMBA_CACHE_DIR) Numba refuses
