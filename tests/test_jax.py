@@ -342,3 +342,18 @@ def test_gpu_backend_and_nan_input_are_not_silent(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with pytest.raises(NotImplementedError, match="CPU only"):
         jax.eval_shape(lambda q_: rj.rnea(m, q_, v, a), q)
+
+
+def test_entries_table_refuses_a_wrong_signature():
+    """rbdiff.jax.entries.call checks its arguments against the slot's signature when the
+    caller compiles (a mismatch would call the entry with the wrong memory layout)."""
+    from numba import errors, njit
+    from rbdiff.jax import entries
+    k = entries.SLOT["gravity_batch"]
+
+    @njit
+    def wrong(q):
+        return entries.call(k, (q, q))
+
+    with pytest.raises(errors.TypingError, match=r"call\(gravity_batch\)"):
+        wrong(np.zeros((2, 3)))
