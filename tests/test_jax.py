@@ -345,7 +345,7 @@ def test_gpu_backend_and_nan_input_are_not_silent(monkeypatch):
 
 
 def test_entries_table_refuses_a_wrong_signature():
-    """rbdiff.jax.entries.call checks its arguments against the slot's signature when the
+    """rbdiff.jax.entries.run checks its arguments against the slot's signature when the
     caller compiles (a mismatch would call the entry with the wrong memory layout)."""
     from numba import errors, njit
     from rbdiff.jax import entries
@@ -353,7 +353,7 @@ def test_entries_table_refuses_a_wrong_signature():
 
     @njit
     def wrong(q):
-        return entries.call(k, (q, q))
+        return entries.run(k, 0, (q, q))
 
-    with pytest.raises(errors.TypingError, match=r"call\(gravity_batch\)"):
+    with pytest.raises(errors.TypingError, match=r"run\(gravity_batch\)"):
         wrong(np.zeros((2, 3)))

@@ -16,8 +16,9 @@ and caches for every other caller.
   ones the first time it asks for a parallel run (a small batch never compiles one).
 - Slot numbers are compiled into the handlers as constants: ffi.py's functions use the
   hardened cache (kernels/jit.cached_njit), so an edit to ``SLOTS`` recompiles them.
-- ``call(slot, args)`` (an intrinsic) checks ``args`` against the slot's signature at
-  compile time and returns True when the entry ran without raising.
+- ``run(slot, nch, args)`` (an intrinsic) picks the parallel or the serial entry of a
+  pair, checks ``args`` against their signature at compile time and returns True when
+  the entry ran without raising.
 """
 
 import llvmlite.binding as ll
@@ -81,32 +82,51 @@ def link(names):
 
 
 @intrinsic
-def call(typingctx, slot, args):
-    """Run the entry in table slot ``slot`` (a constant) on the tuple ``args``; True when
-    it returned normally, False when it raised (a refused input) or is not linked."""
+def run(typingctx, slot, nch, args):
+    """The pair in table slots ``slot`` (a constant: a ``name_batch`` slot) and
+    ``slot + 1`` (its ``name_parallel`` twin) on the tuple ``args`` (the arguments both
+    share): the parallel entry on ``nch`` chunks when ``nch`` > 0 and it is linked, else
+    the serial one with its input check on. True when the entry returned normally, False
+    when it raised (a refused input) or is not linked."""
     if not isinstance(slot, types.IntegerLiteral) or not isinstance(args, types.BaseTuple):
-        raise errors.TypingError("call(slot, args): slot a constant, args a tuple")
+        raise errors.TypingError("run(slot, nch, args): slot a constant, args a tuple")
     k = slot.literal_value
     name, sig = SLOTS[k]
     given = tuple(types.unliteral(t) for t in args.types)
-    ok = len(given) == len(sig) and all(
+    ok = name.endswith("_batch") and len(given) == len(sig) - 1 and all(
         (g == s or g.copy(readonly=True) == s) if isinstance(s, types.Array)
         else isinstance(g, (types.Integer, types.Boolean)) for g, s in zip(given, sig))
     if not ok:
-        raise errors.TypingError(f"call({name}): arguments {given}, expected {sig}")
+        raise errors.TypingError(f"run({name}): arguments {given}, expected {sig[:-1]}")
 
     def codegen(context, builder, signature, cargs):
-        addr = _table_entry(builder, k)
+        vals = [builder.extract_value(cargs[2], i) for i in range(len(given))]
+        chunks = context.cast(builder, cargs[1], nch, types.int64)
+        parallel = _table_entry(builder, k + 1)
         ran = cgutils.alloca_once_value(builder, cgutils.false_bit)
-        with builder.if_then(builder.icmp_unsigned("!=", addr, addr.type(0))):
-            fnty = context.call_conv.get_function_type(types.none, sig)
-            fn = builder.inttoptr(addr, fnty.as_pointer())
-            vals = [context.cast(builder, builder.extract_value(cargs[1], i), t, s)
-                    for i, (t, s) in enumerate(zip(args.types, sig))]
-            status, _ = context.call_conv.call_function(builder, fn, types.none, sig, vals)
-            builder.store(builder.not_(status.is_error), ran)
+        use = builder.and_(builder.icmp_signed(">", chunks, chunks.type(0)),
+                           builder.icmp_unsigned("!=", parallel, parallel.type(0)))
+        with builder.if_else(use) as (on_chunks, serially):
+            with on_chunks:
+                builder.store(_invoke(context, builder, parallel, SLOTS[k + 1][1],
+                                      args.types, vals, chunks, types.int64), ran)
+            with serially:
+                serial = _table_entry(builder, k)
+                with builder.if_then(builder.icmp_unsigned("!=", serial, serial.type(0))):
+                    builder.store(_invoke(context, builder, serial, sig, args.types, vals,
+                                          cgutils.true_bit, types.boolean), ran)
         return builder.load(ran)
-    return types.boolean(slot, args), codegen
+    return types.boolean(slot, nch, args), codegen
+
+
+def _invoke(context, builder, addr, sig, argtys, vals, last, lastty):
+    """Call the entry at ``addr`` (signature ``sig``) on vals (typed argtys) + (last,)
+    with Numba's calling convention; True when it did not raise."""
+    vals = [context.cast(builder, v, t, s) for v, t, s in zip(vals, argtys, sig)] + [last]
+    fnty = context.call_conv.get_function_type(types.none, sig)
+    fn = builder.inttoptr(addr, fnty.as_pointer())
+    status, _ = context.call_conv.call_function(builder, fn, types.none, sig, vals)
+    return builder.not_(status.is_error)
 
 
 def _table_entry(builder, k):
@@ -119,16 +139,3 @@ def _table_entry(builder, k):
         table.linkage = "external"
     return builder.load(builder.gep(table, [ir.Constant(ir.IntType(32), 0),
                                             ir.Constant(ir.IntType(32), k)]))
-
-
-@intrinsic
-def linked(typingctx, slot):
-    """Whether table slot ``slot`` (a constant) holds an entry's address."""
-    if not isinstance(slot, types.IntegerLiteral):
-        raise errors.TypingError("linked(slot): slot a constant")
-    k = slot.literal_value
-
-    def codegen(context, builder, signature, cargs):
-        addr = _table_entry(builder, k)
-        return builder.icmp_unsigned("!=", addr, addr.type(0))
-    return types.boolean(slot), codegen

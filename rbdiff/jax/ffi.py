@@ -28,7 +28,7 @@ from numba.extending import intrinsic
 from ..kernels.jit import cached_njit
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
-from .entries import SLOT, call, linked
+from .entries import SLOT, run
 
 API_MAJOR, API_MINOR = 0, 3            # xla/ffi/api/c_api.h this handler follows
 _FRAME_SIZE = 168                      # sizeof(XLA_FFI_CallFrame) up to attrs
@@ -205,27 +205,21 @@ def _finish(rets, o0, o1, o2, o3):
 # ---- the kernels: (model arrays, frame, nch, q, v, u (B, n), outputs (B, item size)) ---
 # nch > 0: the parallel entry on nch chunks (calls._chunks decides, and links it), else
 # (or where it is not linked: a computation run without calls.py's tracing) serial.
-# Each calls rbdiff.cpu.batch's entries by address (entries.py) and returns True when
-# they ran, False when one refused its input.
+# Each calls rbdiff.cpu.batch's entries by address (entries.run: the serial entry's slot
+# names the pair) and returns True when they ran, False when one refused its input.
 
-
-def _slots(name):
-    """The table slots of cpu.batch's name_batch and name_parallel."""
-    return SLOT[f"{name}_batch"], SLOT[f"{name}_parallel"]
-
-
-_RNEA, _RNEA_P = _slots("rnea")
-_ABA, _ABA_P = _slots("aba")
-_CRBA, _CRBA_P = _slots("crba")
-_MINV, _MINV_P = _slots("minverse")
-_NLE, _NLE_P = _slots("nonlinear_effects")
-_GRAV, _GRAV_P = _slots("gravity")
-_RNEA_D, _RNEA_D_P = _slots("rnea_derivatives")
-_ABA_D, _ABA_D_P = _slots("aba_derivatives")
-_RNEA_SO, _RNEA_SO_P = _slots("rnea_second_order")
-_ABA_SO, _ABA_SO_P = _slots("aba_second_order")
-_FP, _FP_P = _slots("frame_placement")
-_FJ, _FJ_P = _slots("frame_jacobian")
+_RNEA = SLOT["rnea_batch"]
+_ABA = SLOT["aba_batch"]
+_CRBA = SLOT["crba_batch"]
+_MINV = SLOT["minverse_batch"]
+_NLE = SLOT["nonlinear_effects_batch"]
+_GRAV = SLOT["gravity_batch"]
+_RNEA_D = SLOT["rnea_derivatives_batch"]
+_ABA_D = SLOT["aba_derivatives_batch"]
+_RNEA_SO = SLOT["rnea_second_order_batch"]
+_ABA_SO = SLOT["aba_second_order_batch"]
+_FP = SLOT["frame_placement_batch"]
+_FJ = SLOT["frame_jacobian_batch"]
 
 
 @cached_njit
@@ -251,46 +245,34 @@ def _m3(o, B, nv):
 
 @cached_njit
 def _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0 and linked(_RNEA_P):
-        return call(_RNEA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
-    return call(_RNEA, (mi, mf, q, v, u, _fx(q), o0, True))
+    return run(_RNEA, nch, (mi, mf, q, v, u, _fx(q), o0))
 
 
 @cached_njit
 def _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0 and linked(_ABA_P):
-        return call(_ABA_P, (mi, mf, q, v, u, _fx(q), o0, nch))
-    return call(_ABA, (mi, mf, q, v, u, _fx(q), o0, True))
+    return run(_ABA, nch, (mi, mf, q, v, u, _fx(q), o0))
 
 
 @cached_njit
 def _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
-    if nch > 0 and linked(_CRBA_P):
-        return call(_CRBA_P, (mi, mf, q, M, nch))
-    return call(_CRBA, (mi, mf, q, M, True))
+    return run(_CRBA, nch, (mi, mf, q, M))
 
 
 @cached_njit
 def _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     M = _m2(o0, q.shape[0], _nv(mi))
-    if nch > 0 and linked(_MINV_P):
-        return call(_MINV_P, (mi, mf, q, M, nch))
-    return call(_MINV, (mi, mf, q, M, True))
+    return run(_MINV, nch, (mi, mf, q, M))
 
 
 @cached_njit
 def _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0 and linked(_NLE_P):
-        return call(_NLE_P, (mi, mf, q, v, o0, nch))
-    return call(_NLE, (mi, mf, q, v, o0, True))
+    return run(_NLE, nch, (mi, mf, q, v, o0))
 
 
 @cached_njit
 def _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    if nch > 0 and linked(_GRAV_P):
-        return call(_GRAV_P, (mi, mf, q, o0, nch))
-    return call(_GRAV, (mi, mf, q, o0, True))
+    return run(_GRAV, nch, (mi, mf, q, o0))
 
 
 @cached_njit
@@ -299,9 +281,7 @@ def _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False
     d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
-    if nch > 0 and linked(_RNEA_D_P):
-        return call(_RNEA_D_P, (mi, mf, q, v, u, _fx(q), d1, d2, d3, nch))
-    return call(_RNEA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
+    return run(_RNEA_D, nch, (mi, mf, q, v, u, _fx(q), d1, d2, d3))
 
 
 @cached_njit
@@ -310,29 +290,22 @@ def _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False
     d1, d2, d3 = _m2(o1, B, nv), _m2(o2, B, nv), _m2(o3, B, nv)
-    if nch > 0 and linked(_ABA_D_P):
-        return call(_ABA_D_P, (mi, mf, q, v, u, _fx(q), d1, d2, d3, nch))
-    return call(_ABA_D, (mi, mf, q, v, u, _fx(q), d1, d2, d3, True))
+    return run(_ABA_D, nch, (mi, mf, q, v, u, _fx(q), d1, d2, d3))
 
 
 @cached_njit
 def _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
-    if nch > 0 and linked(_RNEA_SO_P):
-        return call(_RNEA_SO_P, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, nch))
-    return call(_RNEA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, True))
+    return run(_RNEA_SO, nch, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3))
 
 
 @cached_njit
 def _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     B, nv = q.shape[0], _nv(mi)
     t0, t1, t2, t3 = _m3(o0, B, nv), _m3(o1, B, nv), _m3(o2, B, nv), _m3(o3, B, nv)
-    if nch > 0 and linked(_ABA_SO_P):
-        return call(_ABA_SO_P, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
-                                _AUTO_OUT, nch))
-    return call(_ABA_SO, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN, _AUTO_OUT,
-                          True))
+    return run(_ABA_SO, nch, (mi, mf, q, v, u, _fx(q), t0, t1, t2, t3, _AUTO_IN,
+                              _AUTO_OUT))
 
 
 @cached_njit
@@ -343,17 +316,13 @@ def _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     z = np.zeros((B, nv))
     t = np.empty((3, B, nv, nv, nv))
     t0, t1, t2 = t[0], t[1], t[2]
-    if nch > 0 and linked(_RNEA_SO_P):
-        return call(_RNEA_SO_P, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), nch))
-    return call(_RNEA_SO, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv), True))
+    return run(_RNEA_SO, nch, (mi, mf, q, z, z, _fx(q), t0, t1, t2, _m3(o1, B, nv)))
 
 
 @cached_njit
 def _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     T = o0.reshape((q.shape[0], 4, 4))
-    if nch > 0 and linked(_FP_P):
-        return call(_FP_P, (mi, mf, fp, fm, q, T, fr, nch))
-    return call(_FP, (mi, mf, fp, fm, q, T, fr, True))
+    return run(_FP, nch, (mi, mf, fp, fm, q, T, fr))
 
 
 @cached_njit
@@ -361,9 +330,7 @@ def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     if not _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return False
     J = o1.reshape((q.shape[0], 6, _nv(mi)))
-    if nch > 0 and linked(_FJ_P):
-        return call(_FJ_P, (mi, mf, fp, fm, q, J, fr, _LOCAL, nch))
-    return call(_FJ, (mi, mf, fp, fm, q, J, fr, _LOCAL, True))
+    return run(_FJ, nch, (mi, mf, fp, fm, q, J, fr, _LOCAL))
 
 
 # the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them)
