@@ -333,175 +333,124 @@ def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return run(_FJ, nch, (mi, mf, fp, fm, q, J, fr, _LOCAL))
 
 
-# the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them)
+@cached_njit
+def _serve(frame, k, n_in, out_rank):
+    """A handler's work: read the call frame (n_in per-item inputs, outputs of rank
+    out_rank per item), run kernel k (below), copy f32 results out; a refused input (NaN,
+    a singular model) or any other failure NaN-fills the outputs (nothing raises
+    through C)."""
+    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(frame, n_in,
+                                                                          out_rank)
+    if not ok:
+        return
+    try:
+        if _kernel(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+            _finish(rets, o0, o1, o2, o3)
+        else:
+            _fail(rets)
+    except Exception:
+        _fail(rets)
+
+
+@cached_njit
+def _kernel(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    """Kernel number k (the handlers' numbering below); True when it ran."""
+    ok = False
+    if k == 0:
+        ok = _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 1:
+        ok = _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 2:
+        ok = _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 3:
+        ok = _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 4:
+        ok = _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 5:
+        ok = _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 6:
+        ok = _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 7:
+        ok = _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 8:
+        ok = _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 9:
+        ok = _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 10:
+        ok = _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 11:
+        ok = _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    elif k == 12:
+        ok = _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    return ok
+
+
+# the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them);
+# _serve(frame, kernel number, inputs per item, output rank per item)
 
 
 def _h_rnea(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
-    if ok:
-        try:
-            if _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 0, 3, 1)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_aba(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
-    if ok:
-        try:
-            if _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 1, 3, 1)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_crba(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
-    if ok:
-        try:
-            if _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 2, 1, 2)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_minverse(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
-    if ok:
-        try:
-            if _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 3, 1, 2)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_nonlinear_effects(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 2, 1)
-    if ok:
-        try:
-            if _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 4, 2, 1)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_gravity(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 1)
-    if ok:
-        try:
-            if _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 5, 1, 1)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_rnea_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
-    if ok:
-        try:
-            if _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 6, 3, 1)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_aba_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 1)
-    if ok:
-        try:
-            if _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 7, 3, 1)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_rnea_so(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
-    if ok:
-        try:
-            if _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 8, 3, 3)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_aba_so(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 3, 3)
-    if ok:
-        try:
-            if _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 9, 3, 3)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_crba_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
-    if ok:
-        try:
-            if _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 10, 1, 2)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_frame_placement(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
-    if ok:
-        try:
-            if _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 11, 1, 2)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
 def _h_frame_placement_d(frame):
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(_addr(frame), 1, 2)
-    if ok:
-        try:
-            if _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-                _finish(rets, o0, o1, o2, o3)
-            else:                     # refused input (NaN, singular): NaN, not garbage
-                _fail(rets)
-        except Exception:             # (any other failure: the same)
-            _fail(rets)
+    _serve(_addr(frame), 12, 1, 2)
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
