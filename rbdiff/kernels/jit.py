@@ -89,7 +89,11 @@ def _internal(fn, **opts):
 
 
 def kernel(fn):
-    return _internal(fn)
+    # forceinline=False, said explicitly: Numba's callees inherit an unset forceinline
+    # from the caller that compiles them first, so a kernel first reached through a
+    # helper became alwaysinline, and LLVM copied it into every call site (cold
+    # aba_second_order_derivatives: 42k instructions to optimise instead of 30k)
+    return _internal(fn, forceinline=False)
 
 
 def helper(fn):

@@ -18,7 +18,9 @@ try:
     from numba.core.codegen import JITCodeLibrary
     from numba.core.compiler import CompilerBase, DefaultPassBuilder
     from numba.core.compiler_machinery import FunctionPass, register_pass
-    from numba.core.typed_passes import NopythonTypeInference
+    from numba.core.typed_passes import NativeLowering, NopythonTypeInference
+
+    from . import element_lowering
     AVAILABLE = all(hasattr(JITCodeLibrary, m) for m in (
         "_optimize_final_module", "_finalize_final_module", "_finalize_dynamic_globals",
         "_verify_declare_only_symbols", "get_pointer_to_function"))
@@ -75,11 +77,15 @@ if AVAILABLE:
             return True
 
     class LinkOnlyCompiler(CompilerBase):
-        """Numba's nopython pipeline, lowering into a :class:`LinkOnlyLibrary`."""
+        """Numba's nopython pipeline, lowering into a :class:`LinkOnlyLibrary`, array
+        elements by element_lowering.py where it applies."""
 
         def define_pipelines(self):
             pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
             pm.add_pass_after(UseLinkOnlyLibrary, NopythonTypeInference)
+            if element_lowering.AVAILABLE:
+                pm.passes[:] = [(element_lowering.ElementLowering, d)
+                                if p is NativeLowering else (p, d) for p, d in pm.passes]
             pm.finalize()
             return [pm]
 else:                    # pragma: no cover
