@@ -18,7 +18,9 @@ try:
     from numba.core.codegen import JITCodeLibrary
     from numba.core.compiler import CompilerBase, DefaultPassBuilder
     from numba.core.compiler_machinery import FunctionPass, register_pass
-    from numba.core.typed_passes import NativeLowering, NopythonTypeInference
+    from numba.core.typed_passes import (NativeLowering, NopythonRewrites,
+                                         NopythonTypeInference)
+    from numba.core.untyped_passes import InlineClosureLikes
 
     from . import element_lowering
     AVAILABLE = all(hasattr(JITCodeLibrary, m) for m in (
@@ -76,16 +78,22 @@ if AVAILABLE:
                                                 state.func_id.func_qualname)
             return True
 
+    # Passes with nothing to do in a kernel: kernels define no closures, and cannot
+    # allocate (no NRT), so have no array expressions to fuse; each pass still walks
+    # the IR and reruns Numba's use-def analysis (5 % of a cold start).
+    _NOT_FOR_KERNELS = (InlineClosureLikes, NopythonRewrites)
+
     class LinkOnlyCompiler(CompilerBase):
         """Numba's nopython pipeline, lowering into a :class:`LinkOnlyLibrary`, array
-        elements by element_lowering.py where it applies."""
+        elements by element_lowering.py where it applies, less _NOT_FOR_KERNELS."""
 
         def define_pipelines(self):
             pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
             pm.add_pass_after(UseLinkOnlyLibrary, NopythonTypeInference)
-            if element_lowering.AVAILABLE:
-                pm.passes[:] = [(element_lowering.ElementLowering, d)
-                                if p is NativeLowering else (p, d) for p, d in pm.passes]
+            lower = element_lowering.ElementLowering if element_lowering.AVAILABLE \
+                else NativeLowering
+            pm.passes[:] = [(lower if p is NativeLowering else p, d) for p, d in pm.passes
+                            if p not in _NOT_FOR_KERNELS]
             pm.finalize()
             return [pm]
 else:                    # pragma: no cover
