@@ -10,12 +10,13 @@ the largest part of a cold start. :class:`ElementLower` takes the common cases o
 ``Array`` of C or any layout, with bounds checking off:
 
 - a scalar: one integer per dimension (read or write);
-- a view: leading integers, then at most one step-less slice (``a:b``), read only;
+- a view: leading integers, then at most one step-less slice (``a:b``), taken as a
+  value (assigning to a slice, ``x[a:b] = y``, stays with Numba);
 
 and builds the same pointer, shape and strides (negative indices wrap, slices clamp,
 as in Numba and Python) from the struct's fields by ``extract_value``; anything else
-goes to Numba. LLVM optimises both to the same code (README, "Compilation and the
-cache"). Views are taken only without NRT (kernels): Numba would count a reference.
+goes to Numba. After LLVM the code runs at the same speed (README, "Compilation and
+the cache"). Views are taken only without NRT (kernels): Numba would count a reference.
 
 Built on Numba's lowering class hook (``BaseNativeLowering.lowering_class``) and on the
 internal ``Lower`` methods it overrides: :data:`AVAILABLE` is False where they differ.
