@@ -4,6 +4,7 @@ sleeps longer than the serial estimate is a run that lost (a descheduled worker)
 
 import time
 
+import numba
 import pytest
 
 from rbdiff.cpu import policy
@@ -117,3 +118,68 @@ def test_forced_modes():
     with pytest.raises(ValueError, match="mode"):
         with policy.forced("fast"):
             pass
+
+
+class _Child:
+    """A stand-in for the compiling child process: running for ``polls`` polls."""
+
+    def __init__(self, polls):
+        self.polls = polls
+
+    def poll(self):
+        self.polls -= 1
+        return None if self.polls >= 0 else 0
+
+
+def test_parallel_entry_compiles_in_a_child_while_batches_run_serially(monkeypatch):
+    """The first time a batch would go parallel and its entry is neither compiled nor
+    cached, a child compiles it and the batches run serially until the child exits."""
+    from rbdiff.cpu import background
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(background, "_cached", lambda d, sig: False)
+    spawned = []
+    monkeypatch.setattr(background, "_spawn",
+                        lambda d, sig: spawned.append(sig) or _Child(polls=2))
+    m = _Model()
+    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    parallel.overloads = {}                  # looks like a dispatcher with nothing compiled
+    for _ in range(7):
+        policy.run(m, serial, parallel, 64, ())
+    # 2 timing runs, the spawning run, 2 polls while it compiles, then parallel
+    assert calls == ["serial"] * 5 + ["parallel"] * 2
+    assert len(spawned) == 1 and spawned[0][-1] == numba.typeof(2)   # nchunks typed too
+    assert policy.plan_of(m, serial).ready
+
+
+def test_compiled_or_cached_parallel_entry_runs_at_once(monkeypatch):
+    from rbdiff.cpu import background
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(background, "_cached", lambda d, sig: True)
+    monkeypatch.setattr(background, "_spawn", lambda d, sig: pytest.fail("spawned"))
+    m = _Model()
+    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    parallel.overloads = {}
+    for _ in range(3):
+        policy.run(m, serial, parallel, 64, ())
+    assert calls == ["serial", "serial", "parallel"]
+
+
+def test_child_compiles_a_parallel_entry_into_the_cache():
+    """The real child: compiles integrate_parallel for a signature of its own (float32
+    inputs) into this process's on-disk cache and exits cleanly."""
+    import numpy as np
+
+    import rbdiff as rbd
+    from rbdiff.cpu import background, batch
+    from rbdiff.kernels.jit import _UNCACHED
+    if _UNCACHED:
+        pytest.skip("no writable Numba cache")
+    m = rbd.load_robot("iiwa14")
+    q = rbd.random_configuration(m, np.random.default_rng(0), batch=4).astype(np.float32)
+    v = np.zeros((4, m.nv), np.float32)
+    args = (m.mi, q, v, np.empty((4, m.nq), np.float32), 2)
+    sig = tuple(numba.typeof(a) for a in args)
+    child = background._spawn(batch.integrate_parallel, sig)
+    assert child is not None
+    assert child.wait(timeout=240) == 0
+    assert background._cached(batch.integrate_parallel, sig) is True

@@ -4,5 +4,6 @@
 ``batch``   a leading batch axis: ``*_batch`` (items in order on the calling thread) and
             ``*_parallel`` (contiguous chunks in a ``prange``, one scratch per chunk);
 ``checks``  the input checks both share;
-``policy``  which of ``*_batch`` / ``*_parallel`` a batch call runs.
+``policy``  which of ``*_batch`` / ``*_parallel`` a batch call runs;
+``background`` a ``*_parallel`` entry compiled in a child process, first time round.
 """

@@ -21,6 +21,10 @@ So every batch entry keeps a small plan (per model and entry point, in ``model._
 ``policy.forced("serial" | "parallel")`` overrides the choice in a ``with`` block (tests
 run both paths; a user may pin one).
 
+The first time a batch would go parallel, its ``*_parallel`` entry may not be compiled
+yet (no ``rbdiff compile``): background.py compiles it in a child process, and batches
+run serially until it is ready, instead of stopping the user's loop for seconds.
+
 Serial runs call ``*_batch`` on the calling thread: no other thread is woken, so nothing
 waits on the scheduler. The number of threads is Numba's (``NUMBA_NUM_THREADS``,
 ``numba.set_num_threads``); rbdiff never changes it, nor the threading layer.
@@ -30,6 +34,8 @@ from contextlib import contextmanager
 from time import perf_counter
 
 from numba import get_num_threads
+
+from . import background
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
 UNTIMED_S = 10e-6         # serial work below which a run leaves the estimate alone (the
@@ -41,7 +47,8 @@ BACKOFF_MAX_S = 2.0
 
 class Plan:
     """Timing state of one batch entry point on one model."""
-    __slots__ = ("item_s", "serial_runs", "serial_until", "backoff", "lost")
+    __slots__ = ("item_s", "serial_runs", "serial_until", "backoff", "lost", "ready",
+                 "child")
 
     def __init__(self):
         self.item_s = None          # serial seconds per item (None: not measured yet)
@@ -49,6 +56,8 @@ class Plan:
         self.serial_until = 0.0     # perf_counter() time before which batches run serially
         self.backoff = BACKOFF_MIN_S
         self.lost = False           # the last parallel run lost
+        self.ready = False          # the parallel entry is compiled (background.py)
+        self.child = None           # the process compiling it, while it does
 
 
 _MODES = ("auto", "serial", "parallel")
@@ -110,7 +119,11 @@ def run(model, serial, parallel, batch, args, options=()):
     if n < 2:
         serial(*args, *options, True)
         return
-    parallel(*args, *options, min(n, batch))
+    nch = min(n, batch)
+    if not p.ready and not background.ready(p, parallel, (*args, *options, nch)):
+        serial(*args, *options, True)       # its parallel entry compiles in a child
+        return
+    parallel(*args, *options, nch)
     took = perf_counter() - t0
     if took > LOSS * p.item_s * batch:
         if p.lost:                  # the second loss in a row: back off
