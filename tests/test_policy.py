@@ -84,15 +84,17 @@ def test_a_single_loss_between_wins_never_backs_off(monkeypatch):
     """The first parallel run after a serial spell may lose to waking the workers."""
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    # sleeps of milliseconds: a win is judged against twice the previous win's time,
+    # and sleep's jitter (~0.2 ms on a VM) must stay well inside that margin
+    serial, parallel, calls = _fakes(20e-3, 2e-3)
     for _ in range(2):
         policy.run(m, serial, parallel, 64, ())
     p = policy.plan_of(m, serial)
-    slow = [5e-3, 0.0, 5e-3, 0.0, 5e-3]                  # lose, win, lose, win, lose
+    slow = [50e-3, 0.0, 50e-3, 0.0, 50e-3]               # lose, win, lose, win, lose
 
     def parallel_alternating(*args):
         calls.append("parallel")
-        time.sleep(slow.pop(0) or 0.2e-3)
+        time.sleep(slow.pop(0) or 2e-3)
     for _ in range(5):
         policy.run(m, serial, parallel_alternating, 64, ())
     assert calls[2:] == ["parallel"] * 5 and p.serial_until == 0.0
