@@ -23,7 +23,7 @@ from .api import aba, rnea
 from .cpu import batch as cb
 from .cpu import policy
 from .cpu import single as cs
-from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge
+from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge_interpreted
 from .kernels.jit import native
 from .configuration import integrate
 from .results import ABADerivatives, RNEADerivatives
@@ -66,7 +66,8 @@ def _product_code(model, product):
             return _AUTO_LAST[1]
         code = _AUTO_AZA.get(model)
         if code is None:
-            code = _AUTO_AZA[model] = AZA if mean_branch_ge(model.mi, AZA_MIN_BRANCH) else DMM
+            aza = mean_branch_ge_interpreted(model.mi, AZA_MIN_BRANCH)
+            code = _AUTO_AZA[model] = AZA if aza else DMM
         _AUTO_LAST[0], _AUTO_LAST[1] = model, code
         return code
     if product == "dmm":
