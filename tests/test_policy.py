@@ -185,3 +185,12 @@ def test_child_compiles_a_parallel_entry_into_the_cache():
     assert child is not None
     assert child.wait(timeout=240) == 0
     assert background._cached(batch.integrate_parallel, sig) is True
+
+
+def test_a_pickled_plan_starts_fresh():
+    """Plans travel with a pickled model (dask): timings and a compiling child stay."""
+    import pickle
+    p = policy.Plan()
+    p.item_s, p.serial_runs, p.child = 1e-6, 5, _Child(polls=3)
+    q = pickle.loads(pickle.dumps(p))
+    assert (q.item_s, q.serial_runs, q.child, q.ready) == (None, 0, None, False)

@@ -59,6 +59,11 @@ class Plan:
         self.ready = False          # the parallel entry is compiled (background.py)
         self.child = None           # the process compiling it, while it does
 
+    def __reduce__(self):
+        """A pickled or copied model starts with fresh plans: timings are this process's
+        (and a compiling child process cannot be pickled)."""
+        return Plan, ()
+
 
 _MODES = ("auto", "serial", "parallel")
 _forced = ["auto"]
