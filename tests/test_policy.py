@@ -166,9 +166,10 @@ def test_compiled_or_cached_parallel_entry_runs_at_once(monkeypatch):
     assert calls == ["serial", "serial", "parallel"]
 
 
-def test_child_compiles_a_parallel_entry_into_the_cache():
+def test_child_compiles_a_parallel_entry_into_the_cache(monkeypatch):
     """The real child: compiles integrate_parallel for a signature of its own (float32
-    inputs) into this process's on-disk cache and exits cleanly."""
+    inputs) into this process's on-disk cache and exits cleanly; asked again for the
+    same entry and signature, the same child answers."""
     import numpy as np
 
     import rbdiff as rbd
@@ -176,6 +177,7 @@ def test_child_compiles_a_parallel_entry_into_the_cache():
     from rbdiff.kernels.jit import _UNCACHED
     if _UNCACHED:
         pytest.skip("no writable Numba cache")
+    monkeypatch.setattr(background, "ENABLED", True)
     m = rbd.load_robot("iiwa14")
     q = rbd.random_configuration(m, np.random.default_rng(0), batch=4).astype(np.float32)
     v = np.zeros((4, m.nv), np.float32)
@@ -183,6 +185,7 @@ def test_child_compiles_a_parallel_entry_into_the_cache():
     sig = tuple(numba.typeof(a) for a in args)
     child = background._spawn(batch.integrate_parallel, sig)
     assert child is not None
+    assert background._spawn(batch.integrate_parallel, sig) is child
     assert child.wait(timeout=240) == 0
     assert background._cached(batch.integrate_parallel, sig) is True
 

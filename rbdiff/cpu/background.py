@@ -13,7 +13,10 @@ compiler holds the GIL, and each of the user's calls would wait for it.
 Used only where it helps: when the entry is compiled or cached already it runs at once,
 and where the cache is not writable (kernels.jit._UNCACHED) or the internals this reads
 differ the call compiles in place, as before. A child still compiling when the user's
-process ends is left to finish (it fills the cache for the next run).
+process ends is left to finish (it fills the cache for the next run). One child per
+entry and signature in a process, whichever model asked. ``ENABLED = False`` compiles
+in the call instead (the test suite does: its many short-lived batches of other dtypes
+would start children whose work no later test uses).
 """
 
 import importlib
@@ -23,6 +26,9 @@ import subprocess
 import sys
 
 from numba import typeof
+
+ENABLED = True
+_children = {}           # (module, name, signature) -> the child compiling it
 
 # the child: compile dispatcher argv[2] of module argv[1] for the pickled signature on stdin
 _CHILD = ("import importlib, os, pickle, sys\n"
@@ -43,12 +49,17 @@ def _cached(dispatcher, sig):
 
 
 def _spawn(dispatcher, sig):
-    """The child compiling ``dispatcher`` for ``sig``, or None where it cannot help."""
+    """The child compiling ``dispatcher`` for ``sig`` (started by this call or an earlier
+    one), or None where it cannot help."""
     from ..kernels.jit import _UNCACHED
     py = getattr(dispatcher, "py_func", None)
-    if _UNCACHED or py is None or getattr(importlib.import_module(py.__module__),
-                                          py.__name__, None) is not dispatcher:
+    if not ENABLED or _UNCACHED or py is None or getattr(
+            importlib.import_module(py.__module__), py.__name__, None) is not dispatcher:
         return None
+    key = (py.__module__, py.__name__, sig)
+    child = _children.get(key)
+    if child is not None:
+        return child
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
@@ -60,6 +71,7 @@ def _spawn(dispatcher, sig):
         child.stdin.close()
     except (OSError, pickle.PicklingError):
         return None
+    _children[key] = child
     return child
 
 
