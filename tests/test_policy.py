@@ -191,7 +191,8 @@ def test_child_compiles_a_parallel_entry_into_the_cache(monkeypatch):
 
 
 def test_a_pickled_plan_starts_fresh():
-    """Plans travel with a pickled model (dask); timings and a compiling child stay behind."""
+    """Plans travel with a pickled model (dask); timings and a compiling child stay
+    behind."""
     import pickle
     p = policy.Plan()
     p.item_s, p.serial_runs, p.child = 1e-6, 5, _Child(polls=3)

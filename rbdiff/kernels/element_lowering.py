@@ -89,7 +89,8 @@ if AVAILABLE:
             then clamped to [0, size]."""
             b = self.builder
             bound = self._wrap(bound, size)
-            bound = b.select(b.icmp_signed("<", bound, bound.type(0)), bound.type(0), bound)
+            zero = bound.type(0)
+            bound = b.select(b.icmp_signed("<", bound, zero), zero, bound)
             return b.select(b.icmp_signed(">=", bound, size), size, bound)
 
         def _indices(self, aryty, ary, kinds, values):
