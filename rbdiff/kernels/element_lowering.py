@@ -110,7 +110,8 @@ if AVAILABLE:
                         sdm = ctx.data_model_manager[kind]
                         start = b.extract_value(x, sdm.get_field_position("start"))
                         stop = b.extract_value(x, sdm.get_field_position("stop"))
-                    start, stop = self._clamp(start, shapes[k]), self._clamp(stop, shapes[k])
+                    start = self._clamp(start, shapes[k])
+                    stop = self._clamp(stop, shapes[k])
                     n = b.sub(stop, start)
                     out.append((start, b.select(b.icmp_signed("<", n, n.type(0)),
                                                 n.type(0), n)))
