@@ -12,7 +12,6 @@ Run: ``python -m rbdiff.bench.coldstart [--robot iiwa14] [--only rnea aba] [--js
 
 import argparse
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -93,17 +92,12 @@ _CHILD = ("import json, sys, time; t = time.perf_counter(); "
           "print(json.dumps(c.child(sys.argv[2:], sys.argv[1], t)))")
 
 
-def _package_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def run_fresh(names, robot=ROBOT):
     """``child(names, robot)`` in a new interpreter with an empty NUMBA_CACHE_DIR (this
     rbdiff first on its path); returns its dict, plus "wall" (the subprocess's seconds)."""
+    from ..cpu.background import child_environment
     with tempfile.TemporaryDirectory(prefix="rbdiff-cold-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [_package_root()] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        env = child_environment(NUMBA_CACHE_DIR=cache)
         cmd = [sys.executable, "-c", _CHILD, robot, *names]
         t = time.perf_counter()
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)

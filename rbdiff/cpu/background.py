@@ -37,6 +37,14 @@ _CHILD = ("import importlib, os, pickle, sys\n"
           "d.compile(pickle.loads(sys.stdin.buffer.read()))\n")
 
 
+def child_environment(**extra):
+    """os.environ plus ``extra``, with this rbdiff first on PYTHONPATH: a child Python
+    imports the same rbdiff as its parent, installed or not."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return dict(os.environ, **extra, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+
+
 def _cached(dispatcher, sig):
     """True when Numba's on-disk cache holds ``dispatcher`` for ``sig`` on this machine
     (None where the cache internals differ)."""
@@ -60,13 +68,10 @@ def _spawn(dispatcher, sig):
     child = _children.get(key)
     if child is not None:
         return child
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     try:
         child = subprocess.Popen([sys.executable, "-c", _CHILD, py.__module__, py.__name__],
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, env=env)
+                                 stderr=subprocess.DEVNULL, env=child_environment())
         child.stdin.write(pickle.dumps(sig))
         child.stdin.close()
     except (OSError, pickle.PicklingError):
