@@ -1,8 +1,8 @@
 """cpu.policy: when a batch runs serially or in parallel. Fakes stand in for the entry
-points, so the decisions are checked without timing real kernels: a fake 'parallel' that
-sleeps longer than the serial estimate is a run that lost (a descheduled worker)."""
-
-import time
+points and a fake clock for perf_counter, so the decisions are checked without timing
+real kernels or sleeping (a loaded CI machine made sleeps of milliseconds jitter): a fake
+'parallel' that takes longer than the serial estimate is a run that lost (a descheduled
+worker)."""
 
 import numba
 import pytest
@@ -10,42 +10,58 @@ import pytest
 from rbdiff.cpu import policy
 
 
+class _Clock:
+    """policy's perf_counter: time moves only when a fake entry point runs."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    c = _Clock()
+    monkeypatch.setattr(policy, "perf_counter", c)
+    return c
+
+
 class _Model:
     def __init__(self):
         self._plans = {}
 
 
-def _fakes(serial_s, parallel_s):
+def _fakes(clock, serial_s, parallel_s):
+    """Entry points that take ``serial_s`` and ``parallel_s`` seconds of ``clock``."""
     calls = []
 
     def serial(*args):
         calls.append("serial")
-        if serial_s:
-            time.sleep(serial_s)
+        clock.now += serial_s
 
     def parallel(*args):
         assert args[-1] >= 1                   # nchunks
         calls.append("parallel")
-        if parallel_s:
-            time.sleep(parallel_s)
+        clock.now += parallel_s
     return serial, parallel, calls
 
 
-def test_first_two_runs_serial_then_parallel_when_it_pays(monkeypatch):
+def test_first_two_runs_serial_then_parallel_when_it_pays(monkeypatch, clock):
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    serial, parallel, calls = _fakes(clock, 2e-3, 0.2e-3)
     for _ in range(4):
         policy.run(m, serial, parallel, 64, ())
     assert calls == ["serial", "serial", "parallel", "parallel"]
 
 
-def test_small_batches_stay_serial(monkeypatch):
+def test_small_batches_stay_serial(monkeypatch, clock):
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    serial, parallel, calls = _fakes(0.0, 0.0)
+    serial, parallel, calls = _fakes(clock, 0.1e-6, 0.0)
     for _ in range(5):
-        policy.run(m, serial, parallel, 2, ())      # no work: far under PARALLEL_MIN_S
+        policy.run(m, serial, parallel, 2, ())      # far under PARALLEL_MIN_S
     assert calls == ["serial"] * 5
     p = policy.plan_of(m, serial)
     assert p.item_s * 2 < policy.PARALLEL_MIN_S
@@ -54,15 +70,15 @@ def test_small_batches_stay_serial(monkeypatch):
     est = p.item_s
     policy.run(m, serial, parallel, 2, ())
     assert (p.serial_runs, p.item_s) == (2, est)
-    # a batch large enough to matter is timed again (and then goes parallel when it pays)
+    # a batch large enough to matter is timed again
     policy.run(m, serial, parallel, int(policy.UNTIMED_S / est) + 1, ())
-    assert p.serial_runs == 3 or calls[-1] == "parallel"
+    assert p.serial_runs == 3 and calls[-1] == "serial"
 
 
-def test_a_losing_parallel_run_backs_off(monkeypatch):
+def test_a_losing_parallel_run_backs_off(monkeypatch, clock):
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    serial, parallel, calls = _fakes(1e-3, 5e-3)        # parallel slower: it lost
+    serial, parallel, calls = _fakes(clock, 1e-3, 5e-3)        # parallel slower: it lost
     for _ in range(3):
         policy.run(m, serial, parallel, 64, ())
     p = policy.plan_of(m, serial)
@@ -70,7 +86,7 @@ def test_a_losing_parallel_run_backs_off(monkeypatch):
     assert p.serial_until == 0.0                          # one loss: a cold wake-up?
     policy.run(m, serial, parallel, 64, ())
     assert calls[-1] == "parallel"                        # the second loss in a row
-    assert p.serial_until > time.perf_counter() and p.backoff == 2 * policy.BACKOFF_MIN_S
+    assert p.serial_until > clock.now and p.backoff == 2 * policy.BACKOFF_MIN_S
     policy.run(m, serial, parallel, 64, ())
     assert calls[-1] == "serial"                          # within the backoff
     p.serial_until = 0.0                                  # the backoff has run out
@@ -80,13 +96,11 @@ def test_a_losing_parallel_run_backs_off(monkeypatch):
     assert p.backoff == 4 * policy.BACKOFF_MIN_S
 
 
-def test_a_single_loss_between_wins_never_backs_off(monkeypatch):
+def test_a_single_loss_between_wins_never_backs_off(monkeypatch, clock):
     """The first parallel run after a serial spell may lose to waking the workers."""
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    # sleeps of milliseconds: a win is judged against twice the previous win's time,
-    # and sleep's jitter (~0.2 ms on a VM) must stay well inside that margin
-    serial, parallel, calls = _fakes(20e-3, 2e-3)
+    serial, parallel, calls = _fakes(clock, 20e-3, 2e-3)
     for _ in range(2):
         policy.run(m, serial, parallel, 64, ())
     p = policy.plan_of(m, serial)
@@ -94,24 +108,24 @@ def test_a_single_loss_between_wins_never_backs_off(monkeypatch):
 
     def parallel_alternating(*args):
         calls.append("parallel")
-        time.sleep(slow.pop(0) or 2e-3)
+        clock.now += slow.pop(0) or 2e-3
     for _ in range(5):
         policy.run(m, serial, parallel_alternating, 64, ())
     assert calls[2:] == ["parallel"] * 5 and p.serial_until == 0.0
 
 
-def test_one_thread_runs_serially(monkeypatch):
+def test_one_thread_runs_serially(monkeypatch, clock):
     monkeypatch.setattr(policy, "get_num_threads", lambda: 1)
     m = _Model()
-    serial, parallel, calls = _fakes(1e-3, 0.0)
+    serial, parallel, calls = _fakes(clock, 1e-3, 0.0)
     for _ in range(3):
         policy.run(m, serial, parallel, 64, ())
     assert calls == ["serial"] * 3
 
 
-def test_forced_modes():
+def test_forced_modes(clock):
     m = _Model()
-    serial, parallel, calls = _fakes(0.0, 0.0)
+    serial, parallel, calls = _fakes(clock, 0.0, 0.0)
     with policy.forced("parallel"):
         policy.run(m, serial, parallel, 1, ())
     with policy.forced("serial"):
@@ -133,7 +147,7 @@ class _Child:
         return None if self.polls >= 0 else 0
 
 
-def test_parallel_entry_compiles_in_a_child_while_batches_run_serially(monkeypatch):
+def test_parallel_entry_compiles_in_a_child_while_batches_run_serially(monkeypatch, clock):
     """The first time a batch would go parallel and its entry is neither compiled nor
     cached, a child compiles it and the batches run serially until the child exits."""
     from rbdiff.cpu import background
@@ -143,7 +157,7 @@ def test_parallel_entry_compiles_in_a_child_while_batches_run_serially(monkeypat
     monkeypatch.setattr(background, "_spawn",
                         lambda d, sig: spawned.append(sig) or _Child(polls=2))
     m = _Model()
-    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    serial, parallel, calls = _fakes(clock, 2e-3, 0.2e-3)
     parallel.overloads = {}                  # looks like a dispatcher with nothing compiled
     for _ in range(7):
         policy.run(m, serial, parallel, 64, ())
@@ -153,13 +167,13 @@ def test_parallel_entry_compiles_in_a_child_while_batches_run_serially(monkeypat
     assert policy.plan_of(m, serial).ready
 
 
-def test_compiled_or_cached_parallel_entry_runs_at_once(monkeypatch):
+def test_compiled_or_cached_parallel_entry_runs_at_once(monkeypatch, clock):
     from rbdiff.cpu import background
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     monkeypatch.setattr(background, "_cached", lambda d, sig: True)
     monkeypatch.setattr(background, "_spawn", lambda d, sig: pytest.fail("spawned"))
     m = _Model()
-    serial, parallel, calls = _fakes(2e-3, 0.2e-3)
+    serial, parallel, calls = _fakes(clock, 2e-3, 0.2e-3)
     parallel.overloads = {}
     for _ in range(3):
         policy.run(m, serial, parallel, 64, ())
