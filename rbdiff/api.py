@@ -39,6 +39,11 @@ _RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
 _ABA_B = (batch.aba_batch, batch.aba_parallel)
 _CRBA_B = (batch.crba_batch, batch.crba_parallel)
 _MINV_B = (batch.minverse_batch, batch.minverse_parallel)
+# the same pairs for the fast paths (float64 ndarrays): serial without type dispatch
+_RNEA_F = policy.fast_pair(*_RNEA_B)
+_ABA_F = policy.fast_pair(*_ABA_B)
+_CRBA_F = policy.fast_pair(*_CRBA_B, inputs=(2,))
+_MINV_F = policy.fast_pair(*_MINV_B, inputs=(2,))
 _gravity_one = native(single.gravity_one, "_gravity_one", globals(), inputs=(2,))
 _nonlinear_effects_one = native(single.nonlinear_effects_one, "_nonlinear_effects_one",
                                 globals(), inputs=(2, 3))
@@ -59,7 +64,8 @@ def _call(model, one, batched, fext, named, out_shape, forces=False):
         if nb is None:
             one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
         else:
-            _run(model, *batched, nb, args + (out,))
+            _run(model, *(policy.fast_or(batched) if dt == _F64 and f is None else batched),
+                 nb, args + (out,))
     except ValueError as e:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
                       error=e) from None
@@ -82,7 +88,7 @@ def rnea(model, q, v, a, fext=None):
             if q.ndim == v.ndim == a.ndim == 2 and type(q) is _ND:
                 n = q.shape[0]
                 tau = _empty((n, model.nv))
-                _run(model, *_RNEA_B, n, (model.mi, model.mf, q, v, a, _empty((n, 0, 6)), tau))
+                _run(model, *_RNEA_F, n, (model.mi, model.mf, q, v, a, None, tau))
                 return tau
     except _FAST_MISS:
         pass
@@ -107,7 +113,7 @@ def aba(model, q, v, tau, fext=None):
             if q.ndim == v.ndim == tau.ndim == 2 and type(q) is _ND:
                 n = q.shape[0]
                 qdd = _empty((n, model.nv))
-                _run(model, *_ABA_B, n, (model.mi, model.mf, q, v, tau, _empty((n, 0, 6)), qdd))
+                _run(model, *_ABA_F, n, (model.mi, model.mf, q, v, tau, None, qdd))
                 return qdd
     except _FAST_MISS:
         pass
@@ -128,7 +134,7 @@ def crba(model, q):
                 return M
             if q.ndim == 2 and type(q) is _ND:
                 M = _empty((q.shape[0],) + model._svv)
-                _run(model, *_CRBA_B, q.shape[0], (model.mi, model.mf, q, M))
+                _run(model, *_CRBA_F, q.shape[0], (model.mi, model.mf, q, M))
                 return M
     except _FAST_MISS:
         pass
@@ -148,7 +154,7 @@ def minverse(model, q):
                 return Minv
             if q.ndim == 2 and type(q) is _ND:
                 Minv = _empty((q.shape[0],) + model._svv)
-                _run(model, *_MINV_B, q.shape[0], (model.mi, model.mf, q, Minv))
+                _run(model, *_MINV_F, q.shape[0], (model.mi, model.mf, q, Minv))
                 return Minv
     except _FAST_MISS:
         pass

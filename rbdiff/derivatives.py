@@ -51,6 +51,12 @@ _RNEA_CR_B = (cb.rnea_chain_rule_batch, cb.rnea_chain_rule_parallel)
 _ABA_D_B = (cb.aba_derivatives_batch, cb.aba_derivatives_parallel)          # DMM product
 _ABA_AZA_B = (cb.aba_derivatives_aza_batch, cb.aba_derivatives_aza_parallel)
 _ABA_CR_B = (cb.aba_chain_rule_batch, cb.aba_chain_rule_parallel)
+# the same pairs for the fast paths (float64 ndarrays): serial without type dispatch
+_RNEA_D_F = policy.fast_pair(*_RNEA_D_B)
+_RNEA_CR_F = policy.fast_pair(*_RNEA_CR_B)
+_ABA_D_F = policy.fast_pair(*_ABA_D_B)
+_ABA_AZA_F = policy.fast_pair(*_ABA_AZA_B)
+_ABA_CR_F = policy.fast_pair(*_ABA_CR_B)
 
 
 def _check_method(method):
@@ -116,6 +122,8 @@ def _analytical(model, one, batched, fext, named, extra=(), out=None, names=(),
         if batch is None:
             one(model.mi, mf, *arrays, f, *outs, *extra)
         else:
+            if dt == _F64 and f is None:       # == : an unpickled dtype is a copy
+                batched = policy.fast_or(batched)
             policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs),
                        extra if batch_extra is None else batch_extra)
     except ValueError as e:
@@ -148,14 +156,14 @@ def _fast_batch(q, v, u, fext):
 
 
 def _batch_into_new(model, batched, q, v, u, extra=()):
-    """The three (B, nv, nv) outputs of the batch pair ``batched`` on checked-type
-    inputs, or None when the entry refuses them (the general path then names why)."""
+    """The three (B, nv, nv) outputs of the fast batch pair ``batched`` (policy.fast_pair)
+    on checked-type inputs, or None when the entry refuses them (the general path then
+    names why)."""
     n = q.shape[0]
     s = (n,) + model._svv
     outs = (np.empty(s), np.empty(s), np.empty(s))
     try:
-        policy.run(model, *batched, n, (model.mi, model.mf, q, v, u, np.empty((n, 0, 6)),
-                                        *outs), extra)
+        policy.run(model, *batched, n, (model.mi, model.mf, q, v, u, None, *outs), extra)
     except ValueError:
         return None
     return outs
@@ -242,10 +250,10 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
-    one, batched = ((cs.rnea_derivatives_one, _RNEA_D_B) if idsva
-                    else (cs.rnea_chain_rule_one, _RNEA_CR_B))
+    one, batched, fast_b = ((cs.rnea_derivatives_one, _RNEA_D_B, _RNEA_D_F) if idsva
+                            else (cs.rnea_chain_rule_one, _RNEA_CR_B, _RNEA_CR_F))
     if out is None and _fast_batch(q, v, a, fext) is not None:
-        outs = _batch_into_new(model, batched, q, v, a)
+        outs = _batch_into_new(model, fast_b, q, v, a)
         if outs is not None:
             return _new(RNEADerivatives, outs)
     if on_device(q, v, a, fext):
@@ -294,15 +302,18 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 return _new(ABADerivatives, (d1, d2, d3))
             except ValueError:
                 pass
-        one, batched, fast = cs.aba_derivatives_product_one, _ABA_D_B, None
+        one, batched, fast_b, fast = (cs.aba_derivatives_product_one, _ABA_D_B, _ABA_D_F,
+                                      None)
     elif method == "idsva":
-        one, batched, fast = cs.aba_derivatives_product_one, _ABA_AZA_B, "_aba_p_one"
+        one, batched, fast_b, fast = (cs.aba_derivatives_product_one, _ABA_AZA_B,
+                                      _ABA_AZA_F, "_aba_p_one")
     else:
-        one, batched, fast = cs.aba_chain_rule_one, _ABA_CR_B, "_aba_cr_one"
+        one, batched, fast_b, fast = (cs.aba_chain_rule_one, _ABA_CR_B, _ABA_CR_F,
+                                      "_aba_cr_one")
     extra = (code,)
     batch_extra = () if method == "idsva" else extra   # the idsva pairs are per product
     if out is None and _fast_batch(q, v, tau, fext) is not None:
-        outs = _batch_into_new(model, batched, q, v, tau, batch_extra)
+        outs = _batch_into_new(model, fast_b, q, v, tau, batch_extra)
         if outs is not None:
             return _new(ABADerivatives, outs)
     if fast is not None and out is None and _fast(q, v, tau, fext):

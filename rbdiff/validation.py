@@ -34,10 +34,8 @@ def as_array(x, n, name):
 
 
 def fext_array(model, fext, batch, dtype, wanted):
-    if not wanted:
-        return None
-    if fext is None:
-        return None if batch is None else np.zeros((batch, 0, 6), dtype)
+    if not wanted or fext is None:
+        return None         # the single and batch entries take None: no external forces
     f = np.asarray(fext)
     want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
     if f.shape != want:
@@ -68,12 +66,7 @@ def _ready(model, named, wants_fext):
     for _, x, n in named:
         if type(x) is not ND or x.dtype is not F64 or x.shape != (B, n):
             return None
-    return [x for _, x, _ in named], _no_forces(B) if wants_fext else None, B, model.mf
-
-
-def _no_forces(batch):
-    """fext of a batch without external forces: (B, 0, 6), read by nobody."""
-    return np.empty((batch, 0, 6))
+    return [x for _, x, _ in named], None, B, model.mf
 
 
 def prepare(model, fext, named, wants_fext=True):

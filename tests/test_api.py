@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
+from rbdiff.cpu import policy
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,53 @@ def test_fast_path_takes_views_and_read_only_arrays():
         np.testing.assert_array_equal(x, y)
     qdd = rbd.aba(model, Q[:, 1], rev, ref)
     np.testing.assert_allclose(qdd, a, atol=1e-10)
+
+
+def test_batch_fast_path_takes_views_and_read_only_arrays():
+    """The batch fast paths call their serial entry without type dispatch too (compiled
+    for any strides): strided, Fortran-ordered and read-only batches must give the
+    contiguous batch's result, bit for bit."""
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(5)
+    Bn = 5
+    q = rbd.random_configuration(model, rng, batch=Bn)
+    v, a = rng.normal(size=(2, Bn, model.nv))
+    with policy.forced("serial"):
+        ref = [rbd.rnea(model, q, v, a), rbd.aba(model, q, v, a), rbd.crba(model, q),
+               rbd.minverse(model, q), *rbd.rnea_derivatives(model, q, v, a),
+               *rbd.aba_derivatives(model, q, v, a)]
+        wide = np.zeros((2 * Bn, model.nq))
+        wide[::2] = q                                   # every other row: strided
+        fort = np.asfortranarray(v)
+        frozen = a.copy()
+        frozen.setflags(write=False)
+        w = wide[::2]
+        got = [rbd.rnea(model, w, fort, frozen), rbd.aba(model, w, fort, frozen),
+               rbd.crba(model, w), rbd.minverse(model, w),
+               *rbd.rnea_derivatives(model, w, fort, frozen),
+               *rbd.aba_derivatives(model, w, fort, frozen)]
+    for x, y in zip(got, ref):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_general_batch_path_runs_the_fast_paths_machine_code():
+    """A float64 batch the fast path does not take (here: unpickled arrays, whose dtype
+    is a copy, as dask workers receive them) runs the entry the fast path compiled: no
+    second specialisation of the batch entry."""
+    import pickle
+
+    from rbdiff.cpu import batch
+    model = rbd.load_robot("iiwa14")
+    rng = np.random.default_rng(6)
+    q = rbd.random_configuration(model, rng, batch=3)
+    v, a = rng.normal(size=(2, 3, model.nv))
+    with policy.forced("serial"):
+        ref = rbd.aba(model, q, v, a)
+        n = len(batch.aba_batch.overloads)
+        qp, vp, ap = pickle.loads(pickle.dumps((q, v, a)))
+        assert qp.dtype == np.float64 and qp.dtype is not np.dtype(np.float64)
+        np.testing.assert_array_equal(rbd.aba(model, qp, vp, ap), ref)
+    assert len(batch.aba_batch.overloads) == n
 
 
 class _LooksLikeAnArray:

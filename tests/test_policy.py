@@ -63,7 +63,7 @@ def test_small_batches_stay_serial(monkeypatch, clock):
     for _ in range(5):
         policy.run(m, serial, parallel, 2, ())      # far under PARALLEL_MIN_S
     assert calls == ["serial"] * 5
-    p = policy.plan_of(m, serial)
+    p = policy.plan_of(m, parallel)
     assert p.item_s * 2 < policy.PARALLEL_MIN_S
     # under UNTIMED_S the runs after the first two are not timed: the estimate stays
     assert p.serial_runs == 2
@@ -81,7 +81,7 @@ def test_a_losing_parallel_run_backs_off(monkeypatch, clock):
     serial, parallel, calls = _fakes(clock, 1e-3, 5e-3)        # parallel slower: it lost
     for _ in range(3):
         policy.run(m, serial, parallel, 64, ())
-    p = policy.plan_of(m, serial)
+    p = policy.plan_of(m, parallel)
     assert calls == ["serial", "serial", "parallel"]
     assert p.serial_until == 0.0                          # one loss: a cold wake-up?
     policy.run(m, serial, parallel, 64, ())
@@ -100,18 +100,16 @@ def test_a_single_loss_between_wins_never_backs_off(monkeypatch, clock):
     """The first parallel run after a serial spell may lose to waking the workers."""
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    serial, parallel, calls = _fakes(clock, 20e-3, 2e-3)
-    for _ in range(2):
-        policy.run(m, serial, parallel, 64, ())
-    p = policy.plan_of(m, serial)
-    slow = [50e-3, 0.0, 50e-3, 0.0, 50e-3]               # lose, win, lose, win, lose
+    serial, _, calls = _fakes(clock, 20e-3, 0.0)
+    slow = [50e-3, 2e-3, 50e-3, 2e-3, 50e-3]             # lose, win, lose, win, lose
 
-    def parallel_alternating(*args):
+    def parallel(*args):
         calls.append("parallel")
-        clock.now += slow.pop(0) or 2e-3
-    for _ in range(5):
-        policy.run(m, serial, parallel_alternating, 64, ())
-    assert calls[2:] == ["parallel"] * 5 and p.serial_until == 0.0
+        clock.now += slow.pop(0)
+    for _ in range(7):
+        policy.run(m, serial, parallel, 64, ())
+    p = policy.plan_of(m, parallel)
+    assert calls == ["serial"] * 2 + ["parallel"] * 5 and p.serial_until == 0.0
 
 
 def test_one_thread_runs_serially(monkeypatch, clock):
@@ -121,6 +119,39 @@ def test_one_thread_runs_serially(monkeypatch, clock):
     for _ in range(3):
         policy.run(m, serial, parallel, 64, ())
     assert calls == ["serial"] * 3
+
+
+def test_one_thread_brings_a_high_estimate_down(monkeypatch, clock):
+    """A slow second run (cold caches) must not leave the estimate high for good: with
+    one thread, batches big enough to consider threads are still timed, and the first
+    fast one replaces the estimate, so that small batches then run untimed."""
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 1)
+    m = _Model()
+    serial, parallel, calls = _fakes(clock, 0.0, 0.0)
+    took = iter([1.0, 400e-6] + [16e-6] * 3)       # compile, a slow run, then 1 us/item
+
+    def timed_serial(*args):
+        calls.append("serial")
+        clock.now += next(took)
+    for _ in range(3):
+        policy.run(m, timed_serial, parallel, 16, ())
+    p = policy.plan_of(m, parallel)
+    assert p.item_s == pytest.approx(1e-6) and p.untimed == pytest.approx(10)
+    assert p.serial_runs == 3 and calls == ["serial"] * 3
+    policy.run(m, timed_serial, parallel, 4, ())      # under UNTIMED_S: not timed
+    assert p.serial_runs == 3
+
+
+def test_get_num_threads_follows_numba():
+    """policy's cheap getter answers what numba.get_num_threads() answers."""
+    before = numba.get_num_threads()
+    try:
+        for n in (1, before):
+            numba.set_num_threads(n)
+            assert policy.get_num_threads() == numba.get_num_threads() == n
+            assert policy.get_num_threads() == n      # the rebound getter too
+    finally:
+        numba.set_num_threads(before)
 
 
 def test_forced_modes(clock):
@@ -164,7 +195,7 @@ def test_parallel_entry_compiles_in_a_child_while_batches_run_serially(monkeypat
     # 2 timing runs, the spawning run, 2 polls while it compiles, then parallel
     assert calls == ["serial"] * 5 + ["parallel"] * 2
     assert len(spawned) == 1 and spawned[0][-1] == numba.typeof(2)   # nchunks typed too
-    assert policy.plan_of(m, serial).ready
+    assert policy.plan_of(m, parallel).ready
 
 
 def test_compiled_or_cached_parallel_entry_runs_at_once(monkeypatch, clock):

@@ -26,15 +26,19 @@ yet (no ``rbdiff compile``): background.py compiles it in a child process, and b
 run serially until it is ready, instead of stopping the user's loop for seconds.
 
 Serial runs call ``*_batch`` on the calling thread: no other thread is woken, so nothing
-waits on the scheduler. The number of threads is Numba's (``NUMBA_NUM_THREADS``,
+waits on the scheduler. The public functions' float64 fast paths pass :func:`fast_pair`:
+its serial entry is the compiled function itself, without Numba's type dispatch (~0.4 us
+of a 4-item batch of 1.4 us kernels). Plans are keyed by the parallel entry, which both
+pairs share. The number of threads is Numba's (``NUMBA_NUM_THREADS``,
 ``numba.set_num_threads``); rbdiff never changes it, nor the threading layer.
 """
 
 from contextlib import contextmanager
 from time import perf_counter
 
-from numba import get_num_threads
+import numba.np.ufunc.parallel
 
+from ..kernels.jit import native
 from . import background
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
@@ -47,11 +51,12 @@ BACKOFF_MAX_S = 2.0
 
 class Plan:
     """Timing state of one batch entry point on one model."""
-    __slots__ = ("item_s", "serial_runs", "serial_until", "backoff", "lost", "ready",
-                 "child")
+    __slots__ = ("item_s", "untimed", "serial_runs", "serial_until", "backoff", "lost",
+                 "ready", "child")
 
     def __init__(self):
         self.item_s = None          # serial seconds per item (None: not measured yet)
+        self.untimed = 0.0          # batches smaller than this run serially, untimed
         self.serial_runs = 0
         self.serial_until = 0.0     # perf_counter() time before which batches run serially
         self.backoff = BACKOFF_MIN_S
@@ -63,6 +68,17 @@ class Plan:
         """A pickled or copied model starts with fresh plans: timings are this process's
         (and a compiling child process cannot be pickled)."""
         return Plan, ()
+
+
+def get_num_threads():
+    """numba.get_num_threads(). The public function takes a lock on every call (~0.65
+    us, half the overhead of a 4-item batch); once the threads are launched, this
+    rebinds itself to the threading layer's own getter (~0.09 us), where Numba has it."""
+    n = numba.get_num_threads()
+    fast = getattr(numba.np.ufunc.parallel, "_get_num_threads", None)
+    if callable(fast) and fast() == n:
+        globals()["get_num_threads"] = fast
+    return n
 
 
 _MODES = ("auto", "serial", "parallel")
@@ -83,13 +99,49 @@ def forced(mode):
         _forced[0] = before
 
 
-def plan_of(model, serial):
-    """The plan of entry ``serial`` on ``model`` (made on first use)."""
+def plan_of(model, parallel):
+    """The plan of the batch pair with parallel entry ``parallel`` on ``model`` (made on
+    first use)."""
     plans = model._plans
-    p = plans.get(serial)
+    p = plans.get(parallel)
     if p is None:
-        p = plans[serial] = Plan()
+        p = plans[parallel] = Plan()
     return p
+
+
+def fast_pair(serial, parallel, inputs=(2, 3, 4)):
+    """[serial, parallel] for a fast path that has checked that its arguments are float64
+    ndarrays of the entry's ndim: ``serial`` is rebound on its first call to the entry
+    compiled for that call's types (kernels.jit.native; the user's arrays at positions
+    ``inputs`` for any strides). Slow paths pass the dispatchers: any dtype."""
+    pair = [None, parallel]
+    pair[0] = native(serial, 0, pair, inputs)
+    _FAST[serial, parallel] = pair
+    return pair
+
+
+_FAST = {}      # (serial, parallel) -> its fast_pair
+
+
+def fast_or(batched):
+    """The fast pair of ``batched`` = (serial, parallel) where one was made, else
+    ``batched``: for a general path that has made its arguments float64 ndarrays without
+    fext, so that it runs the machine code the fast path compiled (not a second
+    specialisation of C-contiguous inputs)."""
+    return _FAST.get(tuple(batched), batched)
+
+
+def _estimate(p, item):
+    """Fold a serial run's seconds per item into the plan's estimate."""
+    p.serial_runs += 1
+    # a faster run replaces the estimate (the first run compiles; a preempted run is
+    # slow, never fast), a slower one moves it by an eighth
+    if p.item_s is None or item < p.item_s:
+        p.item_s = item
+    else:
+        p.item_s += 0.125 * (item - p.item_s)
+    if p.serial_runs >= 2:
+        p.untimed = UNTIMED_S / max(p.item_s, 1e-12)
 
 
 def run(model, serial, parallel, batch, args, options=()):
@@ -104,25 +156,17 @@ def run(model, serial, parallel, batch, args, options=()):
         else:
             serial(*args, *options, True)
         return
-    p = model._plans.get(serial) or plan_of(model, serial)
-    if p.serial_runs >= 2 and p.item_s * batch < UNTIMED_S:
+    p = model._plans.get(parallel) or plan_of(model, parallel)
+    if batch < p.untimed:
         serial(*args, *options, True)       # far too small for threads: not even timed
         return
     t0 = perf_counter()
-    if p.serial_runs < 2 or p.item_s * batch < PARALLEL_MIN_S or t0 < p.serial_until:
+    n = 0
+    if p.serial_runs >= 2 and p.item_s * batch >= PARALLEL_MIN_S and t0 >= p.serial_until:
+        n = get_num_threads()
+    if n < 2:       # timed: an estimate too high (a slow second run) must come down
         serial(*args, *options, True)
-        # a faster run replaces the estimate (the first run compiles; a preempted run is
-        # slow, never fast), a slower one moves it by an eighth
-        item = (perf_counter() - t0) / batch
-        p.serial_runs += 1
-        if p.item_s is None or item < p.item_s:
-            p.item_s = item
-        else:
-            p.item_s += 0.125 * (item - p.item_s)
-        return
-    n = get_num_threads()
-    if n < 2:
-        serial(*args, *options, True)
+        _estimate(p, (perf_counter() - t0) / batch)
         return
     nch = min(n, batch)
     if not p.ready and not background.ready(p, parallel, (*args, *options, nch)):
@@ -138,4 +182,6 @@ def run(model, serial, parallel, batch, args, options=()):
     else:
         p.lost = False
         p.backoff = BACKOFF_MIN_S
-        p.item_s = min(p.item_s, took * n / batch)   # n x parallel time bounds the serial
+        if took * n < p.item_s * batch:           # n x parallel time bounds the serial
+            p.item_s = took * n / batch
+            p.untimed = UNTIMED_S / max(p.item_s, 1e-12)

@@ -204,9 +204,10 @@ def harden_cache(dispatcher):
 
 
 def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
-    """A stand-in for ``namespace[name]`` that, on its first call, compiles ``dispatcher``
-    for that call's argument types and rebinds ``namespace[name]`` to the compiled
-    function itself: later calls skip Numba's per-call type dispatch (~0.4 us).
+    """A stand-in for ``namespace[name]`` (a module's globals, or a list and an index)
+    that, on its first call, compiles ``dispatcher`` for that call's argument types and
+    rebinds ``namespace[name]`` to the compiled function itself: later calls skip
+    Numba's per-call type dispatch (~0.4 us).
 
     The compiled function trusts its caller: it does not check dtypes, ndim or layout,
     so only fast paths that have checked dtype and ndim may call it. The user's arrays
