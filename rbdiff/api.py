@@ -44,6 +44,8 @@ _RNEA_F = policy.fast_pair(*_RNEA_B)
 _ABA_F = policy.fast_pair(*_ABA_B)
 _CRBA_F = policy.fast_pair(*_CRBA_B, inputs=(2,))
 _MINV_F = policy.fast_pair(*_MINV_B, inputs=(2,))
+_rnea_few = native(batch.rnea_few, "_rnea_few", globals())      # batches of a few us
+_aba_few = native(batch.aba_few, "_aba_few", globals())
 _gravity_one = native(single.gravity_one, "_gravity_one", globals(), inputs=(2,))
 _nonlinear_effects_one = native(single.nonlinear_effects_one, "_nonlinear_effects_one",
                                 globals(), inputs=(2, 3))
@@ -81,14 +83,15 @@ def rnea(model, q, v, a, fext=None):
     axis on every argument gives (B, nv)."""
     try:    # fast paths (see _FAST_MISS); the entries check lengths and values
         if fext is None and q.dtype is v.dtype is a.dtype is _F64:
-            if q.ndim == v.ndim == a.ndim == 1:
+            nd = q.ndim
+            if nd == 1 == v.ndim == a.ndim:
                 tau = _empty(model.nv)
                 _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
                 return tau
-            if q.ndim == v.ndim == a.ndim == 2 and type(q) is _ND:
-                n = q.shape[0]
+            if nd == 2 == v.ndim == a.ndim and type(q) is _ND:
+                n = len(q)
                 tau = _empty((n, model.nv))
-                _run(model, *_RNEA_F, n, (model.mi, model.mf, q, v, a, None, tau))
+                _run(model, *_RNEA_F, n, (model.mi, model.mf, q, v, a, None, tau), (), _rnea_few)
                 return tau
     except _FAST_MISS:
         pass
@@ -106,14 +109,15 @@ def aba(model, q, v, tau, fext=None):
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
     try:
         if fext is None and q.dtype is v.dtype is tau.dtype is _F64:
-            if q.ndim == v.ndim == tau.ndim == 1:
+            nd = q.ndim
+            if nd == 1 == v.ndim == tau.ndim:
                 qdd = _empty(model.nv)
                 _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
                 return qdd
-            if q.ndim == v.ndim == tau.ndim == 2 and type(q) is _ND:
-                n = q.shape[0]
+            if nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
+                n = len(q)
                 qdd = _empty((n, model.nv))
-                _run(model, *_ABA_F, n, (model.mi, model.mf, q, v, tau, None, qdd))
+                _run(model, *_ABA_F, n, (model.mi, model.mf, q, v, tau, None, qdd), (), _aba_few)
                 return qdd
     except _FAST_MISS:
         pass

@@ -31,7 +31,9 @@ JOINT_TYPES = ("revolute", "prismatic", "continuous", "spherical", "free_flyer")
 
 def _rnea(rbd, m, s, b=""):
     q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
-    rbd.rnea(m, q, v, a)
+    for _ in range(10 if b else 1):     # a tiny batch, once the policy has timed it (a few
+        # calls), runs cpu.batch.rnea_few
+        rbd.rnea(m, q, v, a)
     rbd.rnea(m, q, v, a, fext=f)
     rbd.nonlinear_effects(m, q, v)
     rbd.gravity(m, q)
@@ -39,7 +41,8 @@ def _rnea(rbd, m, s, b=""):
 
 def _aba(rbd, m, s, b=""):
     q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
-    rbd.aba(m, q, v, a)
+    for _ in range(10 if b else 1):     # ... and cpu.batch.aba_few
+        rbd.aba(m, q, v, a)
     rbd.aba(m, q, v, a, fext=f)
 
 

@@ -177,6 +177,33 @@ def test_batch_fast_path_takes_views_and_read_only_arrays():
         np.testing.assert_array_equal(x, y)
 
 
+def test_tiny_batches_run_on_the_model_workspace():
+    """Once its plan has timed it, a batch too small to time runs cpu.batch.aba_few /
+    rnea_few on the model's single-call workspace: the same results as the single calls,
+    bit for bit, and bad input refused as by any batch (the general path names it)."""
+    from rbdiff import api
+    model = rbd.models.random_tree(7, 3, floating_base=True)
+    rng = np.random.default_rng(7)
+    q = rbd.random_configuration(model, rng, batch=2)
+    v, a = rng.normal(size=(2, 2, model.nv))
+    tau = rbd.rnea(model, q, v, a)
+    for _ in range(50):     # the policy times the first calls (the first ones run cold)
+        got_tau, got_qdd = rbd.rnea(model, q, v, a), rbd.aba(model, q, v, tau)
+        if api._aba_few.__name__ == "aba_few" and api._rnea_few.__name__ == "rnea_few":
+            break
+    assert api._aba_few.__name__ == "aba_few" and api._rnea_few.__name__ == "rnea_few"
+    got_tau, got_qdd = rbd.rnea(model, q, v, a), rbd.aba(model, q, v, tau)
+    for b in range(2):
+        np.testing.assert_array_equal(got_tau[b], rbd.rnea(model, q[b], v[b], a[b]))
+        np.testing.assert_array_equal(got_qdd[b], rbd.aba(model, q[b], v[b], tau[b]))
+    bad = v.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="v"):
+        rbd.aba(model, q, bad, tau)
+    with pytest.raises(ValueError, match="v"):
+        rbd.rnea(model, q, bad, a)
+
+
 def test_general_batch_path_runs_the_fast_paths_machine_code():
     """A float64 batch the fast path does not take (here: unpickled arrays, whose dtype
     is a copy, as dask workers receive them) runs the entry the fast path compiled: no

@@ -14,6 +14,10 @@ import time
 _CLOCK = time.perf_counter
 
 
+WARMUP = 3     # calls of each callable before timing: rbdiff's batch policy times its first
+               # runs before it takes a tiny batch's entry (cpu.batch.aba_few)
+
+
 def _time(func, number):
     """Seconds taken by ``number`` calls of ``func`` (the loop itself is near free:
     ``itertools.repeat`` avoids creating an int per iteration, as ``timeit`` does)."""
@@ -55,7 +59,8 @@ def interleaved(funcs, repeats=15, number=None, min_time=3e-3, times=False):
     if not names:
         return {}
     for f in funcs.values():       # warm up: first calls may compile or fill caches
-        f()
+        for _ in range(WARMUP):
+            f()
     counts = {n: (number or calibrate(funcs[n], min_time)) for n in names}
     per_call = {n: [] for n in names}
     gc_was_enabled = gc.isenabled()

@@ -144,8 +144,10 @@ def _estimate(p, item):
         p.untimed = UNTIMED_S / max(p.item_s, 1e-12)
 
 
-def run(model, serial, parallel, batch, args, options=()):
-    """serial(*args, *options, True) or parallel(*args, *options, nchunks), as the plan
+def run(model, serial, parallel, batch, args, options=(), few=None):
+    """serial(*args, *options, True), parallel(*args, *options, nchunks) or, for a batch
+    too small to time, few(*args, *options, model._ws) where a fast path passes ``few``
+    (an entry on the model's single-call workspace, cpu.batch.aba_few), as the plan
     decides (both check every item before computing any: a bad batch raises ValueError
     with a cpu.checks code and writes nothing); ``args`` are the entry's (mi, mf,
     inputs..., outputs...), every input and output with leading axis ``batch``. Written
@@ -157,8 +159,11 @@ def run(model, serial, parallel, batch, args, options=()):
             serial(*args, *options, True)
         return
     p = model._plans.get(parallel) or plan_of(model, parallel)
-    if batch < p.untimed:
-        serial(*args, *options, True)       # far too small for threads: not even timed
+    if batch < p.untimed:                   # far too small for threads: not even timed
+        if few is None:
+            serial(*args, *options, True)
+        else:
+            few(*args, *options, model._ws)
         return
     t0 = perf_counter()
     n = 0
