@@ -17,6 +17,7 @@ from .kernels.workspace import single_call_scratch
 from .validation import F64 as _F64
 from .validation import ND as _ND
 from .validation import explain, gpu_call, on_device, prepare
+from .validation import no_forces as _no_forces
 
 # The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch: q also an
 # ndarray, so device arrays go to rbdiff.gpu; the batch entries check the shapes,
@@ -66,7 +67,7 @@ def _call(model, one, batched, fext, named, out_shape, forces=False):
         if nb is None:
             one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
         else:
-            _run(model, *(policy.fast_or(batched) if dt == _F64 and f is None else batched),
+            _run(model, *(policy.fast_or(batched) if dt == _F64 else batched),
                  nb, args + (out,))
     except ValueError as e:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
@@ -91,7 +92,8 @@ def rnea(model, q, v, a, fext=None):
             if nd == 2 == v.ndim == a.ndim and type(q) is _ND:
                 n = len(q)
                 tau = _empty((n, model.nv))
-                _run(model, *_RNEA_F, n, (model.mi, model.mf, q, v, a, None, tau), (), _rnea_few)
+                _run(model, *_RNEA_F, n,
+                     (model.mi, model.mf, q, v, a, _no_forces(n), tau), (), _rnea_few)
                 return tau
     except _FAST_MISS:
         pass
@@ -117,7 +119,8 @@ def aba(model, q, v, tau, fext=None):
             if nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
                 n = len(q)
                 qdd = _empty((n, model.nv))
-                _run(model, *_ABA_F, n, (model.mi, model.mf, q, v, tau, None, qdd), (), _aba_few)
+                _run(model, *_ABA_F, n,
+                     (model.mi, model.mf, q, v, tau, _no_forces(n), qdd), (), _aba_few)
                 return qdd
     except _FAST_MISS:
         pass

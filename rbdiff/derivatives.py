@@ -29,7 +29,7 @@ from .configuration import integrate
 from .results import ABADerivatives, RNEADerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND
-from .validation import explain, gpu_call, on_device, prepare
+from .validation import explain, gpu_call, no_forces, on_device, prepare
 
 METHODS = ("idsva", "chain_rule", "complex_step", "finite_difference")
 _ANALYTICAL = ("idsva", "chain_rule")
@@ -122,7 +122,7 @@ def _analytical(model, one, batched, fext, named, extra=(), out=None, names=(),
         if batch is None:
             one(model.mi, mf, *arrays, f, *outs, *extra)
         else:
-            if dt == _F64 and f is None:       # == : an unpickled dtype is a copy
+            if dt == _F64:            # == : an unpickled dtype is a copy
                 batched = policy.fast_or(batched)
             policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs),
                        extra if batch_extra is None else batch_extra)
@@ -163,7 +163,8 @@ def _batch_into_new(model, batched, q, v, u, extra=()):
     s = (n,) + model._svv
     outs = (np.empty(s), np.empty(s), np.empty(s))
     try:
-        policy.run(model, *batched, n, (model.mi, model.mf, q, v, u, None, *outs), extra)
+        policy.run(model, *batched, n, (model.mi, model.mf, q, v, u, no_forces(n), *outs),
+                   extra)
     except ValueError:
         return None
     return outs

@@ -34,8 +34,10 @@ def as_array(x, n, name):
 
 
 def fext_array(model, fext, batch, dtype, wanted):
-    if not wanted or fext is None:
-        return None         # the single and batch entries take None: no external forces
+    if not wanted:
+        return None
+    if fext is None:
+        return None if batch is None else np.zeros((batch, 0, 6), dtype)
     f = np.asarray(fext)
     want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
     if f.shape != want:
@@ -66,7 +68,21 @@ def _ready(model, named, wants_fext):
     for _, x, n in named:
         if type(x) is not ND or x.dtype is not F64 or x.shape != (B, n):
             return None
-    return [x for _, x, _ in named], None, B, model.mf
+    return [x for _, x, _ in named], no_forces(B) if wants_fext else None, B, model.mf
+
+
+_NO_FORCES = {}      # B -> a (B, 0, 6) array: it holds no data, so calls can share it
+
+
+def no_forces(batch):
+    """fext of a float64 batch without external forces: (B, 0, 6), read by nobody
+    (cached for the first 64 batch sizes: a lookup costs half of np.empty)."""
+    f = _NO_FORCES.get(batch)
+    if f is None:
+        f = np.empty((batch, 0, 6))
+        if len(_NO_FORCES) < 64:
+            _NO_FORCES[batch] = f
+    return f
 
 
 def prepare(model, fext, named, wants_fext=True):

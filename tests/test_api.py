@@ -205,9 +205,9 @@ def test_tiny_batches_run_on_the_model_workspace():
 
 
 def test_general_batch_path_runs_the_fast_paths_machine_code():
-    """A float64 batch the fast path does not take (here: unpickled arrays, whose dtype
-    is a copy, as dask workers receive them) runs the entry the fast path compiled: no
-    second specialisation of the batch entry."""
+    """A float64 batch the fast path does not take (unpickled arrays, whose dtype is a
+    copy, as dask workers receive them; external forces) runs the entry the fast path
+    compiled: no second specialisation of the batch entry."""
     import pickle
 
     from rbdiff.cpu import batch
@@ -221,6 +221,10 @@ def test_general_batch_path_runs_the_fast_paths_machine_code():
         qp, vp, ap = pickle.loads(pickle.dumps((q, v, a)))
         assert qp.dtype == np.float64 and qp.dtype is not np.dtype(np.float64)
         np.testing.assert_array_equal(rbd.aba(model, qp, vp, ap), ref)
+        f = rng.normal(size=(3, model.njoints, 6))      # external forces: general path too
+        np.testing.assert_array_equal(
+            rbd.aba(model, q, v, a, fext=f),
+            np.stack([rbd.aba(model, q[b], v[b], a[b], fext=f[b]) for b in range(3)]))
     assert len(batch.aba_batch.overloads) == n
 
 

@@ -10,12 +10,11 @@
 
 Arguments: the model's (mi, mf) (mi alone for integrate and difference; with the frame
 table (frame_parents, frame_mf) for the frame functions), the batched inputs (leading
-axis B) and fext (B, njoints, 6) or None, then the batched outputs, then the function's
+axis B) and fext (B, njoints or 0, 6), then the batched outputs, then the function's
 options."""
 
 import numpy as np
-from numba import prange, types
-from numba.extending import overload
+from numba import prange
 
 from ..kernels.aba import aba
 from ..kernels.aba_derivatives import aba_derivatives
@@ -39,31 +38,6 @@ from ..kernels.workspace import W_WIDTH, workspace_rows
 from .checks import (batch_configurations_ok, batch_states_ok, batch_tangent_ok, workspace_ok,
                      diagonal_finite, fk_batch_ok, frame_ok, joint_ok, reference_ok,
                      singular_found)
-
-
-def item(x, b):
-    """x[b], or None for x None: a batch's fext (the kernels take an item's fext or None,
-    and the None branch is compiled out)."""
-    return None if x is None else x[b]
-
-
-def part(x, lo, hi):
-    """x[lo:hi], or None for x None."""
-    return None if x is None else x[lo:hi]
-
-
-# typed per argument type (an overload, not a helper: the view it returns is counted by
-# NRT, and None stays the type none instead of an optional array)
-@overload(item)
-def _item(x, b):
-    return (lambda x, b: None) if isinstance(x, types.NoneType) else (lambda x, b: x[b])
-
-
-@overload(part)
-def _part(x, lo, hi):
-    if isinstance(x, types.NoneType):
-        return lambda x, lo, hi: None
-    return lambda x, lo, hi: x[lo:hi]
 
 
 @helper
@@ -118,7 +92,7 @@ def rnea_batch(mi, mf, q, v, a, fext, tau, check):
         batch_states_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     for b in range(q.shape[0]):
-        rnea(mi, mf, q[b], v[b], a[b], item(fext, b), ws, tau[b])
+        rnea(mi, mf, q[b], v[b], a[b], fext[b], ws, tau[b])
 
 
 @pentry
@@ -126,7 +100,7 @@ def rnea_parallel(mi, mf, q, v, a, fext, tau, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], part(fext, lo, hi), tau[lo:hi], False)
+        rnea_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi], tau[lo:hi], False)
 
 
 @fast_entry
@@ -134,11 +108,14 @@ def rnea_few(mi, mf, q, v, a, fext, tau, ws):
     """rnea_batch for a batch of a few microseconds (cpu.policy's untimed ones) on the
     model's single-call workspace ``ws``: no allocation and no reference counting of the
     arguments (~0.2 us of a 4-item batch); holds the GIL, as the single entries do, since
-    ``ws`` is shared."""
+    ``ws`` is shared. Only for batches without external forces (fext (B, 0, 6)): the
+    kernels get None, the specialisation the single calls compiled."""
     batch_states_ok(mi, q, v, a, fext)
     workspace_ok(mi, ws)
+    if fext.shape[1] != 0:
+        raise ValueError("fext: the few-item entries take no external forces")
     for b in range(q.shape[0]):
-        rnea(mi, mf, q[b], v[b], a[b], item(fext, b), ws, tau[b])
+        rnea(mi, mf, q[b], v[b], a[b], None, ws, tau[b])
 
 
 @entry
@@ -165,7 +142,7 @@ def aba_batch(mi, mf, q, v, tau, fext, qdd, check):
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        aba(mi, mf, q[b], v[b], tau[b], item(fext, b), ws, qdd[b])
+        aba(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd[b])
         if bad < 0 and not vector_finite(qdd[b]):
             bad = b
     return singular_found(bad, check)
@@ -177,7 +154,7 @@ def aba_parallel(mi, mf, q, v, tau, fext, qdd, nchunks):
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], part(fext, lo, hi), qdd[lo:hi],
+        bad[c] = aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi],
                            False)
     singular_found(bad.max(), True)
 
@@ -187,9 +164,11 @@ def aba_few(mi, mf, q, v, tau, fext, qdd, ws):
     """aba_batch on the model's single-call workspace (as rnea_few)."""
     batch_states_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
+    if fext.shape[1] != 0:
+        raise ValueError("fext: the few-item entries take no external forces")
     bad = -1
     for b in range(q.shape[0]):
-        aba(mi, mf, q[b], v[b], tau[b], item(fext, b), ws, qdd[b])
+        aba(mi, mf, q[b], v[b], tau[b], None, ws, qdd[b])
         if bad < 0 and not vector_finite(qdd[b]):
             bad = b
     singular_found(bad, True)
@@ -353,7 +332,7 @@ def rnea_derivatives_batch(mi, mf, q, v, a, fext, dq, dv, da, check):
         batch_states_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
     for b in range(q.shape[0]):
-        idsva(mi, mf, q[b], v[b], a[b], item(fext, b), ws, dq[b], dv[b], da[b])
+        idsva(mi, mf, q[b], v[b], a[b], fext[b], ws, dq[b], dv[b], da[b])
 
 
 @pentry
@@ -361,7 +340,7 @@ def rnea_derivatives_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], part(fext, lo, hi),
+        rnea_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
                                dq[lo:hi], dv[lo:hi], da[lo:hi], False)
 
 
@@ -373,7 +352,7 @@ def rnea_chain_rule_batch(mi, mf, q, v, a, fext, dq, dv, da, check):
     off = np.empty(mi[0, 0] + 2, np.int64)
     G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
     for b in range(q.shape[0]):
-        rnea_chain_rule(mi, mf, q[b], v[b], a[b], item(fext, b), ws, G, off, dq[b], dv[b], da[b])
+        rnea_chain_rule(mi, mf, q[b], v[b], a[b], fext[b], ws, G, off, dq[b], dv[b], da[b])
 
 
 @pentry
@@ -381,7 +360,7 @@ def rnea_chain_rule_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], part(fext, lo, hi),
+        rnea_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
                               dq[lo:hi], dv[lo:hi], da[lo:hi], False)
 
 
@@ -399,7 +378,7 @@ def aba_derivatives_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, check):
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        aba_derivatives(mi, mf, q[b], v[b], tau[b], item(fext, b), ws, qdd, S3, F,
+        aba_derivatives(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
                         dq[b], dv[b], dtau[b])
         if bad < 0 and not vector_finite(qdd):
             bad = b
@@ -412,7 +391,7 @@ def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, nchunks):
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], part(fext, lo, hi),
+        bad[c] = aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
                                        dq[lo:hi], dv[lo:hi], dtau[lo:hi], False)
     singular_found(bad.max(), True)
 
@@ -429,7 +408,7 @@ def aba_derivatives_aza_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, check):
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        aba_derivatives_aza(mi, mf, q[b], v[b], tau[b], item(fext, b), ws, qdd, S3, F,
+        aba_derivatives_aza(mi, mf, q[b], v[b], tau[b], fext[b], ws, qdd, S3, F,
                             dq[b], dv[b], dtau[b])
         if bad < 0 and not vector_finite(qdd):
             bad = b
@@ -443,7 +422,7 @@ def aba_derivatives_aza_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, nchunks)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         bad[c] = aba_derivatives_aza_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
-                                           part(fext, lo, hi), dq[lo:hi], dv[lo:hi], dtau[lo:hi],
+                                           fext[lo:hi], dq[lo:hi], dv[lo:hi], dtau[lo:hi],
                                            False)
     singular_found(bad.max(), True)
 
@@ -462,7 +441,7 @@ def aba_chain_rule_batch(mi, mf, q, v, tau, fext, dq, dv, dtau, product, check):
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        aba_derivatives_chain_rule(mi, mf, q[b], v[b], tau[b], item(fext, b), ws, G, off, qdd, S3,
+        aba_derivatives_chain_rule(mi, mf, q[b], v[b], tau[b], fext[b], ws, G, off, qdd, S3,
                                    F, dq[b], dv[b], dtau[b], aza)
         if bad < 0 and not vector_finite(qdd):
             bad = b
@@ -475,7 +454,7 @@ def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchu
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], part(fext, lo, hi),
+        bad[c] = aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
                                       dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
     singular_found(bad.max(), True)
 
@@ -537,7 +516,7 @@ def rnea_second_order_batch(mi, mf, q, v, a, fext, Q, V, X, D, check):
     ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
     sc = np.empty(SC_SIZE, q.dtype)
     for b in range(q.shape[0]):
-        idsva_so(mi, mf, q[b], v[b], a[b], item(fext, b), ws, sc, Q[b], V[b], X[b], D[b])
+        idsva_so(mi, mf, q[b], v[b], a[b], fext[b], ws, sc, Q[b], V[b], X[b], D[b])
 
 
 @pentry
@@ -545,7 +524,7 @@ def rnea_second_order_parallel(mi, mf, q, v, a, fext, Q, V, X, D, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], part(fext, lo, hi),
+        rnea_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
                                 Q[lo:hi], V[lo:hi], X[lo:hi], D[lo:hi], False)
 
 
@@ -565,7 +544,7 @@ def aba_second_order_batch(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer
     T = np.empty((5, nv, nv, nv), q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        fdsva_so_routes(mi, mf, q[b], v[b], tau[b], item(fext, b), ws, sc, qdd, lam, Mt, F, T,
+        fdsva_so_routes(mi, mf, q[b], v[b], tau[b], fext[b], ws, sc, qdd, lam, Mt, F, T,
                         dQ[b], dV[b], dX[b], dT[b], inner, outer)
         if bad < 0 and not vector_finite(qdd):
             bad = b
@@ -579,7 +558,7 @@ def aba_second_order_parallel(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, ou
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], part(fext, lo, hi),
+        bad[c] = aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
                                         dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner,
                                         outer, False)
     singular_found(bad.max(), True)

@@ -125,9 +125,9 @@ _FAST = {}      # (serial, parallel) -> its fast_pair
 
 def fast_or(batched):
     """The fast pair of ``batched`` = (serial, parallel) where one was made, else
-    ``batched``: for a general path that has made its arguments float64 ndarrays without
-    fext, so that it runs the machine code the fast path compiled (not a second
-    specialisation of C-contiguous inputs)."""
+    ``batched``: for a general path that has made its arguments float64 ndarrays (fext
+    C-contiguous (B, k, 6)), so that it runs the machine code the fast path compiled
+    (not a second specialisation of C-contiguous inputs)."""
     return _FAST.get(tuple(batched), batched)
 
 
