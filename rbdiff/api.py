@@ -67,8 +67,7 @@ def _call(model, one, batched, fext, named, out_shape, forces=False):
         if nb is None:
             one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
         else:
-            _run(model, *(policy.fast_or(batched) if dt == _F64 else batched),
-                 nb, args + (out,))
+            _run(model, *policy.fast_or(batched, dt), nb, args + (out,))
     except ValueError as e:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
                       error=e) from None

@@ -122,9 +122,8 @@ def _analytical(model, one, batched, fext, named, extra=(), out=None, names=(),
         if batch is None:
             one(model.mi, mf, *arrays, f, *outs, *extra)
         else:
-            if dt == _F64:            # == : an unpickled dtype is a copy
-                batched = policy.fast_or(batched)
-            policy.run(model, *batched, batch, (model.mi, mf, *arrays, f, *outs),
+            policy.run(model, *policy.fast_or(batched, dt), batch,
+                       (model.mi, mf, *arrays, f, *outs),
                        extra if batch_extra is None else batch_extra)
     except ValueError as e:
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,

@@ -31,8 +31,8 @@ JOINT_TYPES = ("revolute", "prismatic", "continuous", "spherical", "free_flyer")
 
 def _rnea(rbd, m, s, b=""):
     q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
-    for _ in range(10 if b else 1):     # a tiny batch, once the policy has timed it (a few
-        # calls), runs cpu.batch.rnea_few
+    # a tiny batch runs cpu.batch.rnea_few once the policy has timed it (a few calls)
+    for _ in range(10 if b else 1):
         rbd.rnea(m, q, v, a)
     rbd.rnea(m, q, v, a, fext=f)
     rbd.nonlinear_effects(m, q, v)

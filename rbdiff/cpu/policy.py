@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from time import perf_counter
 
 import numba.np.ufunc.parallel
+import numpy as np
 
 from ..kernels.jit import native
 from . import background
@@ -121,14 +122,16 @@ def fast_pair(serial, parallel, inputs=(2, 3, 4)):
 
 
 _FAST = {}      # (serial, parallel) -> its fast_pair
+_F64 = np.dtype(np.float64)
 
 
-def fast_or(batched):
-    """The fast pair of ``batched`` = (serial, parallel) where one was made, else
-    ``batched``: for a general path that has made its arguments float64 ndarrays (fext
-    C-contiguous (B, k, 6)), so that it runs the machine code the fast path compiled
-    (not a second specialisation of C-contiguous inputs)."""
-    return _FAST.get(tuple(batched), batched)
+def fast_or(batched, dtype):
+    """The fast pair of ``batched`` = (serial, parallel) where one was made and ``dtype``
+    is float64, else ``batched``: for a general path that has made its arguments ndarrays
+    of ``dtype`` (fext C-contiguous (B, k, 6)), so that float64 runs the machine code the
+    fast path compiled (not a second specialisation of C-contiguous inputs). Compared
+    with ==: an unpickled dtype is a copy, not np.float64's own."""
+    return _FAST.get(tuple(batched), batched) if dtype == _F64 else batched
 
 
 def _estimate(p, item):
