@@ -41,6 +41,7 @@ from .results import (REFERENCE_CODES, REFERENCE_FRAMES, ABADerivatives,
                       RNEADerivatives, RNEASecondOrderDerivatives)
 from .second_order import ABA_METHODS, INNER_ROUTES, OUTER_ROUTES, RNEA_METHODS
 from .second_order import _check_method
+from .validation import fext_shape_message
 
 try:
     import dask
@@ -95,6 +96,8 @@ def _inputs(named):
         if not isinstance(x, da.Array):
             x = np.asarray(x)
         if x.ndim != 1 + len(s) or tuple(x.shape[1:]) != s:
+            if n == "fext":
+                raise ValueError(fext_shape_message(("B",) + s, ("B",) + tuple(x.shape[1:])))
             raise ValueError(f"{n}: expected shape (B, {', '.join(map(str, s))}), got "
                              f"{tuple(x.shape)}")
         if x.dtype not in (np.float64, np.float32):
@@ -248,9 +251,9 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva", in
 
 
 def forward_kinematics(model, q, v=None, a=None):
-    """Lazy rbd.forward_kinematics: Kinematics((B, njoints+1, 4, 4), velocities and
-    accelerations (B, njoints+1, 6) or None as the NumPy function)."""
-    m = (model.njoints + 1, 6)
+    """Lazy rbd.forward_kinematics: Kinematics((B, njoints, 4, 4), velocities and
+    accelerations (B, njoints, 6) or None as the NumPy function)."""
+    m = (model.njoints, 6)
     return _call("forward_kinematics", model,
                  [("q", q, (model.nq,)), ("v", v, (model.nv,)), ("a", a, (model.nv,))],
                  [model._sT, None if v is None else m, None if a is None else m],

@@ -88,14 +88,14 @@ def _scratch(model, dtype):
 
 
 def forward_kinematics(model, q, v=None, a=None):
-    """Joint placements in the world (njoints+1, 4, 4) and, when v (and a) are given, each
+    """Joint placements in the world (njoints, 4, 4) and, when v (and a) are given, each
     joint's spatial velocity (and acceleration, gravity excluded) in its local frame,
-    (njoints+1, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a after
+    (njoints, 6) [linear, angular] - Pinocchio's data.oMi, data.v and data.a after
     forwardKinematics (Featherstone 2008 Table 5.1, RNEA's forward pass without gravity).
 
     q (nq,), v (nv,) or None, a (nv,) or None (None: zero; velocities or accelerations
     None when v or a is). A leading batch axis, q (B, nq), v and a (B, nv), gives
-    (B, njoints+1, 4, 4) and (B, njoints+1, 6)."""
+    (B, njoints, 4, 4) and (B, njoints, 6)."""
     try:    # fast path (see _FAST_MISS); the entry checks lengths and values
         if v is not None and a is not None:      # the entry checks dtypes and ndim too
             T = _empty(model._sT)
@@ -247,12 +247,12 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
 
 
 def _joint_id(model, joint):
-    """Index (1..njoints) of ``joint``: a name or an index."""
+    """Index (1..njoints-1) of ``joint``: a name or an index."""
     k, found = _lookup(model._joint_ids, joint, model.get_joint_id,
-                       "joint: expected a joint name or an index 1..njoints")
+                       "joint: expected a joint name or an index 1..njoints-1")
     if found:
         return k
-    raise IndexError(f"joint: index {k} out of range 1..{model.njoints} (joint 0, the "
+    raise IndexError(f"joint: index {k} out of range 1..{model.njoints - 1} (joint 0, the "
                      "universe, does not move)")
 
 
@@ -278,7 +278,7 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     sec. III-D: the motion sets of the RNEA chain-rule forward pass, Alg. 2 lines 3, 5).
 
     q (nq,), v (nv,), a (nv,). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq, da_dv,
-    da_da), each (njoints, 6, nv), [i - 1] for joint i; a leading batch axis gives
+    da_da), each (njoints, 6, nv), row i for joint i (row 0, the universe, zero); a leading batch axis gives
     (B, njoints, 6, nv); CUDA device arrays give device arrays
     (rbdiff.gpu.kinematics_derivatives). Entries against dofs that are not joint i's or its ancestors'
     are zero.
@@ -289,7 +289,7 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     Pinocchio's compute; the five arrays are written when a field is first read, and
     ``result.joint(i)`` gives joint i's five (6, nv) from that state without them (four
     feet: one call, four getters). Batches, other dtypes and device arrays return the
-    arrays written. ``joint`` (a name or an index 1..njoints) computes that joint's alone:
+    arrays written. ``joint`` (a name or an index 1..njoints-1) computes that joint's alone:
     each (6, nv) ((B, 6, nv) for a batch), in one pass over joints 1..joint. Every route
     runs the same closed forms, so they agree bit for bit.
 

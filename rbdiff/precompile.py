@@ -71,9 +71,9 @@ def _kinematics(rbd, m, s, b=""):
 def _kinematics_derivatives(rbd, m, s, b=""):
     q, v, a = (getattr(s, b + x) for x in "qva")
     kd = rbd.kinematics_derivatives(m, q, v, a)
-    kd.joint(m.njoints)         # a single state's getter (before the fields are written)
+    kd.joint(m.njoints - 1)         # a single state's getter (before the fields are written)
     kd.dv_dq                    # ... and the fields
-    rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints)
+    rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints - 1)
 
 
 def _trajopt(rbd, m, s):

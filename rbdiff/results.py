@@ -91,15 +91,15 @@ class KinematicsDerivatives:
         return self._write()[k]
 
     def joint(self, i):
-        """Joint i's (1..njoints, an int) five derivatives, each (6, nv) ((B, 6, nv) for
-        a batch): row i-1 of every field, as a KinematicsDerivatives. Computed alone
+        """Joint i's (1..njoints-1, an int) five derivatives, each (6, nv) ((B, 6, nv) for
+        a batch): row i of every field, as a KinematicsDerivatives. Computed alone
         from the kinematics state while the full arrays have not been read; views into
         them once they have."""
         if self._state is not None:
             _, get, model, st, code = self._state
-            return get(model, st, _joint_index(i, model.njoints), code)
-        i = _joint_index(i, self.dv_dq.shape[-3])
-        return KinematicsDerivatives(*(x[..., i - 1, :, :] for x in self))
+            return get(model, st, _joint_index(i, model.njoints - 1), code)
+        i = _joint_index(i, self.dv_dq.shape[-3] - 1)
+        return KinematicsDerivatives(*(x[..., i, :, :] for x in self))
 
     def __len__(self):
         return 5

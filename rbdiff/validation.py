@@ -33,6 +33,20 @@ def as_array(x, n, name):
     return np.ascontiguousarray(x)
 
 
+def fext_shape_message(want, got):
+    """fext's shape error; the pre-0.2 shape (one row fewer: no universe row) is named,
+    so code written for it fails loudly instead of shifting every force by one body."""
+    got = tuple(got)
+    msg = (f"fext: expected shape {want} (one local-frame spatial force [linear, angular] "
+           f"per joint, indexed by joint id as in Pinocchio: row 0 is the universe and is "
+           f"ignored, row j is joint j), got {got}")
+    if len(got) == len(want) and got[:-2] == want[:-2] and got[-2:] == (want[-2] - 1, 6):
+        msg += ("; that is the shape rbdiff < 0.2 took (row j - 1 for joint j): prepend a "
+                "zero row for the universe, e.g. np.vstack([np.zeros(6), fext]) (see the "
+                "changelog)")
+    return msg
+
+
 def fext_array(model, fext, batch, dtype, wanted):
     if not wanted:
         return None
@@ -41,8 +55,7 @@ def fext_array(model, fext, batch, dtype, wanted):
     f = np.asarray(fext)
     want = (model.njoints, 6) if batch is None else (batch, model.njoints, 6)
     if f.shape != want:
-        raise ValueError(f"fext: expected shape {want} (one local-frame spatial force "
-                         f"[linear, angular] per joint), got {f.shape}")
+        raise ValueError(fext_shape_message(want, f.shape))
     if f.dtype.kind not in "biufc":
         raise TypeError(f"fext: expected a numeric array, got dtype {f.dtype}")
     return np.ascontiguousarray(f, dtype=dtype)
@@ -140,7 +153,7 @@ def _configuration_error(model, name, q):
     """ValueError naming the first joint whose quaternion or (cos, sin) pair in the
     configuration ``q`` (nq,) or (B, nq) is not unit, or None."""
     q = np.atleast_2d(np.asarray(q))
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iq = int(model.joint_types[i]), int(model.idx_q[i])
         span = {SPHERICAL: (iq, 4), FREE_FLYER: (iq + 3, 4), REVOLUTE_UNBOUNDED: (iq, 2)}
         if t in span:

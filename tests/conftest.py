@@ -82,11 +82,11 @@ def pin_fext(model, fext):
     if id(model) in _TREES:
         from pin_bridge import fext_to_pinocchio
         return fext_to_pinocchio(model, fext)
-    return [pin.Force.Zero()] + [pin.Force(np.asarray(f)) for f in fext]
+    return [pin.Force(np.asarray(f)) for f in fext]     # row for row: joint ids agree
 
 
 def kinematics_workspace(model, q, v=None, a=None):
-    """The workspace (njoints+1+nv, W_WIDTH) that kernels/fk.py's kinematics_pass fills
+    """The workspace (njoints+nv, W_WIDTH) that kernels/fk.py's kinematics_pass fills
     for one state: world placements (W_R, W_P), world motion subspace columns (dof rows,
     D_S), velocities (W_V) and accelerations with -gravity (W_A), all in the world
     frame; v, a None: zero. The NumPy reference listings read it."""
@@ -97,6 +97,6 @@ def kinematics_workspace(model, q, v=None, a=None):
     z = np.zeros(model.nv, dt)
     v = z if v is None else np.asarray(v, dt)
     a = z if a is None else np.asarray(a, dt)
-    ws = np.empty((model.njoints + 1 + model.nv, W_WIDTH), dt)
+    ws = np.empty((model.njoints + model.nv, W_WIDTH), dt)
     kinematics_pass(model.mi, model.mf, q.astype(dt), v, a, ws)
     return ws

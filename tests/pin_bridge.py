@@ -23,8 +23,8 @@ def _z_to(a):
 
 def frame_rotations(model):
     """Ra per joint (identity except for continuous joints)."""
-    out = [np.eye(3) for _ in range(model.njoints + 1)]
-    for i in range(1, model.njoints + 1):
+    out = [np.eye(3) for _ in range(model.njoints)]
+    for i in range(1, model.njoints):
         if model.joint_types[i] == L.REVOLUTE_UNBOUNDED:
             out[i] = _z_to(model.axes[i])
     return out
@@ -34,7 +34,7 @@ def to_pinocchio(model):
     Ra = frame_rotations(model)
     pm = pin.Model()
     pm.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t = int(model.joint_types[i])
         ax = model.axes[i]
         if t == L.REVOLUTE:
@@ -61,8 +61,8 @@ def to_pinocchio(model):
 def fext_to_pinocchio(model, fext):
     Ra = frame_rotations(model)
     out = [pin.Force.Zero()]
-    for i in range(1, model.njoints + 1):
-        f = fext[i - 1]
+    for i in range(1, model.njoints):
+        f = fext[i]
         out.append(pin.Force(np.concatenate([Ra[i].T @ f[:3], Ra[i].T @ f[3:]])))
     return out
 

@@ -49,9 +49,9 @@ def test_aza_equals_dmm(pair, with_fext):
 def _branch_pattern(model):
     """(nv, nv) bool: dofs r and c lie on one branch (one joint is the other's ancestor)."""
     nv, par = model.nv, model.parents
-    joint = np.repeat(np.arange(1, model.njoints + 1), model.nvs[1:])
-    anc = [set() for _ in range(model.njoints + 1)]
-    for i in range(1, model.njoints + 1):
+    joint = np.repeat(np.arange(1, model.njoints), model.nvs[1:])
+    anc = [set() for _ in range(model.njoints)]
+    for i in range(1, model.njoints):
         j = i
         while j > 0:
             anc[i].add(j)
@@ -71,9 +71,9 @@ def test_sweeps_against_dense_inverse(seed):
     q = rbd.random_configuration(model, rng)
     mask = _branch_pattern(model)
     B1, B2 = rng.normal(size=(2, nv, nv)) * mask
-    ws = np.empty((model.njoints + 1 + nv, AZA_WIDTH))
+    ws = np.empty((model.njoints + nv, AZA_WIDTH))
     Minv = np.empty((nv, nv))
-    minverse(model.mi, model.mf, q, ws, np.empty((model.njoints + 1, nv, 6)), Minv)
+    minverse(model.mi, model.mf, q, ws, np.empty((model.njoints, nv, 6)), Minv)
     C1, C2 = np.full((2, nv, nv), np.nan)
     neg_minv_mul_aza(model.mi, ws, B1, B2, C1, C2)
     M = rbd.crba(model, q)
@@ -83,7 +83,7 @@ def test_sweeps_against_dense_inverse(seed):
 
 def _mean_branch(model):
     total = 0
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         depth, j = 0, i
         while j > 0:
             depth += int(model.nvs[j])

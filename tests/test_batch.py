@@ -144,8 +144,8 @@ def test_forward_kinematics(model):
     """Placements, velocities and accelerations of a batch; v and a optional."""
     q, v, a, _ = _states(model, 7)
     out = _check(rbd.forward_kinematics, model, q, v, a)
-    assert out.placements.shape == (B, model.njoints + 1, 4, 4)
-    assert out.velocities.shape == out.accelerations.shape == (B, model.njoints + 1, 6)
+    assert out.placements.shape == (B, model.njoints, 4, 4)
+    assert out.velocities.shape == out.accelerations.shape == (B, model.njoints, 6)
     batched = rbd.forward_kinematics(model, q)
     assert batched.velocities is None and batched.accelerations is None
     np.testing.assert_array_equal(

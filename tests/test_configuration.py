@@ -288,9 +288,9 @@ def test_model_marks_runs_of_one_dof_joints():
     vector and skip them whole in the quaternion checks."""
     model = rbd.models.random_tree(30, 6, floating_base=True)
     t = model.joint_types
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         run = 0
-        while i + run <= model.njoints and t[i + run] in (L.REVOLUTE, L.PRISMATIC):
+        while i + run < model.njoints and t[i + run] in (L.REVOLUTE, L.PRISMATIC):
             run += 1
         assert model.mi[i, L.MI_RUN] == run
         if run:

@@ -48,7 +48,7 @@ def _calls(model, q, v, a, fext):
             ("frame_placements", (q,), {}), ("frame_placement", (q, frame), {}),
             ("frame_jacobian", (q, frame), {"reference": "world"}),
             ("kinematics_derivatives", (q, v, a), {}),
-            ("kinematics_derivatives", (q, v, a), {"joint": model.njoints})]
+            ("kinematics_derivatives", (q, v, a), {"joint": model.njoints - 1})]
 
 
 def _lazy(x):

@@ -45,7 +45,7 @@ def idsva_reference(model, q, v, a, fext=None):
     """dtau_dq, dtau_dv, M by the IDSVA listing, every quantity a dense world-frame array
     (world placements, S, v and a, gravity included, from forward kinematics)."""
     ws = _workspace(model, q, v, a)
-    n, nv = model.njoints, model.nv
+    n, nv = model.njoints - 1, model.nv      # moving joints
     iv, nvs, par = model.idx_v, model.nvs, model.parents
     S = ws[n + 1:, D_S:D_S + 6].T                         # (6, nv) world motion subspace
     IC, BC, f = np.zeros((n + 1, 6, 6)), np.zeros((n + 1, 6, 6)), np.zeros((n + 1, 6))

@@ -39,7 +39,7 @@ def idsva_so_reference(model, q, v, a, fext=None):
     """Q, V, X, D by the IDSVA-SO listing word for word, every quantity a dense
     world-frame array (placements, S, v, a with -gravity from forward kinematics)."""
     ws = _workspace(model, q, v, a)
-    n, nv, par = model.njoints, model.nv, model.parents
+    n, nv, par = model.njoints - 1, model.nv, model.parents    # moving joints
     iv, nvs = model.idx_v, model.nvs
     S = ws[n + 1:, D_S:D_S + 6].T
     IC, BC, f = np.zeros((n + 1, 6, 6)), np.zeros((n + 1, 6, 6)), np.zeros((n + 1, 6))
@@ -221,7 +221,7 @@ def _bracket(model, dtau_dq):
     bracket crm(e_k) e_j."""
     nv = model.nv
     out = np.zeros((nv, nv, nv))
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iv = int(model.joint_types[i]), int(model.idx_v[i])
         if t not in (SPHERICAL, FREE_FLYER):
             continue
@@ -259,8 +259,8 @@ def test_zero_where_branches_do_not_meet():
     rng = np.random.default_rng(0)
     q = rbd.random_configuration(model, rng)
     v, a = rng.normal(size=(2, model.nv))
-    anc = [set() for _ in range(model.njoints + 1)]
-    for i in range(1, model.njoints + 1):
+    anc = [set() for _ in range(model.njoints)]
+    for i in range(1, model.njoints):
         anc[i] = anc[int(model.parents[i])] | {i}
     J = model.joint_of_dof
     on = np.array([[J[x] in anc[J[y]] or J[y] in anc[J[x]] for y in range(model.nv)]

@@ -20,7 +20,7 @@ def _rotations(model):
     """Pinocchio's joint frame = rbdiff's rotated by Ra (identity but for the continuous
     joints of bridged random trees, see pin_bridge)."""
     return frame_rotations(model) if id(model) in _TREES else \
-        [np.eye(3)] * (model.njoints + 1)
+        [np.eye(3)] * model.njoints
 
 
 def _twin(model, pm):
@@ -56,7 +56,7 @@ def test_forward_kinematics_matches_pinocchio(pair):
     pd = pm.createData()
     q, v, a = random_state(pm, np.random.default_rng(0))
     kin = rbd.forward_kinematics(model, q, v, a)
-    n = model.njoints
+    n = model.njoints - 1
     assert kin.placements.shape == (n + 1, 4, 4)
     assert kin.velocities.shape == kin.accelerations.shape == (n + 1, 6)
     pin.forwardKinematics(pm, pd, q, v, a)
@@ -102,8 +102,8 @@ def test_frame_placements_match_pinocchio(pair):
 
 def _frames_to_check(model):
     """Frame 0, the deepest frame of each type present, and a few more."""
-    depth = [0] * (model.njoints + 1)
-    for i in range(1, model.njoints + 1):
+    depth = [0] * model.njoints
+    for i in range(1, model.njoints):
         depth[i] = depth[model.parents[i]] + 1
     picked = {0, len(model.frames) - 1}
     for t in rbd.FrameType:

@@ -24,12 +24,12 @@ def _pin_getters(pm, q, v, a, rf):
     """(5, njoints, 6, nv): dv_dq, dv_dv, da_dq, da_dv, da_da from Pinocchio."""
     d = pm.createData()
     pin.computeForwardKinematicsDerivatives(pm, d, q, v, a)
-    out = np.zeros((5, pm.njoints - 1, 6, pm.nv))
+    out = np.zeros((5, pm.njoints, 6, pm.nv))     # row 0, the universe, zero as ours
     for i in range(1, pm.njoints):
         dvq, dvv = (np.array(x) for x in pin.getJointVelocityDerivatives(pm, d, i, rf))
         _, daq, dav, daa = (np.array(x) for x in
                             pin.getJointAccelerationDerivatives(pm, d, i, rf))
-        out[:, i - 1] = dvq, dvv, daq, dav, daa
+        out[:, i] = dvq, dvv, daq, dav, daa
     return out
 
 
@@ -40,9 +40,9 @@ def _to_pin_local(model, x):
         return x
     Ra = frame_rotations(model)
     out = x.copy()
-    for i in range(1, model.njoints + 1):
-        out[..., i - 1, :3, :] = Ra[i].T @ x[..., i - 1, :3, :]
-        out[..., i - 1, 3:, :] = Ra[i].T @ x[..., i - 1, 3:, :]
+    for i in range(1, model.njoints):
+        out[..., i, :3, :] = Ra[i].T @ x[..., i, :3, :]
+        out[..., i, 3:, :] = Ra[i].T @ x[..., i, 3:, :]
     return out
 
 
@@ -50,7 +50,7 @@ def _multi_dof_below_root(model):
     """Columns of spherical / free-flyer joints that have a parent: there Pinocchio's
     WORLD and LOCAL_WORLD_ALIGNED da_dq use v_j x S where (v_parent x S) belongs."""
     cols = np.zeros(model.nv, bool)
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         if model.nvs[i] > 1 and model.parents[i] > 0:
             cols[model.idx_v[i]:model.idx_v[i] + model.nvs[i]] = True
     return cols
@@ -82,10 +82,10 @@ def test_da_dq_against_pinocchio_forward_kinematics(pair):
 
     def oa(qq):
         pin.forwardKinematics(pm, d, qq, v, a)
-        return np.array([d.oMi[i].act(d.a[i]).vector for i in range(1, pm.njoints)])
+        return np.array([d.oMi[i].act(d.a[i]).vector for i in range(pm.njoints)])
 
     h = 1e-6
-    fd = np.zeros((pm.njoints - 1, 6, pm.nv))
+    fd = np.zeros((pm.njoints, 6, pm.nv))
     for k in range(pm.nv):
         e = np.zeros(pm.nv)
         e[k] = h
@@ -99,13 +99,13 @@ def test_da_dq_against_pinocchio_forward_kinematics(pair):
 
 
 def _at_world_origin(kin):
-    """Velocities and accelerations of joints 1..n from forward_kinematics (local frames)
+    """Velocities and accelerations of joints 0..n from forward_kinematics (local frames)
     at the world origin in world axes: X_i m."""
-    R, p = kin.placements[1:, :3, :3], kin.placements[1:, :3, 3]
+    R, p = kin.placements[:, :3, :3], kin.placements[:, :3, 3]
 
     def act(m):
-        w = np.einsum("nij,nj->ni", R, m[1:, 3:])
-        return np.concatenate([np.einsum("nij,nj->ni", R, m[1:, :3]) + np.cross(p, w), w],
+        w = np.einsum("nij,nj->ni", R, m[:, 3:])
+        return np.concatenate([np.einsum("nij,nj->ni", R, m[:, :3]) + np.cross(p, w), w],
                               axis=1)
     return act(kin.velocities), act(kin.accelerations)
 
@@ -114,12 +114,12 @@ def _complex_step(model, q, v, a, reference):
     """(5, njoints, 6, nv) by complex step through rbdiff's forward kinematics (complex128):
     q stepped as integrate(q, i h e_k), v and a as v + i h e_k."""
     n, nv, h = model.njoints, model.nv, 1e-20
-    p_real = rbd.forward_kinematics(model, q).placements[1:, :3, 3]
+    p_real = rbd.forward_kinematics(model, q).placements[:, :3, 3]
 
     def motions(qq, vv, aa):
         fk = rbd.forward_kinematics(model, qq, vv, aa)
         if reference == "local":
-            return fk.velocities[1:], fk.accelerations[1:]
+            return fk.velocities, fk.accelerations
         vw, aw = _at_world_origin(fk)
         if reference == "local_world_aligned":   # at joint i's origin, held fixed
             vw[:, :3] += np.cross(vw[:, 3:], p_real)
@@ -162,7 +162,7 @@ def test_motion_sets_are_the_chain_rule_ones():
     _, _, dV, dA, dAv = chain_rule_reference(model, q, v, a)
     got = rbd.kinematics_derivatives(model, q, v, a)
     for x, r in ((got.dv_dq, dV), (got.da_dq, dA), (got.da_dv, dAv)):
-        assert rel_err(x, np.transpose(r[1:], (0, 2, 1))) < 1e-12
+        assert rel_err(x, np.transpose(r, (0, 2, 1))) < 1e-12     # row 0: zeros in both
 
 
 def test_float32():
@@ -217,19 +217,19 @@ def test_one_joint_matches_pinocchio_and_the_full_result(pair, reference):
     full = rbd.kinematics_derivatives(model, q, v, a, reference=reference)
     ref = _pin_getters(pm, q, v, a, PIN_FRAMES[reference])
     skip = _multi_dof_below_root(model) if reference != "local" else np.zeros(model.nv, bool)
-    for j in range(1, model.njoints + 1):
+    for j in range(1, model.njoints):
         got = rbd.kinematics_derivatives(model, q, v, a, reference, joint=j)
         by_name = rbd.kinematics_derivatives(model, q, v, a, reference,
                                              joint=model.names[j])
         for k, (x, f, r, y) in enumerate(zip(got, full, ref, by_name)):
             assert x.shape == (6, model.nv)
             np.testing.assert_array_equal(x, y)
-            np.testing.assert_array_equal(x, f[j - 1])      # the same closed forms
-            if reference == "local":        # as row j-1 of a full result
-                x = _to_pin_local(model, np.broadcast_to(x, full[0].shape))[j - 1]
+            np.testing.assert_array_equal(x, f[j])      # the same closed forms
+            if reference == "local":        # as row j of a full result
+                x = _to_pin_local(model, np.broadcast_to(x, full[0].shape))[j]
             if NAMES[k] == "da_dq":
                 x, r = x[:, ~skip], r[..., ~skip]
-            assert rel_err(x, r[j - 1]) < 1e-9, (j, NAMES[k])
+            assert rel_err(x, r[j]) < 1e-9, (j, NAMES[k])
 
 
 @pytest.mark.parametrize("reference", list(PIN_FRAMES))
@@ -243,7 +243,7 @@ def test_pending_result_reads_as_pinocchio_getters(reference):
               for _ in range(2)]
     first = rbd.kinematics_derivatives(model, *states[0], reference)
     assert "kinematics state" in repr(first)
-    before = [first.joint(j) for j in range(1, model.njoints + 1)]
+    before = [first.joint(j) for j in range(1, model.njoints)]
     rbd.kinematics_derivatives(model, *states[1], reference).dv_dq    # reuses no state
     for j, got in enumerate(before, start=1):
         want = rbd.kinematics_derivatives(model, *states[0], reference, joint=j)
@@ -251,7 +251,7 @@ def test_pending_result_reads_as_pinocchio_getters(reference):
         for x, y, f in zip(got, want, first):          # iterating writes the fields
             assert x.shape == (6, model.nv)
             np.testing.assert_array_equal(x, y)
-            np.testing.assert_array_equal(f[j - 1], y)
+            np.testing.assert_array_equal(f[j], y)
         for x, y in zip(first.joint(j), want):
             np.testing.assert_array_equal(x, y)
     assert "kinematics state" not in repr(first)
@@ -262,9 +262,9 @@ def test_pending_result_reads_as_pinocchio_getters(reference):
     pending = rbd.kinematics_derivatives(model, *states[0], reference)
     for x, y in zip(pickle.loads(pickle.dumps(pending)), first):
         np.testing.assert_array_equal(x, y)
-    for bad in (0, model.njoints + 1, True, 1.0, "root"):
+    for bad in (0, model.njoints, True, 1.0, "root"):
         for kd in (rbd.kinematics_derivatives(model, *states[0], reference), first):
-            with pytest.raises(IndexError, match=f"an int 1..{model.njoints}"):
+            with pytest.raises(IndexError, match=f"an int 1..{model.njoints - 1}"):
                 kd.joint(bad)
 
 
@@ -273,7 +273,7 @@ def test_one_joint_batch_equals_loop_and_float32():
     rng = np.random.default_rng(65)
     q = np.stack([rbd.random_configuration(model, rng) for _ in range(4)])
     v, a = rng.normal(size=(2, 4, model.nv))
-    j = model.njoints
+    j = model.njoints - 1
     for reference in PIN_FRAMES:
         batch = rbd.kinematics_derivatives(model, q, v, a, reference, joint=j)
         for x, y in zip(rbd.kinematics_derivatives(model, q, v, a, reference).joint(j),
@@ -298,7 +298,7 @@ def test_one_joint_bad_joint():
     q = rbd.neutral(model)
     with pytest.raises(KeyError, match="no joint named 'elbow'"):
         rbd.kinematics_derivatives(model, q, z, z, joint="elbow")
-    for bad in (0, -1, model.njoints + 1):
+    for bad in (0, -1, model.njoints):
         with pytest.raises(IndexError, match="out of range 1..5"):
             rbd.kinematics_derivatives(model, q, z, z, joint=bad)
     with pytest.raises(TypeError, match="joint name or an index"):

@@ -139,7 +139,7 @@ def test_dynamics_and_frames_match_mujoco(src):
     model = rbd.from_mujoco(m)
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
-    assert (model.nq, model.nv, model.njoints) == (m.nq, m.nv, m.njnt)
+    assert (model.nq, model.nv, model.njoints) == (m.nq, m.nv, m.njnt + 1)
     bodies, sites = _frames_of(model, FrameType.BODY), _frames_of(model, FrameType.OP_FRAME)
     assert (len(bodies), len(sites)) == (m.nbody, m.nsite)
     for _ in range(2):
@@ -169,7 +169,7 @@ def test_dynamics_and_frames_match_mujoco(src):
 def test_tree_structure():
     m = _compile(TREE)
     model = rbd.load_mjcf(TREE)
-    types = [model.joint_type_name(i) for i in range(1, model.njoints + 1)]
+    types = [model.joint_type_name(i) for i in range(1, model.njoints)]
     assert types == ["free_flyer", "spherical", "revolute", "prismatic", "revolute",
                      "prismatic", "revolute", "revolute"]
     assert model.names[1:] == ("root", "joint1", "e1", "e2", "e3", "joint5", "joint6",

@@ -23,7 +23,7 @@ def chain_rule_reference(model, q, v, a, fext=None):
     path from the root to body i, then the backward sum over subtrees. Also returns the
     motion sets (n+1, nv, 6) dv_i/dq, da_i/dq, da_i/dv."""
     ws = _workspace(model, q, v, a)
-    n, nv = model.njoints, model.nv
+    n, nv = model.njoints - 1, model.nv      # moving joints
     iv, nvs, par = model.idx_v, model.nvs, model.parents
     S = ws[n + 1:, D_S:D_S + 6].T
     V, A = ws[:n + 1, W_V:W_V + 6], ws[:n + 1, W_A:W_A + 6]

@@ -9,7 +9,7 @@ from rbdiff.model import layout as L
 
 def test_serial_chain_protocol():
     m = rbd.models.serial_chain(5)
-    assert (m.nq, m.nv, m.njoints) == (5, 5, 5)
+    assert (m.nq, m.nv, m.njoints) == (5, 5, 6)      # njoints counts the universe
     assert list(m.parents) == [0, 0, 1, 2, 3, 4]
     assert np.allclose(m.masses[1:], 1.0) and np.allclose(m.coms[1:], [0.5, 0, 0])
     assert np.allclose(m.inertias[1:, 2, 2], 1.0)
@@ -18,7 +18,7 @@ def test_serial_chain_protocol():
 
 def test_binary_tree_shape_and_depth_first_numbering():
     m = rbd.models.binary_tree(15)
-    assert m.njoints == 15
+    assert m.njoints == 16
     depth = [0] * 16
     for i in range(1, 16):
         depth[i] = depth[m.parents[i]] + 1

@@ -48,7 +48,7 @@ def _t(*xs, dtype=T64, requires_grad=False):
 def _off_manifold(model, q, scale=1.3):
     """q with every quaternion and (cos, sin) pair scaled (retract(q) unchanged)."""
     q = q.copy()
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, k = int(model.joint_types[i]), int(model.idx_q[i])
         block = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4), L.FREE_FLYER: (k + 3, 4)}
         if t in block:

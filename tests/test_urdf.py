@@ -53,7 +53,7 @@ def build_pin(source, floating_base, from_xml=False):
 
 def assert_matches_pinocchio(model, pm, link_names=None):
     assert list(model.names) == list(pm.names)
-    assert (model.nq, model.nv, model.njoints) == (pm.nq, pm.nv, pm.njoints - 1)
+    assert (model.nq, model.nv, model.njoints) == (pm.nq, pm.nv, pm.njoints)
     assert list(model.parents) == list(pm.parents)
     assert list(model.idx_q[1:]) == list(pm.idx_qs[1:])
     assert list(model.idx_v[1:]) == list(pm.idx_vs[1:])
@@ -220,9 +220,9 @@ def test_floating_joint_and_link_without_inertial():
 
 def test_single_link():
     m = load_urdf(robot(link("only", 1.0)))
-    assert (m.njoints, m.nq) == (0, 0) and [f.name for f in m.frames] == ["universe", "only"]
+    assert (m.njoints, m.nq) == (1, 0) and [f.name for f in m.frames] == ["universe", "only"]
     m = load_urdf(robot(link("only", 1.0)), floating_base=True)
-    assert (m.njoints, m.nq, m.nv, m.masses[1]) == (1, 7, 6, 1.0)
+    assert (m.njoints, m.nq, m.nv, m.masses[1]) == (2, 7, 6, 1.0)
 
 
 def test_rpy_convention():
@@ -415,7 +415,7 @@ def test_load_robot_all_names(erd, name):
             load_robot(name)
     model = load_robot(name, allow_singular=name == "romeo")
     floating = name in FLOATING
-    assert (model.njoints > 0 and model.names[1] == "root_joint") == floating
+    assert (model.njoints > 1 and model.names[1] == "root_joint") == floating
     pm = build_pin(path, floating)
     assert list(model.names) == list(pm.names)
     assert (model.nq, model.nv) == (pm.nq, pm.nv)

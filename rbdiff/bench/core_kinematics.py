@@ -23,8 +23,8 @@ except ImportError:
 
 def deepest_frame(model):
     """Index in model.frames of the last frame with the most joints on its support."""
-    depth = [0] * (model.njoints + 1)
-    for i in range(1, model.njoints + 1):
+    depth = [0] * model.njoints
+    for i in range(1, model.njoints):
         depth[i] = depth[int(model.parents[i])] + 1
     return max(range(len(model.frames)), key=lambda k: (depth[model.frames[k].parent], k))
 
@@ -77,9 +77,9 @@ def _joint_derivatives(pm, pd, i):
 
 def _kinematics_derivatives(pm, pd):
     """The same for every joint, as rbdiff's (5, njoints, 6, nv)."""
-    out = np.zeros((5, pm.njoints - 1, 6, pm.nv))
+    out = np.zeros((5, pm.njoints, 6, pm.nv))     # row 0, the universe, stays zero
     for i in range(1, pm.njoints):
-        out[:, i - 1] = _joint_derivatives(pm, pd, i)
+        out[:, i] = _joint_derivatives(pm, pd, i)
     return out
 
 

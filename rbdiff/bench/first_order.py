@@ -67,7 +67,7 @@ def mean_branch(model):
     quantity product="auto" compares with AZA_MIN_BRANCH; L = nv on a serial chain)."""
     mi = model.mi
     total_ = 0
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         depth, a = 0, i
         while a > 0:
             depth += int(mi[a, MI_NV])

@@ -134,7 +134,7 @@ def _jax_fd_jacobian(model, robot, floating):
     from adam.jax import KinDynComputations
     from rbdiff.model.robots import robot_path
     jax.config.update("jax_enable_x64", True)
-    names = [model.names[i] for i in range(1, model.njoints + 1)
+    names = [model.names[i] for i in range(1, model.njoints)
              if int(model.nvs[i]) == 1]
     urdf, root = _urdf_for_adam(robot_path(robot))
     grav = jnp.array(np.concatenate([model.gravity, np.zeros(3)]), dtype=jnp.float64)

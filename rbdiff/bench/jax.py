@@ -63,7 +63,7 @@ def _block(x):
 def run(quick=False):
     model = rbd.load_robot("iiwa14")
     path = os.path.join(os.path.dirname(rbd.__file__), "robots_data", "iiwa14.urdf")
-    joints = [model.names[i] for i in range(1, model.njoints + 1)]
+    joints = [model.names[i] for i in range(1, model.njoints)]
     adam_aba = _adam(path, joints)
     rng = np.random.default_rng(0)
     rows = []

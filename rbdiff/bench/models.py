@@ -44,13 +44,13 @@ def pin_twin(model):
     """Pinocchio's twin of an rbdiff Model (gravity included), built joint by joint."""
     if pin is None:
         raise ImportError("pinocchio is not installed")
-    Ra = [np.eye(3) for _ in range(model.njoints + 1)]
-    for i in range(1, model.njoints + 1):
+    Ra = [np.eye(3) for _ in range(model.njoints)]
+    for i in range(1, model.njoints):
         if model.joint_types[i] == L.REVOLUTE_UNBOUNDED:
             Ra[i] = _z_to(np.asarray(model.axes[i]))
     pm = pin.Model()
     pm.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t = int(model.joint_types[i])
         ax = np.array(model.axes[i])
         if t == L.REVOLUTE:
@@ -154,8 +154,8 @@ def _f(x):
 def mjcf(model):
     """An MJCF string of ``model``: one body per joint (placement, inertia about the
     com), no geoms, contacts off. Continuous joints become hinges (nq 1 instead of 2)."""
-    kids = {i: [] for i in range(model.njoints + 1)}
-    for i in range(1, model.njoints + 1):
+    kids = {i: [] for i in range(model.njoints)}
+    for i in range(1, model.njoints):
         kids[int(model.parents[i])].append(i)
     kinds = {L.REVOLUTE: "hinge", L.REVOLUTE_UNBOUNDED: "hinge", L.PRISMATIC: "slide",
              L.SPHERICAL: "ball"}
@@ -214,7 +214,7 @@ def mujoco_q(model, q):
     joints as an angle."""
     q = np.asarray(q, dtype=float)
     out = []
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, k = int(model.joint_types[i]), int(model.idx_q[i])
         if t == L.FREE_FLYER:
             out += [*q[k:k + 3], q[k + 6], *q[k + 3:k + 6]]

@@ -12,7 +12,7 @@ BAD_STATE = "v, a/tau or fext: not finite"
 BAD_SHAPE = "q, v or a/tau: wrong length"
 BAD_FRAME = "frame: not an index into model.frames"
 BAD_REFERENCE = "reference: not a reference-frame code"
-BAD_JOINT = "joint: not a joint index (1..njoints)"
+BAD_JOINT = "joint: not a moving joint's index (1..njoints-1)"
 BAD_SINGULAR = "M(q) is singular: an articulated inertia is not positive definite"
 
 
@@ -106,7 +106,7 @@ def frame_ok(fparent, frame):
 
 @helper
 def joint_ok(mi, joint):
-    """joint is a moving joint's index, 1..njoints."""
+    """joint is a moving joint's index, 1..njoints-1 (mi[0, 0] moving joints)."""
     if joint < 1 or joint > mi[0, 0]:
         raise ValueError(BAD_JOINT)
 
@@ -155,7 +155,7 @@ def rows_finite(x):
 @entry
 def batch_states_ok(mi, q, v, u, fext):
     """q (B, nq) valid configurations; v, u (B, nv) and fext (B, k, 6) (k = 0 or
-    njoints) or None finite. Raises ValueError(BAD_SHAPE, BAD_Q or BAD_STATE) before any
+    njoints, the universe counted) or None finite. Raises ValueError(BAD_SHAPE, BAD_Q or BAD_STATE) before any
     item runs, so a refused batch writes nothing."""
     B = q.shape[0]
     if (q.shape[1] != mi[0, 1] or v.shape[0] != B or v.shape[1] != mi[0, 2]
@@ -167,7 +167,7 @@ def batch_states_ok(mi, q, v, u, fext):
     if not (rows_finite(v) and rows_finite(u)):
         raise ValueError(BAD_STATE)
     if fext is not None:
-        if fext.shape[0] != B or (fext.shape[1] != 0 and fext.shape[1] != mi[0, 0]):
+        if fext.shape[0] != B or (fext.shape[1] != 0 and fext.shape[1] != mi[0, 0] + 1):
             raise ValueError(BAD_SHAPE)
         for b in range(B):
             if not rows_finite(fext[b]):

@@ -112,7 +112,7 @@ def aba_one(mi, mf, q, v, tau, fext, ws, qdd):
 
 @fast_entry
 def minverse_one(mi, mf, q, ws, F, Minv):
-    """Minv; F: (njoints+1, nv, 6) scratch of q's dtype."""
+    """Minv; F: (njoints, nv, 6) scratch of q's dtype."""
     configuration_checked(mi, q, ws)
     if F.shape[0] < mi[0, 0] + 1 or F.shape[1] < mi[0, 2]:
         raise ValueError("F: too small")
@@ -237,7 +237,7 @@ def joint_derivatives_of_state_one(mi, mf, joint, reference, st, dvq, dvv, daq, 
 @fast_entry
 def joint_kinematics_derivatives_one(mi, mf, q, v, a, joint, reference, ws,
                                      dvq, dvv, daq, dav, daa):
-    """The five (6, nv) derivatives of one joint (1..njoints)."""
+    """The five (6, nv) derivatives of one joint (1..njoints-1)."""
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     joint_ok(mi, joint)

@@ -20,6 +20,7 @@ from numba import cuda
 from ..results import (REFERENCE_CODES, REFERENCE_FRAMES, ABADerivatives,
                        ABASecondOrderDerivatives, KinematicsDerivatives, RNEADerivatives,
                        RNEASecondOrderDerivatives)
+from ..validation import fext_shape_message
 from . import launch
 
 DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
@@ -100,8 +101,7 @@ def _prepare(model, named, fext=None, takes_fext=True):
         on_dev = is_device_array(fext)
         f = _as_device(fext) if on_dev else _host(fext, "fext")
         if tuple(f.shape) != want:
-            raise ValueError(f"fext: expected shape {want} (one local-frame spatial force "
-                             f"[linear, angular] per joint), got {tuple(f.shape)}")
+            raise ValueError(fext_shape_message(want, f.shape))
         if on_dev and np.dtype(f.dtype) != dt:
             raise TypeError(f"fext: dtype {f.dtype} differs from the state's {dt}; the GPU "
                             "path does not convert on the device")

@@ -102,7 +102,7 @@ def _jit(fn):
 
 def scratch_shapes(model, kind, threads_per_eval=1):
     """{name: per-evaluation shape} of the scratch arrays a kernel kind slices."""
-    n, nv = model.njoints, model.nv
+    n, nv = model.njoints - 1, model.nv     # moving joints
     rows = n + 1 + nv
     ws = (rows, W_WIDTH)
     F = (n + 1, nv, 6)

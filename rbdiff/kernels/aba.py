@@ -77,7 +77,7 @@ def aba_forward_pass(mi, mf, q, v, fext, ws):
         force_cross(ws[i, W_V:W_V + 6], ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
         if fext is not None:    # pruned at compile time when called with None
             if fext.shape[0] > 0:
-                force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1],
+                force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i],
                           ws[i, W_T:W_T + 6])
                 axpy6(-1.0, ws[i, W_T:W_T + 6], ws[i, W_PA:W_PA + 6])
 

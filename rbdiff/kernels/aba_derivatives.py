@@ -78,7 +78,7 @@ def neg_minv_times(mi, mf, q, ws, F, dtau_dq, dtau_dv, dqdd_dq, dqdd_dv, Minv, b
                    buf2):
     """Alg. 3 line 3 (Carpentier & Mansard 2018 eq. 24): Minv = M(q)^-1 without M, then
     dqdd_dq = -Minv dtau_dq and dqdd_dv = -Minv dtau_dv (dtau_* zero or unread outside
-    the branch pattern). ws: (workspace_rows, W_WIDTH), F: (njoints+1, nv, 6),
+    the branch pattern). ws: (workspace_rows, W_WIDTH), F: (njoints, nv, 6),
     buf1, buf2: (nv,) scratch."""
     minverse(mi, mf, q, ws, F, Minv)
     neg_minv_mul_tree(mi, Minv, dtau_dq, dtau_dv, dqdd_dq, dqdd_dv, buf1, buf2)
@@ -90,7 +90,7 @@ def aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_dv, M
     with M^-1 taken from ABA's own factorisation (minverse_factored) before IDSVA
     overwrites it, so the bodies are placed and factorised once.
     ws: (workspace_rows, W_WIDTH); qdd: (nv,) out; S3: (3, nv, nv) scratch (dtau_dq,
-    dtau_dv, then M and the product's row buffers); F: (njoints+1, nv, 6) scratch."""
+    dtau_dv, then M and the product's row buffers); F: (njoints, nv, 6) scratch."""
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     minverse_factored(mi, ws, F, Minv)
     idsva_dynamics_pass(mi, mf, fext, ws)

@@ -262,7 +262,7 @@ def aba_derivatives_aza(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_d
     IDSVA at (q, v, qdd), M^-1 (which leaves the articulated factorization in ws), then
     dqdd_dq = -M^-1 dtau_dq and dqdd_dv = -M^-1 dtau_dv by AZA sweeps. ws
     (workspace_rows, AZA_WIDTH); as there: qdd (nv,), S3 (3, nv, nv),
-    F (njoints+1, nv, 6)."""
+    F (njoints, nv, 6)."""
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     idsva_dynamics_pass(mi, mf, fext, ws)
     S3[0, :, :] = 0.0       # the sweeps read whole columns: zero off the branch pattern

@@ -230,7 +230,7 @@ def fdsva_so(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT
     """d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv, d2qdd/dtaudq (dQ, dV, dX, dT, each (nv, nv, nv),
     every entry written) at (q, v, tau, fext), with the routes chosen automatically
     (fdsva_so_routes with AUTO, AUTO). Scratch: ws (workspace_rows, W_WIDTH),
-    sc (SC_SIZE,), qdd (nv,), lam (nv,) int64, Mt (7, nv, nv), F (njoints + 1, nv, 6),
+    sc (SC_SIZE,), qdd (nv,), lam (nv,) int64, Mt (7, nv, nv), F (njoints, nv, 6),
     T (5, nv, nv, nv)."""
     fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV, dX, dT,
                     AUTO, AUTO)

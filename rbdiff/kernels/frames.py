@@ -186,8 +186,8 @@ def local_acceleration_joint(mi, mf, i, a, ws, vi, vJ, acc):
 
 @kernel
 def forward_kinematics(mi, mf, q, v, a, ws, oMi, vel, acc):
-    """oMi (njoints+1, 4, 4) and, unless None (pruned at compile time), the local
-    velocities vel and accelerations acc (njoints+1, 6); v is needed for either, a for
+    """oMi (njoints, 4, 4) and, unless None (pruned at compile time), the local
+    velocities vel and accelerations acc (njoints, 6); v is needed for either, a for
     acc. Row 0 is the universe: identity, zero motion."""
     init_placement(ws)
     store_placement(ws[0, W_R:W_R + 9], ws[0, W_P:W_P + 3], oMi[0])

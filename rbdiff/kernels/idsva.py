@@ -161,7 +161,7 @@ def joint_dynamics(mi, mf, i, fext, ws):
     if fext is not None:    # pruned at compile time when called with None
         if fext.shape[0] > 0:
             T = ws[i, W_T:W_T + 6]
-            force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1], T)
+            force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i], T)
             axpy6(-1.0, T, ws[i, W_F:W_F + 6])
 
 

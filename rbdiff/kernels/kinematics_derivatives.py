@@ -156,16 +156,21 @@ def joint_derivatives(mi, mf, i, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_d
 
 @kernel
 def derivatives_of_state(mi, mf, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """Every joint's derivatives (each (njoints, 6, nv), row i-1 joint i) from a
-    kinematics state ws."""
+    """Every joint's derivatives (each (njoints, 6, nv), row i joint i, row 0 the
+    universe's zeros) from a kinematics state ws."""
+    dv_dq[0, :, :] = 0.0
+    dv_dv[0, :, :] = 0.0
+    da_dq[0, :, :] = 0.0
+    da_dv[0, :, :] = 0.0
+    da_da[0, :, :] = 0.0
     for i in range(1, mi[0, 0] + 1):
-        joint_derivatives(mi, mf, i, reference, ws, dv_dq[i - 1], dv_dv[i - 1],
-                          da_dq[i - 1], da_dv[i - 1], da_da[i - 1])
+        joint_derivatives(mi, mf, i, reference, ws, dv_dq[i], dv_dv[i], da_dq[i], da_dv[i],
+                          da_da[i])
 
 
 @kernel
 def kinematics_derivatives(mi, mf, q, v, a, reference, ws, dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """dv_dq, dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) (row i-1 is joint i),
+    """dv_dq, dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) (row i is joint i),
     every entry written. reference: WORLD, LOCAL or LOCAL_WORLD_ALIGNED; ws:
     (workspace_rows, >= STATE_WIDTH), left holding the kinematics state."""
     kinematics_pass(mi, mf, q, v, a, ws)
@@ -175,8 +180,8 @@ def kinematics_derivatives(mi, mf, q, v, a, reference, ws, dv_dq, dv_dv, da_dq, 
 @kernel
 def kinematics_derivatives_of_joint(mi, mf, q, v, a, joint, reference, ws,
                                     dv_dq, dv_dv, da_dq, da_dv, da_da):
-    """The five (6, nv) derivatives of joint ``joint`` alone (1..njoints), in one pass
-    over joints 1..joint (a joint's ancestors come before it); equal to row joint-1 of
+    """The five (6, nv) derivatives of joint ``joint`` alone (1..njoints-1), in one pass
+    over joints 1..joint (a joint's ancestors come before it); equal to row joint of
     kinematics_derivatives."""
     init_universe(mf, ws)
     for i in range(1, joint + 1):

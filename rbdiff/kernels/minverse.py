@@ -134,7 +134,7 @@ def minverse_forward_pass(mi, ws, F, Minv):
 
 @kernel
 def minverse(mi, mf, q, ws, F, Minv):
-    """Minv (nv, nv) = M(q)^-1; F: (njoints+1, nv, 6) scratch."""
+    """Minv (nv, nv) = M(q)^-1; F: (njoints, nv, 6) scratch."""
     placement_pass(mi, mf, q, ws)
     body_inertias(mi, mf, ws)
     n = mi[0, 0]
@@ -151,7 +151,7 @@ def minverse(mi, mf, q, ws, F, Minv):
 def minverse_factored(mi, ws, F, Minv):
     """Minv (nv, nv) from the articulated-body factorisation that ABA's backward pass
     leaves in ws (world S, U, D^-1 and U D^-1 of every joint): the same two passes as
-    minverse without placing the bodies or factorising again. F: (njoints+1, nv, 6)."""
+    minverse without placing the bodies or factorising again. F: (njoints, nv, 6)."""
     F[0, :, :] = 0.0
     Minv[:, :] = 0.0
     for i in range(mi[0, 0], 0, -1):

@@ -65,7 +65,7 @@ def rnea_forward_pass(mi, mf, q, v, a, fext, ws):
         body_force(mf, i, ws)
         if fext is not None:    # pruned at compile time when called with None
             if fext.shape[0] > 0:
-                axpy6(-1.0, fext[i - 1], ws[i, W_F:W_F + 6])
+                axpy6(-1.0, fext[i], ws[i, W_F:W_F + 6])
 
 
 @kernel

@@ -242,7 +242,7 @@ def joint_chain_rule(mi, mf, i, a, fext, ws, G, off):
     iaf = ymul(Y, ai)
     if fext is not None:    # pruned at compile time when called with None
         if fext.shape[0] > 0:
-            force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i - 1],
+            force_act(ws[i, W_R:W_R + 9], ws[i, W_P:W_P + 3], fext[i],
                       ws[i, W_FX:W_FX + 6])
             iaf = tsub(iaf, ld6(ws[i, W_FX:W_FX + 6]))
     st6(tadd(iaf, fcr(vi, h)), ws[i, W_F:W_F + 6])
@@ -350,7 +350,7 @@ def aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F,
     qdd = ABA, the chain-rule ID derivatives at (q, v, qdd), M^-1 without M, then
     Carpentier & Mansard 2018 eq. 24 by DMM (neg_minv_mul_tree) or, with use_aza, by
     the ABA-zero algorithm (aza.py). ws: (workspace_rows, W_WIDTH), or aza.AZA_WIDTH
-    with use_aza; S3: (3, nv, nv) scratch; F: (njoints+1, nv, 6)."""
+    with use_aza; S3: (3, nv, nv) scratch; F: (njoints, nv, 6)."""
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     # ABA leaves world placements, S, v, vJ and a (with qdd) in ws. DMM needs no zeroing
     # of S3: the backward pass writes every entry of the branch pattern, DMM reads no other

@@ -46,9 +46,10 @@ def workspace_rows(mi):
 
 
 def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
-    """Scratch of a single call (cpu.py's ``*_one``): the workspace (njoints+1+nv,
-    W_WIDTH) and, with ``forces``, M^-1's force scratch F (njoints+1, nv, 6). The model
+    """Scratch of a single call (cpu.py's ``*_one``): the workspace (njoints+nv,
+    W_WIDTH) and, with ``forces``, M^-1's force scratch F (njoints, nv, 6), njoints
+    counting the universe (model.njoints). The model
     keeps one float64 pair for the fast paths (api.py); the fast entries hold the GIL
     (jit.fast_entry), so two threads never run on it at once."""
-    ws = np.empty((njoints + 1 + nv, W_WIDTH), dtype)
-    return (ws, np.empty((njoints + 1, nv, 6), dtype)) if forces else (ws,)
+    ws = np.empty((njoints + nv, W_WIDTH), dtype)
+    return (ws, np.empty((njoints, nv, 6), dtype)) if forces else (ws,)

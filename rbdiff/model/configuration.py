@@ -95,7 +95,7 @@ def _Vinv(w):
 def neutral(model):
     """The neutral configuration (nq,): zeros, (1, 0) pairs and identity quaternions."""
     q = np.zeros(model.nq)
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iq = int(model.joint_types[i]), int(model.idx_q[i])
         if t == L.REVOLUTE_UNBOUNDED:
             q[iq] = 1.0
@@ -118,7 +118,7 @@ def random_configuration(model, rng=None, batch=None):
     rng = np.random.default_rng(rng)
     shape = () if batch is None else (int(batch),)
     q = np.zeros(shape + (model.nq,))
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iq = int(model.joint_types[i]), int(model.idx_q[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             lo, hi = model.lower_limits[iq], model.upper_limits[iq]
@@ -152,7 +152,7 @@ def integrate(model, q, v):
     shape = np.broadcast_shapes(q.shape[:-1], v.shape[:-1])
     out = np.zeros(shape + (model.nq,), dtype=np.result_type(q, v, np.float64))
     out[...] = q
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iq, iv = int(model.joint_types[i]), int(model.idx_q[i]), int(model.idx_v[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             out[..., iq] = q[..., iq] + v[..., iv]
@@ -186,7 +186,7 @@ def difference(model, q0, q1):
     q1 = _check(model, "q1", q1, model.nq)
     shape = np.broadcast_shapes(q0.shape[:-1], q1.shape[:-1])
     out = np.zeros(shape + (model.nv,), dtype=np.result_type(q0, q1, np.float64))
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iq, iv = int(model.joint_types[i]), int(model.idx_q[i]), int(model.idx_v[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             out[..., iv] = q1[..., iq] - q0[..., iq]

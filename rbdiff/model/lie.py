@@ -96,7 +96,7 @@ def integrate(model, q, v, xp):
     """q (+) v per joint (rbd.integrate's math); q (..., nq), v (..., nv) of one leading
     shape. Returns the nq components of the result, each (...)."""
     out = []
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, k, j = int(model.joint_types[i]), int(model.idx_q[i]), int(model.idx_v[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             out.append(q[..., k] + v[..., j])
@@ -122,7 +122,7 @@ def difference(model, q0, q1, xp):
     """q1 (-) q0 per joint (rbd.difference's math); q0, q1 (..., nq) of one leading shape.
     Returns the nv components of the result, each (...)."""
     out = []
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, k = int(model.joint_types[i]), int(model.idx_q[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             out.append(q1[..., k] - q0[..., k])

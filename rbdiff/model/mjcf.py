@@ -203,7 +203,7 @@ def _map(model, qpos0):
     perm = np.arange(model.nq)
     offset = np.zeros(model.nq)
     free_q, free_v = [], []
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, iq = int(model.joint_types[i]), int(model.idx_q[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             offset[iq] = qpos0[iq]

@@ -1,6 +1,6 @@
 """The immutable robot Model and the builder that makes one.
 
-Joints are numbered like Pinocchio's: 0 is the universe, 1..njoints the joints, a parent
+Joints are numbered like Pinocchio's: 0 is the universe, 1..njoints-1 the joints, a parent
 always before its children. ``model.names[i]`` is joint i's name (``names[0] ==
 "universe"``). Placements are homogeneous 4x4 transforms ``[[R, p], [0, 1]]`` taking
 coordinates in the child frame to the parent frame.
@@ -124,7 +124,7 @@ def massless_joints(model):
     (revolute, continuous, spherical) has no rotational inertia either (a prismatic or
     free-flyer joint needs mass), nor armature on every dof. Only the topmost such joint
     of a subtree is listed. M(q) then has a zero row and column whatever q is."""
-    n = model.njoints
+    n = model.njoints - 1
     mass = np.array(model.masses, dtype=float)
     inertia = np.array([float(np.abs(I).sum()) for I in model.inertias])
     for i in range(n, 0, -1):                       # children come after their parents
@@ -161,9 +161,9 @@ def combine_inertias(m1, c1, I1, m2, c2, I2):
 class Model:
     """Immutable kinematic tree with inertias; build one with :class:`ModelBuilder`.
 
-    Attributes: ``nq``, ``nv``, ``njoints`` (universe excluded), ``names`` (njoints+1),
-    ``parents`` (njoints+1, parents[0] = 0), ``joint_types``, ``idx_q``, ``idx_v``,
-    ``nqs``, ``nvs``, ``placements`` (njoints+1, 4, 4), ``axes``, ``masses``, ``coms``,
+    Attributes: ``nq``, ``nv``, ``njoints`` (the universe included, as Pinocchio's),
+    ``names`` (njoints), ``parents`` (njoints, parents[0] = 0), ``joint_types``, ``idx_q``, ``idx_v``,
+    ``nqs``, ``nvs``, ``placements`` (njoints, 4, 4), ``axes``, ``masses``, ``coms``,
     ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
     ``frames`` (a tuple of :class:`Frame`, Pinocchio's list for a URDF model: see
     ``load_urdf``), ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to);
@@ -173,8 +173,8 @@ class Model:
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
                  frames, gravity, lower, upper, armature=None):
-        n = len(names) - 1
-        self.njoints = n
+        n = len(names) - 1                 # moving joints
+        self.njoints = n + 1               # Pinocchio's: the universe counts
         self.names = tuple(names)
         self.parents = _readonly(parents, np.int64)
         self.joint_types = _readonly(jtypes, np.int64)
@@ -204,7 +204,7 @@ class Model:
         # the fast paths' lookup: a frame name or a valid index (0..nframes-1) -> index
         self._frame_ids = {k: k for k in range(len(self.frames))}
         self._frame_ids.update(self._frame_index)
-        # and of a moving joint: its name or its index (1..njoints) -> index
+        # and of a moving joint: its name or its index (1..njoints-1) -> index
         self._joint_ids = {k: k for k in range(1, n + 1)}
         self._joint_ids.update((name, k) for k, name in enumerate(self.names) if k > 0)
         self.mi, self.mf = self._pack()
@@ -217,15 +217,15 @@ class Model:
         self._sm = (n + 1, 6)
         self._sframes = (len(self.frames), 4, 4)
         self._sJ = (6, self.nv)
-        self._skd = (n, 6, self.nv)
-        self._ws, self._F = single_call_scratch(n, self.nv)   # for single calls
+        self._skd = (n + 1, 6, self.nv)
+        self._ws, self._F = single_call_scratch(n + 1, self.nv)   # for single calls
         self._sstate = (n + 1 + self.nv, STATE_WIDTH)    # a kinematics state (lazy results)
         self._plans = {}                                        # cpu.policy: batch plans
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
     def _pack(self):
-        n = self.njoints
+        n = self.njoints - 1
         mi = np.zeros((n + 1, L.MI_WIDTH), np.int64)
         mf = np.zeros((n + 1, L.MF_WIDTH))
         mi[0, :3] = (n, self.nq, self.nv)
@@ -288,7 +288,7 @@ class Model:
 
     # -- lookups -----------------------------------------------------------------------
     def get_joint_id(self, name):
-        """Index of the joint called ``name`` (1..njoints)."""
+        """Index of the joint called ``name`` (1..njoints-1)."""
         try:
             return self.names.index(name)
         except ValueError:
@@ -403,7 +403,8 @@ class ModelBuilder:
 
     @property
     def njoints(self):
-        return len(self._names) - 1
+        """Joints so far, the universe included (the next joint's index), as Model's."""
+        return len(self._names)
 
     @property
     def nframes(self):
@@ -430,7 +431,7 @@ class ModelBuilder:
                              f"expected one of {sorted(self._TYPES)}")
         if name in self._names:
             raise ValueError(f"joint {name!r}: a joint with this name already exists")
-        if not (0 <= parent <= self.njoints):
+        if not (0 <= parent < self.njoints):
             raise ValueError(f"joint {name!r}: parent {parent} is not an existing joint")
         self._check_new_frame(name, FrameType.JOINT, parent_frame)
         t = self._TYPES[joint_type]
@@ -472,7 +473,7 @@ class ModelBuilder:
         self._armature.append(arm)
         self._lower.append(lo)
         self._upper.append(hi)
-        j = self.njoints
+        j = self.njoints - 1
         if parent_frame is None:
             parent_frame = self._joint_frame(int(parent))
         self._append_frame(Frame(name, j, np.eye(4), FrameType.JOINT, int(parent_frame)))
@@ -526,7 +527,7 @@ class ModelBuilder:
         if not isinstance(name, str) or not name:
             raise ValueError(f"frame name must be a non-empty string, got {name!r}")
         joint = int(joint)
-        if not 0 <= joint <= self.njoints:
+        if not 0 <= joint < self.njoints:
             raise ValueError(f"frame {name!r}: joint {joint} is not an existing joint")
         mask = _frame_type(ftype, f"frame {name!r}")
         try:
@@ -551,7 +552,7 @@ class ModelBuilder:
         M(q) singular for every q, forward dynamics undefined) unless ``allow_singular``
         (kinematics-only use; aba, minverse and the forward-dynamics derivatives then
         raise)."""
-        n = self.njoints
+        n = self.njoints - 1
         lower = np.concatenate(self._lower) if n else np.zeros(0)
         upper = np.concatenate(self._upper) if n else np.zeros(0)
         frames = [Frame(f.name, f.parent, _readonly(f.placement), f.type, f.parent_frame)

@@ -36,7 +36,7 @@ def normalised_blocks(model):
     """(start, length) in q of every quaternion and (cos, sin) pair: the blocks that
     retract(q) divides by their norms."""
     out = []
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, k = int(model.joint_types[i]), int(model.idx_q[i])
         block = {L.REVOLUTE_UNBOUNDED: (k, 2), L.SPHERICAL: (k, 4),
                  L.FREE_FLYER: (k + 3, 4)}.get(t)
@@ -52,7 +52,7 @@ def tangent_of_ambient(model, q, dq):
     arrays of shape (...), which the caller stacks on its own framework's last axis.
     """
     e = []
-    for i in range(1, model.njoints + 1):
+    for i in range(1, model.njoints):
         t, k = int(model.joint_types[i]), int(model.idx_q[i])
         if t in (L.REVOLUTE, L.PRISMATIC):
             e.append(dq[..., k])

@@ -32,7 +32,7 @@ class Problem:
 
     def __init__(self, model, x0, horizon, dt, running=(), terminal=(), u_lower=None,
                  u_upper=None):
-        bad = [model.names[i] for i in range(1, model.njoints + 1)
+        bad = [model.names[i] for i in range(1, model.njoints)
                if int(model.joint_types[i]) in (SPHERICAL, FREE_FLYER)]
         if bad:
             raise ValueError("trajopt supports revolute, prismatic and continuous joints; "
