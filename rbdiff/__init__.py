@@ -37,7 +37,7 @@ from .model.urdf import load_urdf
 from .second_order import aba_second_order_derivatives
 from .second_order import rnea_second_order_derivatives
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name):

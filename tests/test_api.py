@@ -64,6 +64,43 @@ def test_nan_in_q_and_fext(ff_model):
         rbd.rnea(ff_model, q, v, a, fext)
 
 
+def test_fext_rows_are_joint_ids_as_in_pinocchio(ff_model):
+    """Row j of fext acts on joint j (0 the universe, ignored), so Pinocchio's list of
+    njoints forces maps row for row; the pre-0.2 shape (no universe row) is refused by
+    name instead of shifting every force by one body."""
+    q, v, a = _state(ff_model)
+    n = ff_model.njoints
+    assert n == len(ff_model.names) == ff_model.parents.shape[0]
+    rng = np.random.default_rng(3)
+    fext = rng.normal(size=(n, 6))
+    tau = rbd.rnea(ff_model, q, v, a, fext)
+    moved = fext.copy()
+    moved[0] = 1e3                                    # the universe's row: ignored
+    np.testing.assert_array_equal(rbd.rnea(ff_model, q, v, a, moved), tau)
+    np.testing.assert_array_equal(rbd.aba(ff_model, q, v, tau, moved),
+                                  rbd.aba(ff_model, q, v, tau, fext))
+    # a force on the last joint's body alone moves only the dofs of it and its ancestors
+    last = np.zeros((n, 6))
+    last[n - 1] = [0, 0, 5.0, 0, 0, 0]
+    dtau = rbd.rnea(ff_model, q, v, a, last) - rbd.rnea(ff_model, q, v, a)
+    support = set()
+    j = n - 1
+    while j > 0:
+        support.update(range(ff_model.idx_v[j], ff_model.idx_v[j] + ff_model.nvs[j]))
+        j = int(ff_model.parents[j])
+    off = [k for k in range(ff_model.nv) if k not in support]
+    assert np.all(dtau[off] == 0.0) and np.any(dtau[sorted(support)] != 0.0)
+    old = fext[1:]
+    for call in (lambda f: rbd.rnea(ff_model, q, v, a, f),
+                 lambda f: rbd.aba(ff_model, q, v, a, f),
+                 lambda f: rbd.rnea_derivatives(ff_model, q, v, a, f),
+                 lambda f: rbd.rnea(ff_model, np.stack([q] * 2), np.stack([v] * 2),
+                                    np.stack([a] * 2), np.stack([f] * 2))):
+        with pytest.raises(ValueError, match=r"fext: expected shape .*row 0 is the universe"
+                                             r".*rbdiff < 0.2.*prepend a zero row"):
+            call(old)
+
+
 def test_unnormalised_quaternion_names_the_joint(ff_model):
     q, v, a = _state(ff_model)
     q = q.copy()
