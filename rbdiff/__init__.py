@@ -33,6 +33,7 @@ from .model.model import Model
 from .model.model import ModelBuilder
 from .model.robots import load_robot
 from .model.robots import robot_names
+from .model.robots import robot_path
 from .model.urdf import load_urdf
 from .second_order import aba_second_order_derivatives
 from .second_order import rnea_second_order_derivatives

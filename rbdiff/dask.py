@@ -36,9 +36,9 @@ import rbdiff as _rbd
 from .derivatives import _check_method as _check_first_order
 from .derivatives import _product_code
 from .kinematics import _frame_id, _joint_id
-from .results import (REFERENCE_CODES, REFERENCE_FRAMES, ABADerivatives,
+from .results import (ABADerivatives,
                       ABASecondOrderDerivatives, Kinematics, KinematicsDerivatives,
-                      RNEADerivatives, RNEASecondOrderDerivatives)
+                      RNEADerivatives, RNEASecondOrderDerivatives, reference_name)
 from .second_order import ABA_METHODS, INNER_ROUTES, OUTER_ROUTES, RNEA_METHODS
 from .second_order import _check_method
 from .validation import fext_shape_message
@@ -271,22 +271,16 @@ def frame_placement(model, q, frame):
                  {"frame": _frame_id(model, frame)})
 
 
-def _reference(reference):
-    if reference not in REFERENCE_CODES:
-        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
-    return reference
-
-
 def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     """Lazy rbd.frame_jacobian: (B, 6, nv); ``frame`` and ``reference`` checked now."""
     return _call("frame_jacobian", model, [("q", q, (model.nq,))], [(6, model.nv)],
-                 {"frame": _frame_id(model, frame), "reference": _reference(reference)})
+                 {"frame": _frame_id(model, frame), "reference": reference_name(reference)})
 
 
 def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     """Lazy rbd.kinematics_derivatives: KinematicsDerivatives of five (B, njoints, 6, nv),
     or (B, 6, nv) for one ``joint``."""
-    options = {"reference": _reference(reference)}
+    options = {"reference": reference_name(reference)}
     shape = (model.njoints, 6, model.nv)
     if joint is not None:
         options["joint"] = _joint_id(model, joint)

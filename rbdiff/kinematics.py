@@ -20,8 +20,8 @@ from .cpu import single as cs
 from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
 from .kernels.workspace import single_call_scratch
-from .results import (REFERENCE_CODES, REFERENCE_FRAMES, Kinematics, KinematicsDerivatives,
-                      pending)
+from .results import (REFERENCE_CODES, Kinematics, KinematicsDerivatives, pending,
+                      reference_name)
 from .validation import F64 as _F64
 from .validation import explain, gpu_call, on_device, prepare
 
@@ -239,8 +239,7 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
             return J
     except _FAST_MISS:
         pass
-    if reference not in REFERENCE_FRAMES:
-        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    reference = reference_name(reference)
     return _frames_call(model, q, cs.frame_jacobian_one,
                         (cb.frame_jacobian_batch, cb.frame_jacobian_parallel), model._sJ,
                         (_frame_id(model, frame), REFERENCE_CODES[reference]))
@@ -323,14 +322,13 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
                 return KinematicsDerivatives(*out)
     except _FAST_MISS:
         pass
-    if reference not in REFERENCE_CODES:
-        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    reference = reference_name(reference)
     j = None if joint is None else _joint_id(model, joint)
     if on_device(q, v, a):
         full = gpu_call("kinematics_derivatives", model, q, v, a, reference=reference)
         if j is None:
             return full
-        row = (slice(None), j - 1) if len(q.shape) == 2 else (j - 1,)   # device views
+        row = (slice(None), j) if len(q.shape) == 2 else (j,)   # device views
         return KinematicsDerivatives(*(d[row] for d in full))
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
     arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)

@@ -12,6 +12,19 @@ REFERENCE_FRAMES = ("local", "world", "local_world_aligned")
 REFERENCE_CODES = {"world": 0, "local": 1, "local_world_aligned": 2}   # kernel codes
 
 
+def reference_name(reference):
+    """``reference`` as one of REFERENCE_FRAMES: those names in any case, or Pinocchio's
+    pin.WORLD / pin.LOCAL / pin.LOCAL_WORLD_ALIGNED (an enum whose ``name`` is one of
+    them); ValueError otherwise. (The fast paths look the lower-case names up directly;
+    this is their general path.)"""
+    name = getattr(reference, "name", reference)
+    if isinstance(name, str) and name.lower() in REFERENCE_CODES:
+        return name.lower()
+    raise ValueError(f"reference: expected one of {REFERENCE_FRAMES} (any case, or "
+                     f"Pinocchio's pin.WORLD, pin.LOCAL, pin.LOCAL_WORLD_ALIGNED), got "
+                     f"{reference!r}")
+
+
 class RNEADerivatives(NamedTuple):
     """Partial derivatives of tau = ID(q, v, a, fext), each (nv, nv) or (B, nv, nv)."""
     dtau_dq: np.ndarray

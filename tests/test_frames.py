@@ -239,3 +239,26 @@ def test_synthetic_models_frames(make):
     oMi = rbd.forward_kinematics(m, q).placements
     for i in range(1, m.njoints):
         np.testing.assert_allclose(rbd.frame_placement(m, q, m.names[i]), oMi[i], atol=1e-14)
+
+
+def test_reference_frames_in_any_case_and_pinocchios_enum():
+    """"LOCAL_WORLD_ALIGNED", "World" and pin.LOCAL name the same frames as the lower-case
+    names, on the Jacobian and the kinematics derivatives; anything else is refused."""
+    model = rbd.models.random_tree(6, 2, floating_base=True)
+    rng = np.random.default_rng(8)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    for name, pin_ref in (("local", pin.LOCAL), ("world", pin.WORLD),
+                          ("local_world_aligned", pin.LOCAL_WORLD_ALIGNED)):
+        want = rbd.frame_jacobian(model, q, 3, name)
+        for ref in (name.upper(), name.title(), pin_ref):
+            np.testing.assert_array_equal(rbd.frame_jacobian(model, q, 3, ref), want)
+            np.testing.assert_array_equal(
+                rbd.kinematics_derivatives(model, q, v, a, ref).da_dq,
+                rbd.kinematics_derivatives(model, q, v, a, name).da_dq)
+            np.testing.assert_array_equal(
+                rbd.kinematics_derivatives(model, q, v, a, ref, joint=2).dv_dq,
+                rbd.kinematics_derivatives(model, q, v, a, name, joint=2).dv_dq)
+    for bad in ("body", 1, None):
+        with pytest.raises(ValueError, match="reference: expected one of .*any case"):
+            rbd.frame_jacobian(model, q, 3, bad)

@@ -347,8 +347,9 @@ FORGIVEN = [
 def test_forgiving_like_pinocchio(xml, match):
     """Loaded with a warning naming the link or joint, and equal to Pinocchio's model."""
     for ff in (False, True):
-        with pytest.warns(UserWarning, match=match):
+        with pytest.warns(UserWarning, match=match) as record:
             model = load_urdf(xml, floating_base=ff)
+        assert {w.filename for w in record} == {__file__}    # the caller's line, not rbdiff's
         assert_matches_pinocchio(model, build_pin(xml, ff, from_xml=True))
         q = rbd.random_configuration(model, np.random.default_rng(0), batch=64)
         z = np.zeros((64, model.nv))
@@ -358,8 +359,9 @@ def test_forgiving_like_pinocchio(xml, match):
 def test_blank_line_before_xml_declaration(tmp_path):
     path = tmp_path / "r.urdf"
     path.write_text("\n  \n" + FEATURES)                 # FEATURES starts <?xml ...?>
-    with pytest.warns(UserWarning, match="blank space before the XML declaration"):
+    with pytest.warns(UserWarning, match="blank space before the XML declaration") as rec:
         model = load_urdf(path)
+    assert [w.filename for w in rec] == [__file__]
     with pytest.raises(ValueError, match="not valid XML"):
         load_urdf(path, strict=True)
     assert_matches_pinocchio(model, build_pin(FEATURES, False, from_xml=True))
@@ -493,3 +495,14 @@ def test_mutated_urdf_loads_finite_or_raises_clearly(draws, floating, seed):
         assert "forward dynamics undefined" in str(e) and "joint" in str(e), str(e)
     else:
         assert np.all(np.isfinite(qdd))
+
+
+def test_robot_path_is_public():
+    """rbd.robot_path gives the file load_robot reads (bundled or example-robot-data)."""
+    for name in ("iiwa14", "panda"):
+        path = rbd.robot_path(name)
+        assert path.is_file() and path.suffix == ".urdf"
+        a, b = load_urdf(path), rbd.load_robot(name)
+        assert a.names == b.names and np.array_equal(a.mf, b.mf)
+    with pytest.raises(KeyError, match="unknown robot 'nope'"):
+        rbd.robot_path("nope")

@@ -17,9 +17,9 @@ default stream: call ``numba.cuda.synchronize()`` before timing, and ``copy_to_h
 import numpy as np
 from numba import cuda
 
-from ..results import (REFERENCE_CODES, REFERENCE_FRAMES, ABADerivatives,
+from ..results import (REFERENCE_CODES, ABADerivatives,
                        ABASecondOrderDerivatives, KinematicsDerivatives, RNEADerivatives,
-                       RNEASecondOrderDerivatives)
+                       RNEASecondOrderDerivatives, reference_name)
 from ..validation import fext_shape_message
 from . import launch
 
@@ -308,8 +308,7 @@ def kinematics_derivatives(model, q, v, a, reference="world", out=None,
     (B, nq), v and a (nv,) or (B, nv). Returns KinematicsDerivatives(dv_dq, dv_dv, da_dq,
     da_dv, da_da) of device arrays (njoints, 6, nv) or (B, njoints, 6, nv), or fills
     ``out`` (five device arrays). reference: "world", "local" or "local_world_aligned"."""
-    if reference not in REFERENCE_CODES:
-        raise ValueError(f"reference: expected one of {REFERENCE_FRAMES}, got {reference!r}")
+    reference = reference_name(reference)
     return _derivatives(model, KinematicsDerivatives, [(model.njoints, 6, model.nv)] * 5,
                         launch.launch_kinematics_derivatives, q, v, a, None, out,
                         _layout(layout), REFERENCE_CODES[reference])

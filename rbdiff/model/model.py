@@ -9,7 +9,6 @@ coordinates in the child frame to the parent frame.
 from __future__ import annotations
 
 import difflib
-import warnings
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from . import configuration as _configuration
 from . import layout as L
+from .warn import warn_user
 from ..kernels.kinematics_derivatives import STATE_WIDTH
 from ..kernels.workspace import single_call_scratch
 
@@ -114,8 +114,7 @@ def check_inertia(mass, com, inertia, where, strict=True):
               f"(principal moments {ev})"
         if strict:
             raise ValueError(msg)
-        warnings.warn(msg + "; loaded as given, as Pinocchio does (strict=True refuses it)",
-                      UserWarning, stacklevel=3)
+        warn_user(msg + "; loaded as given, as Pinocchio does (strict=True refuses it)")
 
 
 def massless_joints(model):
@@ -461,8 +460,8 @@ class ModelBuilder:
                 msg = f"joint {name!r}: lower limit {lo[0]} above upper limit {hi[0]}"
                 if self._strict or not lo[0] > hi[0]:     # NaN limits are never let through
                     raise ValueError(msg)
-                warnings.warn(msg + "; kept as given, as Pinocchio does (random "
-                              "configurations fall between them)", UserWarning, stacklevel=2)
+                warn_user(msg + "; kept as given, as Pinocchio does (random "
+                          "configurations fall between them)")
         # checked: nothing above changed the builder, so a refused joint leaves no trace
         self._names.append(name)
         self._parents.append(int(parent))

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .model import FrameType, Model, ModelBuilder, check_inertia, combine_inertias
+from .warn import warn_user
 
 _MOVING = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
            "floating": "free_flyer"}
@@ -165,9 +166,8 @@ def _parse_xml(src, strict=True):
         data = path.read_bytes()
         text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data       # a UTF-8 BOM
         if not strict and text[:1].isspace() and text.lstrip().startswith(b"<?xml"):
-            warnings.warn(f"URDF file {str(path)!r}: blank space before the XML declaration"
-                          " ignored, as Pinocchio does (strict=True refuses it)",
-                          UserWarning, stacklevel=3)
+            warn_user(f"URDF file {str(path)!r}: blank space before the XML declaration"
+                      " ignored, as Pinocchio does (strict=True refuses it)")
             data = text.lstrip()
         try:
             root = ET.fromstring(data)
