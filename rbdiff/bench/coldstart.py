@@ -22,12 +22,17 @@ ROBOT = "iiwa14"
 FRAME = "iiwa_link_ee"
 BATCH = 8
 SEED = 0
-# name -> target seconds (DESIGN.md section 2: the first call counts)
+# name -> target seconds (DESIGN.md section 2: the first call counts; issue 23: whole
+# workflows, idle 2-core machine)
 TARGETS = {"rnea": 3, "aba": 3, "crba": 3, "minverse": 3, "rnea_derivatives": 5,
            "aba_derivatives": 5, "rnea_second_order_derivatives": 10,
-           "aba_second_order_derivatives": 12, "aba_derivatives_batch": 8,
+           "aba_second_order_derivatives": 6, "aba_derivatives_batch": 8,
            "frame_jacobian": None}
 CALLS = tuple(TARGETS)
+# workflows: what a user runs first, each timed alone from a fresh process (model loading
+# included, rbdiff's import not); "demo" is `python -m rbdiff demo`'s work
+WORKFLOW_TARGETS = {"trajopt_reach_ddp": 20, "jax_jit_aba_then_grad": 10, "demo": 10}
+WORKFLOWS = tuple(WORKFLOW_TARGETS)
 ALL_TARGET = 45
 ALL = "all"
 
@@ -59,6 +64,29 @@ def _call(name, rbd, model, state):
     raise ValueError(f"unknown call {name!r}")
 
 
+def _workflow(name, rbd):
+    """Run workflow ``name`` once (from loading its model to its first result)."""
+    if name == "trajopt_reach_ddp":             # the README's trajopt example
+        from .trajopt import reach_problem
+        import rbdiff.trajopt as to
+        return to.solve(reach_problem(), method="ddp")
+    if name == "jax_jit_aba_then_grad":         # the README's JAX example, first calls
+        import jax
+        import jax.numpy as jnp
+        import rbdiff.jax as rj
+        jax.config.update("jax_enable_x64", True)
+        model = rbd.load_robot(ROBOT)
+        q = jnp.asarray(rbd.neutral(model))
+        v = tau = jnp.zeros(model.nv)
+        jax.jit(lambda q, v, t: rj.aba(model, q, v, t))(q, v, tau).block_until_ready()
+        g = jax.jit(jax.grad(lambda q, v, t: jnp.sum(rj.aba(model, q, v, t) ** 2)))
+        return g(q, v, tau).block_until_ready()
+    if name == "demo":
+        from ..cli import demo_results
+        return demo_results()
+    raise ValueError(f"unknown workflow {name!r}")
+
+
 def child(names, robot, t0=None):
     """In this (fresh) process: import rbdiff (timed from ``t0``, the clock before any
     rbdiff import), load ``robot``, then time each first call.
@@ -80,7 +108,10 @@ def child(names, robot, t0=None):
     out = {"import": t1 - t0, "load": clock() - t1, "cpu": {}}
     for name in names:
         t, c = clock(), cpu()
-        _call(name, rbd, model, state)
+        if name in WORKFLOW_TARGETS:
+            _workflow(name, rbd)
+        else:
+            _call(name, rbd, model, state)
         out[name] = clock() - t
         out["cpu"][name] = cpu() - c
     return out
@@ -109,11 +140,12 @@ def run_fresh(names, robot=ROBOT):
     return out
 
 
-def run(names=CALLS, robot=ROBOT, together=True, progress=True):
-    """{"single": {name: child dict}, "all": child dict or None, ...}: each call alone in a
-    fresh process, then (``together``) all of ``names`` in one fresh process."""
+def run(names=CALLS, robot=ROBOT, together=True, progress=True, workflows=WORKFLOWS):
+    """{"single": {name: child dict}, "all": child dict or None, "workflows": {name: child
+    dict}, ...}: each call alone in a fresh process, then (``together``) all of ``names``
+    in one fresh process, then each workflow alone in a fresh process."""
     res = {"robot": robot, "batch": BATCH, "python": platform.python_version(),
-           "single": {}, "all": None}
+           "single": {}, "all": None, "workflows": {}}
     try:
         import numba
         res["numba"] = numba.__version__
@@ -132,6 +164,12 @@ def run(names=CALLS, robot=ROBOT, together=True, progress=True):
         res["all"] = run_fresh(list(names), robot)
         if progress:
             print(f" {sum(res['all'][n] for n in names):.1f} s", file=sys.stderr)
+    for name in workflows:
+        if progress:
+            print(f"  workflow {name} ...", end="", flush=True, file=sys.stderr)
+        res["workflows"][name] = run_fresh([name], robot)
+        if progress:
+            print(f" {res['workflows'][name][name]:.1f} s", file=sys.stderr)
     return res
 
 
@@ -158,6 +196,12 @@ def format_table(res):
                      f"{'(one process)':>17}")
         lines.append(f"(not counted: import rbdiff {together['import']:.2f} s, load the "
                      f"model {together['load']:.2f} s)")
+    flows = res.get("workflows") or {}
+    if flows:
+        lines.append(f"{'workflow'.ljust(w)}  {'wall s':>7}  {'cpu s':>7}  {'target':>6}")
+        for n, one in flows.items():
+            lines.append(f"{n.ljust(w)}  {one[n]:7.2f}  {one['cpu'][n]:7.2f}  "
+                         f"{dash(WORKFLOW_TARGETS.get(n), 'd'):>6}")
     return "\n".join(lines)
 
 
@@ -169,11 +213,15 @@ def main(argv=None):
                                                    f"(default {ROBOT})")
     p.add_argument("--only", nargs="+", choices=CALLS, metavar="CALL",
                    help=f"calls to time (default all: {' '.join(CALLS)})")
+    p.add_argument("--workflows", nargs="*", choices=WORKFLOWS, metavar="WORKFLOW",
+                   default=None, help=f"workflows to time (default all: "
+                                      f"{' '.join(WORKFLOWS)}; none: --workflows)")
     p.add_argument("--no-all", action="store_true",
                    help="skip the run of all calls in one process")
     p.add_argument("--json", metavar="PATH", help="also write the raw numbers as JSON")
     args = p.parse_args(argv)
-    res = run(args.only or CALLS, args.robot, together=not args.no_all)
+    res = run(args.only or CALLS, args.robot, together=not args.no_all,
+              workflows=WORKFLOWS if args.workflows is None else args.workflows)
     print(format_table(res))
     if args.json:
         with open(args.json, "w") as f:
