@@ -57,7 +57,8 @@ def test_both_methods_converge_to_the_same_stationary_point(solved):
         tip = rbd.frame_placement(prob.model, r.xs[-1, :7], frame)[:3, 3]
         assert np.linalg.norm(tip - target) < 5e-3
         assert np.linalg.norm(_grad(prob, r.us)) < 1e-4 * g0          # stationary
-        assert set(r.timings) == {"derivatives", "backward", "line_search"}
+        assert set(r.timings) == {"derivatives", "backward", "line_search", "compile"}
+        assert all(t >= 0 for t in r.timings.values())
     assert res["ddp"].cost == pytest.approx(res["ilqr"].cost, rel=1e-7)
     np.testing.assert_allclose(res["ddp"].us, res["ilqr"].us, atol=1e-3 * np.abs(
         res["ilqr"].us).max())
@@ -202,3 +203,30 @@ def test_costs_equal_crocoddyls():
         rng.normal(size=(10, 7))
     xs = problem.rollout(list(us))
     assert problem.calc(xs, list(us)) == pytest.approx(to.rollout_cost(prob, us), rel=1e-12)
+
+
+def test_timings_leave_compilation_out():
+    """The compile clock counts a Numba compile (outermost only) and the solver's phases
+    subtract what was compiled within them into timings["compile"]."""
+    import time
+    import numba
+    from rbdiff.kernels.compile_clock import seconds
+    from rbdiff.trajopt import solver
+
+    @numba.njit
+    def inner(x):
+        return x + 1
+
+    @numba.njit
+    def outer(x):
+        return inner(x) * 2
+
+    c0, t0 = seconds(), time.perf_counter()
+    assert outer(1) == 4
+    t1, c1 = time.perf_counter(), seconds()
+    assert 0 < c1 - c0 <= t1 - t0           # nested compiles not counted twice
+    outer(2)
+    assert seconds() == c1                   # a compiled call compiles nothing
+    timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
+    solver._add(timings, (0.0, 2.0, 3.0, 3.5), (0.0, 0.5, 0.5, 0.75))
+    assert timings == dict(derivatives=1.5, backward=1.0, line_search=0.25, compile=0.75)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..kernels.compile_clock import seconds as compile_seconds
 from .riccati import backward_pass
 
 REG_MIN, REG_MAX = 1e-9, 1e9
@@ -32,8 +33,9 @@ ARMIJO = 1e-4
 class Result:
     """xs (T+1, nq+nv), us (T, nv), cost, iterations, converged, history (one dict per
     iteration: cost, alpha, reg, expected change, second_order: whether the step used
-    the dynamics' curvature), timings (seconds in derivatives,
-    backward pass and line search, summed over iterations), method."""
+    the dynamics' curvature), timings (seconds in derivatives, backward pass and line
+    search, summed over iterations, Numba compilation left out; "compile": the seconds a
+    first solve spent compiling within them), method."""
     xs: np.ndarray
     us: np.ndarray
     cost: float
@@ -102,14 +104,14 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     T, nv = prob.T, prob.nv
     k_ff, K_fb = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
-    timings = dict(derivatives=0.0, backward=0.0, line_search=0.0)
+    timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), compile_seconds()
         Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, u, second_order=ddp)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
         a_qq, a_vv, a_qv, a_uq = so if ddp else (empty,) * 4
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), compile_seconds()
         second = ddp
         while True:
             knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
@@ -124,11 +126,10 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
                 raise RuntimeError(f"{method}: Q_uu not positive definite at knot {knot} "
                                    f"even with regularisation {REG_MAX:g}")
             reg = min(reg * 10, REG_MAX)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), compile_seconds()
         if -(d1 + d2) < tol:            # a full step would change the cost by < tol
             converged = True
-            timings["derivatives"] += t1 - t0
-            timings["backward"] += t2 - t1
+            _add(timings, (t0, t1, t2), (c0, c1, c2))
             history.append(dict(cost=J, alpha=0.0, reg=reg, expected=d1 + d2,
                                 second_order=second))
             break
@@ -142,10 +143,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
             if np.isfinite(Jn) and Jn - J <= ARMIJO * (alpha * d1 + alpha * alpha * d2):
                 accepted = alpha
                 break
-        t3 = time.perf_counter()
-        timings["derivatives"] += t1 - t0
-        timings["backward"] += t2 - t1
-        timings["line_search"] += t3 - t2
+        _add(timings, (t0, t1, t2, time.perf_counter()), (c0, c1, c2, compile_seconds()))
         if accepted is None:
             history.append(dict(cost=J, alpha=0.0, reg=reg, expected=d1 + d2,
                                 second_order=second))
@@ -160,6 +158,15 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
         if callback is not None:
             callback(it, _result(prob, q, v, u, J, it, False, method, history, timings))
     return _result(prob, q, v, u, J, it, converged, method, history, timings)
+
+
+def _add(timings, t, c):
+    """Add the phases' seconds (clock readings t, compile-clock readings c at their
+    bounds) to timings, compilation apart: a first solve's compile is not compute."""
+    for k, name in enumerate(("derivatives", "backward", "line_search")[:len(t) - 1]):
+        compiling = c[k + 1] - c[k]
+        timings[name] += t[k + 1] - t[k] - compiling
+        timings["compile"] += compiling
 
 
 def _result(prob, q, v, u, J, it, converged, method, history, timings):
