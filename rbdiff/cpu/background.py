@@ -28,7 +28,8 @@ The child compiles that one entry and signature and nothing else, and exits at o
 cache already holds it (another process finished first). A child still compiling when
 the user's process ends finishes that one compile and exits: its work is the cache the
 next run loads, and no other process repeats it meanwhile; killing it would throw the
-work away and the next run would start over. ``CHILD_MAX_S`` bounds its life anyway.
+work away and the next run would start over. A signal to the user's process group
+(Ctrl-C in a terminal) ends the child too; ``CHILD_MAX_S`` bounds its life anyway.
 
 Used only where it helps: when the entry is compiled or cached already it runs at once,
 and where the cache is not writable (kernels.jit._UNCACHED) or the internals this reads
