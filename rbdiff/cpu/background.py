@@ -10,31 +10,58 @@ locked, kernels/jit.py), at low priority, and batches run serially until it exit
 the next parallel run loads the entry from the cache. A thread would not do: Numba's
 compiler holds the GIL, and each of the user's calls would wait for it.
 
+One compile per entry and signature per machine (per cache folder): the child holds an
+exclusive ``flock`` on a lock file beside the entry's cache index
+(``<index>.<key digest>.bglock``, :func:`lock_path`) for as long as it lives; the parent
+takes the lock before starting the child and hands it over (an inherited descriptor), so
+two processes can never both start one. A process that finds the lock held (another
+process's child is compiling) starts nothing: it runs its batches serially and looks at
+the cache at most every ``POLL_S`` seconds, and the first parallel run after the entry
+appears loads it. The kernel drops the lock when its holder exits, however it exits, so
+a crashed or killed child leaves no stale lock; a waiter that then finds the lock free
+and the entry still missing starts a child of its own. Each child started appends a line
+"child-pid parent-pid unix-time" to the lock file (what started which compile, and how
+many; the file stays, a few bytes, as the cache's own files do).
+
+The child compiles that one entry and signature and nothing else, and exits at once
+(``os._exit``, no interpreter teardown) when it is saved, or without compiling when the
+cache already holds it (another process finished first). A child still compiling when
+the user's process ends finishes that one compile and exits: its work is the cache the
+next run loads, and no other process repeats it meanwhile; killing it would throw the
+work away and the next run would start over. A signal to the user's process group
+(Ctrl-C in a terminal) ends the child too; ``CHILD_MAX_S`` bounds its life anyway.
+
 Used only where it helps: when the entry is compiled or cached already it runs at once,
 and where the cache is not writable (kernels.jit._UNCACHED) or the internals this reads
-differ the call compiles in place, as before. A child still compiling when the user's
-process ends is left to finish (it fills the cache for the next run). One child per
-entry and signature in a process, whichever model asked. ``ENABLED = False`` compiles
-in the call instead (the test suite does: its many short-lived batches of other dtypes
-would start children whose work no later test uses).
+differ the call compiles in place, as before. ``ENABLED = False`` compiles in the call
+instead (the test suite does: its many short-lived batches of other dtypes would start
+children whose work no later test uses).
 """
 
+import hashlib
 import importlib
 import os
 import pickle
+import signal
 import subprocess
 import sys
+import time
 
 from numba import typeof
 
-ENABLED = True
-_children = {}           # (module, name, signature) -> the child compiling it
+try:
+    import fcntl
+except ImportError:          # Windows: no flock; a child per process, as before
+    fcntl = None
 
-# the child: compile dispatcher argv[2] of module argv[1] for the pickled signature on stdin
-_CHILD = ("import importlib, os, pickle, sys\n"
-          "hasattr(os, 'nice') and os.nice(10)\n"
-          "d = getattr(importlib.import_module(sys.argv[1]), sys.argv[2])\n"
-          "d.compile(pickle.loads(sys.stdin.buffer.read()))\n")
+ENABLED = True
+POLL_S = 0.5             # how often a process waiting on another's child looks at the cache
+CHILD_MAX_S = 600        # a child alive this long is killed (a compile takes 1-60 s)
+_pending = {}            # (module, name, signature) -> its Compile, in this process
+_BUSY = object()         # _start: another live process holds the lock
+
+# the child: rbdiff.cpu.background._child_main, on the pickled job on stdin
+_CHILD = "from rbdiff.cpu.background import _child_main; _child_main()\n"
 
 
 def child_environment(**extra):
@@ -56,35 +83,105 @@ def _cached(dispatcher, sig):
         return None
 
 
+def lock_path(dispatcher, sig):
+    """The lock file of ``dispatcher``'s background compile for ``sig``: beside its
+    cache index, named by a digest of the index key (signature, CPU, bytecode)."""
+    cache = dispatcher._cache
+    key = cache._index_key(sig, dispatcher.targetctx.codegen())
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    return f"{cache._cache_file._index_path}.{digest}.bglock"
+
+
+def _start(dispatcher, sig, path):
+    """A child compiling ``dispatcher`` for ``sig`` and holding the lock ``path``;
+    _BUSY when another live process holds it; None where no child can be started."""
+    py = dispatcher.py_func
+    try:
+        job = pickle.dumps((py.__module__, py.__name__, sig))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    except (OSError, pickle.PicklingError):
+        return None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return _BUSY
+        child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=child_environment(), pass_fds=(fd,))
+        os.write(fd, f"{child.pid} {os.getpid()} {time.time():.3f}\n".encode())
+        child.stdin.write(job)
+        child.stdin.close()
+        return child
+    except OSError:
+        return None
+    finally:
+        # the child's inherited copy keeps the lock (flock belongs to the open file, and
+        # is dropped when its last descriptor closes: when the child exits)
+        os.close(fd)
+
+
+class Compile:
+    """A background compile of one entry and signature as this process sees it: by a
+    child of its own, or by another process's child (the lock is held elsewhere).
+    ``poll()`` is None while it runs, else an exit status: 0 when the entry can be
+    loaded, non-zero when the child failed (the call then compiles in place and reports
+    what went wrong)."""
+
+    def __init__(self, dispatcher, sig, path):
+        self.dispatcher, self.sig, self.path = dispatcher, sig, path
+        self.child = None        # our child, once started
+        self.next = None         # monotonic time of the next look (None: never looked)
+
+    def poll(self):
+        if self.child is not None:
+            return self.child.poll()
+        now = time.monotonic()
+        if self.next is not None:
+            if now < self.next:
+                return None
+            # the first look skips this: ready() has just looked
+            if _cached(self.dispatcher, self.sig) is not False:
+                return 0
+        self.next = now + POLL_S
+        child = _start(self.dispatcher, self.sig, self.path)
+        if child is _BUSY:
+            return None
+        if child is None:
+            return 1
+        self.child = child
+        return None
+
+
 def _spawn(dispatcher, sig):
-    """The child compiling ``dispatcher`` for ``sig`` (started by this call or an earlier
-    one), or None where it cannot help."""
+    """The background compile of ``dispatcher`` for ``sig`` (a :class:`Compile`, started
+    by this call or an earlier one, here or in another process), or None where it
+    cannot help."""
     from ..kernels.jit import _UNCACHED
     py = getattr(dispatcher, "py_func", None)
     if not ENABLED or _UNCACHED or py is None or getattr(
             importlib.import_module(py.__module__), py.__name__, None) is not dispatcher:
         return None
     key = (py.__module__, py.__name__, sig)
-    child = _children.get(key)
-    if child is not None:
-        return child
-    try:
-        child = subprocess.Popen([sys.executable, "-c", _CHILD, py.__module__, py.__name__],
-                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, env=child_environment())
-        child.stdin.write(pickle.dumps(sig))
-        child.stdin.close()
-    except (OSError, pickle.PicklingError):
-        return None
-    _children[key] = child
-    return child
+    job = _pending.get(key)
+    if job is None:
+        try:
+            job = Compile(dispatcher, sig, lock_path(dispatcher, sig))
+        except Exception:    # noqa: BLE001 (another Numba: compile in the call)
+            return None
+        if job.poll() is not None:
+            return None
+        _pending[key] = job
+    return job
 
 
 def ready(plan, parallel, args):
     """True when ``parallel(*args)`` can run without compiling in this call: compiled,
-    or in the on-disk cache, or its child has exited (the call then loads it; if the
-    child failed, the call compiles, and reports what went wrong, as before). Otherwise
-    starts the child (once per plan) and returns False: run serially meanwhile."""
+    or in the on-disk cache, or its background compile has ended (the call then loads
+    it; if the child failed, the call compiles, and reports what went wrong, as before).
+    Otherwise starts the background compile (once per plan; it may be another process's
+    already) and returns False: run serially meanwhile."""
     child = plan.child
     if child is not None:
         if child.poll() is None:
@@ -102,3 +199,25 @@ def ready(plan, parallel, args):
     plan.child = _spawn(parallel, sig)
     plan.ready = plan.child is None
     return plan.ready
+
+
+def _child_main():
+    """The child's program: compile the entry named by the pickled (module, name,
+    signature) on stdin unless the cache holds it already, and exit at once. It holds
+    the lock through a descriptor inherited from its parent."""
+    if hasattr(os, "nice"):
+        os.nice(10)
+    if hasattr(signal, "alarm"):     # SIGALRM's default action ends the process
+        signal.alarm(CHILD_MAX_S)
+    try:
+        module, name, sig = pickle.loads(sys.stdin.buffer.read())
+        from ..kernels import jit
+        jit.COMPILE_NOTICE = False
+        dispatcher = getattr(importlib.import_module(module), name)
+        if _cached(dispatcher, sig) is not True:     # another process may have finished
+            dispatcher.compile(sig)                  # saves to the cache before returning
+        status = 0
+    except BaseException:    # noqa: BLE001 (its parent then compiles in place and reports)
+        status = 1
+    # no interpreter teardown (atexit, module cleanup): the work is saved
+    os._exit(status)

@@ -22,8 +22,9 @@ So every batch entry keeps a small plan (per model and entry point, in ``model._
 run both paths; a user may pin one).
 
 The first time a batch would go parallel, its ``*_parallel`` entry may not be compiled
-yet (no ``rbdiff compile``): background.py compiles it in a child process, and batches
-run serially until it is ready, instead of stopping the user's loop for seconds.
+yet (no ``rbdiff compile``): background.py compiles it in a child process (one on the
+machine: processes needing the same entry share it), and batches run serially until it
+is ready, instead of stopping the user's loop for seconds.
 
 Serial runs call ``*_batch`` on the calling thread: no other thread is woken, so nothing
 waits on the scheduler. The public functions' float64 fast paths pass :func:`fast_pair`:
@@ -63,7 +64,7 @@ class Plan:
         self.backoff = BACKOFF_MIN_S
         self.lost = False           # the last parallel run lost
         self.ready = False          # the parallel entry is compiled (background.py)
-        self.child = None           # the process compiling it, while it does
+        self.child = None           # its background compile (poll()), while it runs
 
     def __reduce__(self):
         """A pickled or copied model starts with fresh plans: timings are this process's

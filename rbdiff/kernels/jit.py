@@ -37,6 +37,8 @@ parallel test workers and ``rbdiff compile`` can fill one cache (:func:`harden_c
 
 import hashlib
 import os
+import sys
+import warnings
 
 import numba
 from numba.core import config, types
@@ -119,6 +121,43 @@ def pentry(fn):
     return _cached(fn, parallel=True, **_OPTS)
 
 
+class CompileNotice(UserWarning):
+    """Said once per process, the first time an rbdiff entry point compiles instead of
+    loading from Numba's on-disk cache (a first compile takes seconds to a minute);
+    never when everything is cached, in ``python -m rbdiff compile``, or in the
+    background compiles (cpu/background.py). Silence it with
+    ``warnings.filterwarnings("ignore", category=rbdiff.kernels.jit.CompileNotice)``
+    or ``rbdiff.kernels.jit.COMPILE_NOTICE = False``."""
+
+
+COMPILE_NOTICE = True    # False: never say CompileNotice
+_NOTICED = []            # set once this process has said it (or had nothing to say)
+_PACKAGES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                  for m in (numba, sys.modules[__name__.rsplit(".", 2)[0]]))
+
+
+def _notice(dispatcher):
+    """Warn (CompileNotice) that ``dispatcher`` compiles, pointing at ``rbdiff compile``;
+    only the first time in this process."""
+    _NOTICED.append(dispatcher)
+    # a process that imported the ahead-of-time compiler is compiling on purpose
+    if not COMPILE_NOTICE or "rbdiff.precompile" in sys.modules:
+        return
+    py = dispatcher.py_func
+    level, f = 1, sys._getframe()
+    while f.f_back is not None and f.f_code.co_filename.startswith(_PACKAGES):
+        f, level = f.f_back, level + 1       # attributed to the user's line that called
+    try:
+        warnings.warn(
+            f"rbdiff: compiling {py.__module__}.{py.__qualname__} (not in Numba's cache "
+            "yet; compiles take seconds each, once per machine); `python -m rbdiff "
+            "compile` compiles every entry point ahead of time. Silence: warnings."
+            "filterwarnings('ignore', category=rbdiff.kernels.jit.CompileNotice)",
+            CompileNotice, stacklevel=level)
+    except CompileNotice:    # -W error: a notice must not fail the compile
+        pass
+
+
 _UNCACHED = []     # set once no cache folder is writable: compile in memory from then on
 
 
@@ -181,11 +220,23 @@ def harden_cache(dispatcher):
     saving different specialisations of one function at once can both pick the same
     name, leaving an index entry that points at the other's machine code (a crash on
     the next load). The save therefore runs under a lock file beside the index; loads
-    need none (Numba replaces files atomically)."""
+    need none (Numba replaces files atomically).
+
+    The first entry in a process that misses the cache says so (:class:`CompileNotice`)."""
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
     if cache_file is None or not hasattr(cache_file, "_source_stamp"):
         return dispatcher        # caching off (NUMBA_DISABLE_JIT) or Numba changed
     cache_file._source_stamp = (cache_file._source_stamp, _SOURCES)
+    cache = dispatcher._cache
+    load = cache.load_overload
+
+    def load_or_notice(sig, target_context):
+        cres = load(sig, target_context)
+        if cres is None and not _NOTICED:     # Numba compiles next
+            _notice(dispatcher)
+        return cres
+
+    cache.load_overload = load_or_notice
     if fcntl is None:
         return dispatcher
     save = cache_file.save
