@@ -72,6 +72,8 @@ def demo(seed=0, timing=True):
     import rbdiff as rbd
     print(f"rbdiff {rbd.__version__} demo: {DEMO_ROBOT} (bundled URDF), seed {seed}")
     print(COMPILING, flush=True)      # before the first call: it compiles (~seconds)
+    from rbdiff.kernels import jit
+    jit.COMPILE_NOTICE = False        # the line above says it
     r = demo_results(seed, timing=timing)
     m = r["model"]
     print(f"model: {m!r}\n")

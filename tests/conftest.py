@@ -6,12 +6,14 @@ import pytest
 
 import rbdiff as rbd
 from rbdiff.cpu import background
+from rbdiff.kernels import jit
 from rbdiff.model.robots import example_robot_data_dir, robot_path
 
 # parallel batch entries compile in the call, as before cpu/background.py: the suite's
 # short-lived batches of other dtypes would start children whose work no later test
 # uses (tests/test_policy.py turns it back on where it tests it)
 background.ENABLED = False
+jit.COMPILE_NOTICE = False     # the suite compiles on purpose; tests/test_background.py checks it
 
 pin = pytest.importorskip("pinocchio")
 

@@ -45,6 +45,7 @@ from numba.core import config, types
 from numba.core.registry import CPUDispatcher
 
 from . import compile_memo
+from ..model.warn import warn_user
 from .link_only import LinkOnlyCompiler
 
 try:
@@ -132,8 +133,7 @@ class CompileNotice(UserWarning):
 
 COMPILE_NOTICE = True    # False: never say CompileNotice
 _NOTICED = []            # set once this process has said it (or had nothing to say)
-_PACKAGES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                  for m in (numba, sys.modules[__name__.rsplit(".", 2)[0]]))
+_NUMBA = os.path.dirname(os.path.abspath(numba.__file__)) + os.sep
 
 
 def _notice(dispatcher):
@@ -144,16 +144,13 @@ def _notice(dispatcher):
     if not COMPILE_NOTICE or "rbdiff.precompile" in sys.modules:
         return
     py = dispatcher.py_func
-    level, f = 1, sys._getframe()
-    while f.f_back is not None and f.f_code.co_filename.startswith(_PACKAGES):
-        f, level = f.f_back, level + 1       # attributed to the user's line that called
     try:
-        warnings.warn(
+        warn_user(
             f"rbdiff: compiling {py.__module__}.{py.__qualname__} (not in Numba's cache "
             "yet; compiles take seconds each, once per machine); `python -m rbdiff "
             "compile` compiles every entry point ahead of time. Silence: warnings."
             "filterwarnings('ignore', category=rbdiff.kernels.jit.CompileNotice)",
-            CompileNotice, stacklevel=level)
+            CompileNotice, skip=(_NUMBA,))
     except CompileNotice:    # -W error: a notice must not fail the compile
         pass
 
