@@ -14,12 +14,16 @@ trees because of their zeros). Pass ``floor`` > 0 to divide by max(|ref_k|, floo
 instead, which bounds the relative error of entries whose reference is (nearly) zero:
 an entry that is mathematically zero but computed as a sum that cancels to rounding
 noise (|ref_k| ~ 1e-16 max|ref|) otherwise dominates MRE and RMSRE; floor =
-1e-10 * np.abs(ref).max() is a common choice.
+1e-10 * np.abs(ref).max() is a common choice. When floor = 0 and a zero reference
+entry meets a nonzero x_k, mre and rmsre return inf and warn (a RuntimeWarning saying
+how many reference entries are exactly zero and pointing at ``floor=``).
 
     >>> from rbdiff import metrics
     >>> metrics.mae([1.5, -2.0], [1.0, -2.0]), metrics.mre([1.5, -2.0], [1.0, -2.0])
     (0.5, 0.5)
 """
+
+import warnings
 
 import numpy as np
 
@@ -37,7 +41,7 @@ def _pair(x, ref):
     return x, ref
 
 
-def _relative(x, ref, floor):
+def _relative(x, ref, floor, name):
     if floor < 0:
         raise ValueError(f"floor: expected >= 0, got {floor}")
     err = np.abs(x - ref).astype(np.float64)
@@ -45,7 +49,15 @@ def _relative(x, ref, floor):
     out = np.zeros_like(err)
     nz = den > 0
     out[nz] = err[nz] / den[nz]
-    out[~nz & (err > 0)] = np.inf
+    undefined = ~nz & (err > 0)
+    if undefined.any():
+        out[undefined] = np.inf
+        zeros = int(np.count_nonzero(~nz))
+        warnings.warn(
+            f"{name}: inf, because {zeros} of the {ref.size} reference entries are exactly "
+            f"zero and x differs from them at {int(np.count_nonzero(undefined))} (a relative "
+            "error is undefined there); pass floor= (e.g. floor=1e-10 * np.abs(ref).max()) "
+            "to divide by max(|ref|, floor) instead", RuntimeWarning, stacklevel=3)
     return out
 
 
@@ -63,13 +75,14 @@ def rmsae(x, ref):
 
 def mre(x, ref, floor=0.0):
     """Maximum relative error max |x - ref| / |ref| (eq. 42); entries with ref = 0 count
-    0 where x = 0 and inf elsewhere, or divide by max(|ref|, floor) when floor > 0."""
+    0 where x = 0 and inf elsewhere (with a RuntimeWarning naming floor=), or divide by
+    max(|ref|, floor) when floor > 0."""
     x, ref = _pair(x, ref)
-    return float(np.max(_relative(x, ref, floor)))
+    return float(np.max(_relative(x, ref, floor, "mre")))
 
 
 def rmsre(x, ref, floor=0.0):
     """Root-mean-square relative error sqrt(mean((|x - ref| / |ref|)^2)) over all
     entries (eq. 43); zeros of ref as in mre."""
     x, ref = _pair(x, ref)
-    return float(np.sqrt(np.mean(_relative(x, ref, floor) ** 2)))
+    return float(np.sqrt(np.mean(_relative(x, ref, floor, "rmsre") ** 2)))

@@ -30,7 +30,8 @@ def test_tensor_shapes_and_exact_match():
 
 def test_zero_reference():
     ref = np.array([0.0, 2.0])
-    assert metrics.mre(np.array([1e-12, 2.0]), ref) == np.inf
+    with pytest.warns(RuntimeWarning, match="floor="):
+        assert metrics.mre(np.array([1e-12, 2.0]), ref) == np.inf
     assert metrics.mre(np.array([1e-12, 2.0]), ref, floor=1e-6) == pytest.approx(1e-6)
     assert metrics.rmsre(np.array([0.0, 3.0]), ref) == pytest.approx(np.sqrt(0.25 / 2))
     assert metrics.mae(np.array([1e-12, 2.0]), ref) == 1e-12
@@ -45,3 +46,27 @@ def test_bad_input():
         metrics.mre(np.ones(2), np.ones(2), floor=-1.0)
     with pytest.raises(TypeError, match="numeric"):
         metrics.rmsre(np.array(["a"]), np.array(["b"]))
+
+
+def test_inf_from_exact_zero_reference_warns_and_names_floor():
+    """rmsre (Singh 2023's definition, kept) is inf when a reference entry is exactly zero
+    and x is not; it says so, how many entries are zero, and points at floor=."""
+    ref = np.array([[0.0, 2.0, 0.0], [4.0, 0.0, -1.0]])
+    x = ref + 1e-12                     # every entry off by rounding noise
+    with pytest.warns(RuntimeWarning) as rec:
+        assert metrics.rmsre(x, ref) == np.inf
+    assert len(rec) == 1
+    msg = str(rec[0].message)
+    assert "rmsre" in msg and "3 of the 6 reference entries are exactly zero" in msg
+    assert "floor=" in msg
+    # the call site the user wrote, not metrics.py
+    assert rec[0].filename == __file__
+    # with a floor the same pair gives a finite, meaningful number and no warning
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metrics.rmsre(x, ref, floor=1e-10 * np.abs(ref).max()) == pytest.approx(
+            np.sqrt((3 * (1e-12 / 4e-10) ** 2 + (1e-12 / 2) ** 2 + (1e-12 / 4) ** 2
+                     + 1e-24) / 6))
+        # zeros matched exactly are no error: no warning either
+        assert metrics.rmsre(ref, ref) == 0.0
