@@ -230,3 +230,20 @@ def test_timings_leave_compilation_out():
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     solver._add(timings, (0.0, 2.0, 3.0, 3.5), (0.0, 0.5, 0.5, 0.75))
     assert timings == dict(derivatives=1.5, backward=1.0, line_search=0.25, compile=0.75)
+
+
+def test_prefetched_backward_pass_signature_is_the_one_solve_compiles():
+    """solve() warms backward_pass in a background child on a cold cache: the signature
+    it asks for must be the one the solve then calls (else the child's work is wasted),
+    for ilqr and ddp alike, and no other is compiled."""
+    from rbdiff.trajopt.riccati import backward_pass
+    from rbdiff.trajopt.solver import backward_pass_signature
+    model = rbd.load_robot("iiwa14")
+    x0 = np.concatenate([np.full(model.nq, 0.2), np.zeros(model.nv)])
+    prob = to.Problem(model, x0, 4, 0.01, running=[to.StateRegularization(x0 * 0, 1.0),
+                                                   to.ControlRegularization(1e-3)],
+                      terminal=[to.StateRegularization(x0 * 0, 10.0)],
+                      u_upper=50 * np.ones(model.nv))
+    for method in ("ilqr", "ddp"):
+        to.solve(prob, method=method, max_iter=2, reg=0)      # an int reg, too
+    assert list(backward_pass.signatures) == [backward_pass_signature(prob)]

@@ -201,6 +201,98 @@ def ready(plan, parallel, args):
     return plan.ready
 
 
+class Warm:
+    """A child process running ``fn(*args)`` (see :func:`warm`) to fill the cache with
+    what a later call in this process needs; ``wait()`` blocks until it has ended (or,
+    where another process's child holds the lock, until that one has)."""
+
+    def __init__(self, child, path):
+        self.child, self.path = child, path
+
+    def wait(self, timeout=CHILD_MAX_S):
+        if self.child is not None:
+            try:
+                self.child.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+            return
+        if fcntl is None:
+            return
+        try:                # another process's child: its lock is released when it exits
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            end = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    if time.monotonic() > end:
+                        return
+                    time.sleep(0.05)
+        finally:
+            os.close(fd)
+
+
+def warm(fn, args, near):
+    """Run the module-level function ``fn(*args)`` (picklable arguments) in a background
+    child (low priority) so that what it compiles is in the on-disk cache when this
+    process gets there: a cold first call that needs several entries compiles them on
+    two cores instead of one. ``near``: a dispatcher whose cache folder holds the lock
+    (one child per machine for the same fn and argument types). Returns a :class:`Warm`,
+    or None where background compiles are off or cannot start."""
+    from ..kernels.jit import _UNCACHED
+    if not ENABLED or _UNCACHED or fcntl is None:
+        return None
+    try:
+        key = (fn.__module__, fn.__qualname__, tuple(str(typeof(a)) for a in args))
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        path = f"{near._cache._cache_file._index_path}.warm-{digest}.bglock"
+        job = pickle.dumps((fn.__module__, fn.__qualname__, args))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    except Exception:        # noqa: BLE001 (another Numba, an unpicklable argument)
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return Warm(None, path)
+        child = subprocess.Popen([sys.executable, "-c", _WARM], stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env=child_environment(), pass_fds=(fd,))
+        os.write(fd, f"{child.pid} {os.getpid()} {time.time():.3f}\n".encode())
+        child.stdin.write(job)
+        child.stdin.close()
+        return Warm(child, path)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)        # the child's inherited copy holds the lock until it exits
+
+
+_WARM = "from rbdiff.cpu.background import _warm_main; _warm_main()\n"
+
+
+def _warm_main():
+    """The warm child's program: fn(*args) from the pickled (module, name, args) on
+    stdin, then exit at once."""
+    if hasattr(os, "nice"):
+        os.nice(10)
+    if hasattr(signal, "alarm"):
+        signal.alarm(CHILD_MAX_S)
+    try:
+        module, name, args = pickle.loads(sys.stdin.buffer.read())
+        from ..kernels import jit
+        jit.COMPILE_NOTICE = False
+        getattr(importlib.import_module(module), name)(*args)
+        status = 0
+    except BaseException:    # noqa: BLE001 (the parent compiles in place)
+        status = 1
+    os._exit(status)
+
+
 def _child_main():
     """The child's program: compile the entry named by the pickled (module, name,
     signature) on stdin unless the cache holds it already, and exit at once. It holds

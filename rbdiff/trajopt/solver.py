@@ -20,7 +20,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import typeof
 
+import rbdiff as _rbd
+
+from ..cpu import background
 from ..kernels.compile_clock import seconds as compile_seconds
 from .riccati import backward_pass
 
@@ -77,6 +81,55 @@ def _initial_controls(prob, xs, us):
     return prob.clamp(prob.quasi_static(np.ascontiguousarray(q0)))
 
 
+def backward_pass_signature(prob):
+    """The argument types solve() calls backward_pass with (the same for ilqr and ddp:
+    ilqr passes empty (T, 0, 0, 0) tensors); tiny arrays, as types ignore shapes."""
+    z = np.zeros
+    nv = prob.nv
+    args = (z((1, nv, nv)),) * 3 + (z((1, 2 * nv)), z((1, nv)), z((1, 2 * nv, 2 * nv)),
+                                    z((1, nv, nv)), REG_MIN, prob.dt, True, False) \
+        + (z((1, nv, nv, nv)),) * 4 + (z((1, nv)), prob._lo, prob._hi, z((1, nv)),
+                                        z((1, nv, 2 * nv)))
+    return tuple(typeof(a) for a in args)
+
+
+def warm_second_order(model):
+    """What a DDP solve's first aba_second_order_derivatives batch compiles (run by a
+    background child, cpu/background.warm)."""
+    q = np.stack([_rbd.neutral(model)] * 2)
+    z = np.zeros((2, model.nv))
+    _rbd.aba_second_order_derivatives(model, q, z, z)
+
+
+def _prefetch(prob, ddp):
+    """On a cold cache, start compiling in background children what this solve needs
+    after its derivatives (the backward pass; for ddp the second-order batch entry), so
+    that a first solve compiles on two cores: {"backward": job, "second_order": job}
+    (each with a wait()), empty when the pass is compiled or cached already."""
+    sig = backward_pass_signature(prob)
+    if backward_pass.overloads or background._cached(backward_pass, sig) is not False:
+        return {}
+    jobs = {"backward": background._spawn(backward_pass, sig)}
+    if ddp:         # the cache is all or nothing (one digest of rbdiff's sources)
+        jobs["second_order"] = background.warm(warm_second_order, (prob.model,),
+                                               near=backward_pass)
+    return {k: j for k, j in jobs.items() if j is not None}
+
+
+def _wait(jobs, name):
+    """Wait for the background job ``name`` (if any) before the call that needs it: its
+    compile is under way, so waiting costs less than compiling it again here."""
+    job = jobs.pop(name, None)
+    if job is None:
+        return
+    if isinstance(job, background.Warm):
+        job.wait()
+        return
+    end = time.monotonic() + background.CHILD_MAX_S
+    while job.poll() is None and time.monotonic() < end:
+        time.sleep(0.02)
+
+
 def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN,
           curvature="value", callback=None):
     """Solve ``prob`` (a trajopt.Problem) by "ddp" or "ilqr" from controls ``us`` (T, nv),
@@ -91,6 +144,8 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     if curvature not in ("value", "costate"):
         raise ValueError(f"curvature: expected 'value' or 'costate', got {curvature!r}")
     ddp = method == "ddp"
+    reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
+    jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
     u = _initial_controls(prob, xs, us)
     try:
         q, v = prob.rollout(u)
@@ -108,11 +163,14 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), compile_seconds()
+        if ddp:
+            _wait(jobs, "second_order")
         Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, u, second_order=ddp)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
         a_qq, a_vv, a_qv, a_uq = so if ddp else (empty,) * 4
         t1, c1 = time.perf_counter(), compile_seconds()
         second = ddp
+        _wait(jobs, "backward")
         while True:
             knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
                                          curvature == "costate", a_qq, a_vv, a_qv, a_uq,
