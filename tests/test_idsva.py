@@ -61,7 +61,7 @@ def idsva_reference(model, q, v, a, fext=None):
         BC[i] = crf(vi) @ IC[i] - IC[i] @ crm(vi) + icrf(IC[i] @ vi)
         f[i] = IC[i] @ ai + crf(vi) @ IC[i] @ vi
         if fext is not None:
-            f[i] -= Xf @ fext[i - 1]
+            f[i] -= Xf @ fext[i]
         d = slice(iv[i], iv[i] + nvs[i])
         Psid[:, d] = crm(ws[lam, W_V:W_V + 6]) @ S[:, d]
         Psidd[:, d] = crm(ws[lam, W_A:W_A + 6]) @ S[:, d] + crm(ws[lam, W_V:W_V + 6]) @ Psid[:, d]

@@ -55,7 +55,7 @@ def idsva_so_reference(model, q, v, a, fext=None):
         BC[i] = 2 * B(IC[i], vi)
         f[i] = IC[i] @ ai + crf(vi) @ IC[i] @ vi
         if fext is not None:
-            f[i] -= Xf @ fext[i - 1]
+            f[i] -= Xf @ fext[i]
         d = slice(iv[i], iv[i] + nvs[i])
         Psid[:, d] = crm(ws[lam, W_V:W_V + 6]) @ S[:, d]
         Psidd[:, d] = crm(ws[lam, W_A:W_A + 6]) @ S[:, d] + crm(ws[lam, W_V:W_V + 6]) @ Psid[:, d]

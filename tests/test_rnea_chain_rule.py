@@ -46,7 +46,7 @@ def chain_rule_reference(model, q, v, a, fext=None):
         vi, ai, vl, vJ = V[i], A[i], V[lam], ws[i, W_VJ:W_VJ + 6]
         aJ = S[:, own] @ a[own]
         h = Y @ vi
-        fx = np.zeros(6) if fext is None else Xf @ fext[i - 1]
+        fx = np.zeros(6) if fext is None else Xf @ fext[i]
         F[i] = Y @ ai + crf(vi) @ h - fx
         for k in anc(i):
             s = S[:, k]
