@@ -151,25 +151,20 @@ def run(names=CALLS, robot=ROBOT, together=True, progress=True, workflows=WORKFL
         res["numba"] = numba.__version__
     except ImportError:
         pass
+    def fresh(label, calls):
+        if progress:
+            print(f"  {label} ...", end="", flush=True, file=sys.stderr)
+        out = run_fresh(calls, robot)
+        if progress:
+            print(f" {sum(out[n] for n in calls):.1f} s", file=sys.stderr)
+        return out
+
     for name in names:
-        if progress:
-            print(f"  {name} ...", end="", flush=True, file=sys.stderr)
-        res["single"][name] = run_fresh([name], robot)
-        if progress:
-            print(f" {res['single'][name][name]:.1f} s", file=sys.stderr)
+        res["single"][name] = fresh(name, [name])
     if together:
-        if progress:
-            print(f"  {ALL} ({len(names)} in one process) ...", end="", flush=True,
-                  file=sys.stderr)
-        res["all"] = run_fresh(list(names), robot)
-        if progress:
-            print(f" {sum(res['all'][n] for n in names):.1f} s", file=sys.stderr)
+        res["all"] = fresh(f"{ALL} ({len(names)} in one process)", list(names))
     for name in workflows:
-        if progress:
-            print(f"  workflow {name} ...", end="", flush=True, file=sys.stderr)
-        res["workflows"][name] = run_fresh([name], robot)
-        if progress:
-            print(f" {res['workflows'][name][name]:.1f} s", file=sys.stderr)
+        res["workflows"][name] = fresh(f"workflow {name}", [name])
     return res
 
 

@@ -98,8 +98,18 @@ def _start(dispatcher, sig, path):
     py = dispatcher.py_func
     try:
         job = pickle.dumps((py.__module__, py.__name__, sig))
+    except pickle.PicklingError:
+        return None
+    return _locked_child(path, _CHILD, job)
+
+
+def _locked_child(path, program, job):
+    """A child Python running ``program`` on the pickled ``job`` (stdin) and holding the
+    exclusive flock on ``path``; _BUSY when another live process holds it; None where no
+    child can be started."""
+    try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-    except (OSError, pickle.PicklingError):
+    except OSError:
         return None
     try:
         if fcntl is not None:
@@ -107,7 +117,7 @@ def _start(dispatcher, sig, path):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return _BUSY
-        child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+        child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  env=child_environment(), pass_fds=(fd,))
         os.write(fd, f"{child.pid} {os.getpid()} {time.time():.3f}\n".encode())
@@ -251,65 +261,49 @@ def warm(fn, args, near):
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
         path = f"{near._cache._cache_file._index_path}.warm-{digest}.bglock"
         job = pickle.dumps((fn.__module__, fn.__qualname__, args))
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
     except Exception:        # noqa: BLE001 (another Numba, an unpicklable argument)
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return Warm(None, path)
-        child = subprocess.Popen([sys.executable, "-c", _WARM], stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 env=child_environment(), pass_fds=(fd,))
-        os.write(fd, f"{child.pid} {os.getpid()} {time.time():.3f}\n".encode())
-        child.stdin.write(job)
-        child.stdin.close()
-        return Warm(child, path)
-    except OSError:
+    child = _locked_child(path, _WARM, job)
+    if child is None:
         return None
-    finally:
-        os.close(fd)        # the child's inherited copy holds the lock until it exits
+    return Warm(None if child is _BUSY else child, path)
 
 
 _WARM = "from rbdiff.cpu.background import _warm_main; _warm_main()\n"
 
 
 def _warm_main():
-    """The warm child's program: fn(*args) from the pickled (module, name, args) on
-    stdin, then exit at once."""
-    if hasattr(os, "nice"):
-        os.nice(10)
-    if hasattr(signal, "alarm"):
-        signal.alarm(CHILD_MAX_S)
-    try:
-        module, name, args = pickle.loads(sys.stdin.buffer.read())
-        from ..kernels import jit
-        jit.COMPILE_NOTICE = False
+    """The warm child's program: fn(*args) from the pickled (module, name, args)."""
+    def run(module, name, args):
         getattr(importlib.import_module(module), name)(*args)
-        status = 0
-    except BaseException:    # noqa: BLE001 (the parent compiles in place)
-        status = 1
-    os._exit(status)
+    _child_program(run)
 
 
 def _child_main():
     """The child's program: compile the entry named by the pickled (module, name,
-    signature) on stdin unless the cache holds it already, and exit at once. It holds
-    the lock through a descriptor inherited from its parent."""
+    signature) unless the cache holds it already. It holds the lock through a descriptor
+    inherited from its parent."""
+    def run(module, name, sig):
+        dispatcher = getattr(importlib.import_module(module), name)
+        if _cached(dispatcher, sig) is not True:     # another process may have finished
+            dispatcher.compile(sig)                  # saves to the cache before returning
+    _child_program(run)
+
+
+def _child_program(run):
+    """A child's life: low priority, a time limit, run(*the pickled job on stdin), exit
+    at once (os._exit: no interpreter teardown, the work is saved) with 0, or 1 where it
+    failed (its parent then compiles in place and reports what went wrong)."""
     if hasattr(os, "nice"):
         os.nice(10)
     if hasattr(signal, "alarm"):     # SIGALRM's default action ends the process
         signal.alarm(CHILD_MAX_S)
     try:
-        module, name, sig = pickle.loads(sys.stdin.buffer.read())
+        job = pickle.loads(sys.stdin.buffer.read())
         from ..kernels import jit
         jit.COMPILE_NOTICE = False
-        dispatcher = getattr(importlib.import_module(module), name)
-        if _cached(dispatcher, sig) is not True:     # another process may have finished
-            dispatcher.compile(sig)                  # saves to the cache before returning
+        run(*job)
         status = 0
-    except BaseException:    # noqa: BLE001 (its parent then compiles in place and reports)
+    except BaseException:    # noqa: BLE001
         status = 1
-    # no interpreter teardown (atexit, module cleanup): the work is saved
     os._exit(status)
