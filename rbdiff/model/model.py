@@ -361,17 +361,19 @@ class Model:
             raise AttributeError("rbdiff.Model is immutable")
         object.__setattr__(self, name, value)
 
-    def with_armature(self, armature):
+    def with_armature(self, armature, armature_world=None):
         """A copy of this model with ``armature`` (nv,) (Pinocchio's ``model.armature``: a
         rotor inertia per velocity coordinate, added to M(q)'s diagonal, so to rnea's
         torque, crba, aba, minverse and their derivatives); a scalar sets every dof.
-        ``armature_world`` is kept (a flagged joint's linear armatures must stay equal)."""
+        ``armature_world`` (njoints,) bool (see the class docstring; free flyers only,
+        with equal linear armatures): None keeps this model's."""
         arm = np.broadcast_to(np.asarray(armature, dtype=float), (self.nv,)).copy() \
             if np.ndim(armature) == 0 else np.asarray(armature, dtype=float)
         return Model(self.names, self.parents, self.joint_types, self.placements, self.axes,
                      self.masses, self.coms, self.inertias, self.frames, self.gravity,
                      self.lower_limits, self.upper_limits, arm,
-                     self.armature_world)._freeze()
+                     self.armature_world if armature_world is None
+                     else np.asarray(armature_world, dtype=bool))._freeze()
 
     def _freeze(self):
         object.__setattr__(self, "_frozen", True)
