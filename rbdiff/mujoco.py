@@ -11,7 +11,9 @@ Both sides order joints and coordinates alike (model.mujoco_map); they differ in
   body-frame angular velocity w], rbdiff's v the body-frame twist [R^T pdot, w] (R the
   body's rotation). Differentiating qvel_lin = R v_lin gives the accelerations,
   qacc_lin = R (a_lin + w x v_lin), and the power tau . v = qfrc . qvel the forces,
-  qfrc_lin = R tau_lin.
+  qfrc_lin = R tau_lin. MuJoCo adds a free joint's armature a in those coordinates:
+  in rbdiff's it is a (a_lin + w x v_lin), which the Model carries
+  (``model.armature_world``), so rnea, aba and their derivatives agree with MuJoCo.
 
 Every function takes ``model_or_map`` (a Model from MJCF, or its ``mujoco_map``) and
 accepts a leading batch axis (q (B, nq), v (B, nv), ...; the arrays of one call share

@@ -86,6 +86,35 @@ PENDULUM = """
 """
 
 
+# a mobile manipulator's shape: a free base with armature (MuJoCo adds it to the
+# world-frame linear velocity: rbdiff's armature_world), hinge, ball and slide joints with
+# armature of their own
+FREE_ARMATURE = """
+<mujoco model="free_armature">
+  <option gravity="0.1 0.2 -9.81"/>
+  <default><geom type="capsule" size="0.04" density="900"/></default>
+  <worldbody>
+    <body name="base" pos="0 0 1" quat="0.8 0.2 0.3 0.1">
+      <joint name="root" type="free" armature="0.01"/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body name="arm" pos="0.2 0 0">
+        <joint name="j1" type="hinge" axis="0 0 1" armature="0.05"/>
+        <geom fromto="0 0 0 0.3 0 0"/>
+        <body name="wrist" pos="0.3 0 0">
+          <joint name="j2" type="ball" armature="0.02"/>
+          <geom fromto="0 0 0 0 0 -0.3"/>
+          <body name="finger" pos="0 0 -0.3">
+            <joint name="j3" type="slide" axis="0 1 0" armature="0.1"/>
+            <geom type="sphere" size="0.05"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
 def _gym_assets():
     spec = importlib.util.find_spec("gymnasium")
     if spec is None or spec.origin is None:
@@ -96,7 +125,8 @@ def _gym_assets():
 MODELS = ([pytest.param(p, id=f"gym-{p.stem}") for p in _gym_assets()]
           + [pytest.param(Path(mujoco.__file__).parent / "testdata" / "model.xml",
                           id="mujoco-testdata"),
-             pytest.param(TREE, id="tree"), pytest.param(PENDULUM, id="pendulum")])
+             pytest.param(TREE, id="tree"), pytest.param(PENDULUM, id="pendulum"),
+             pytest.param(FREE_ARMATURE, id="free-armature")])
 
 
 def _compile(src):
@@ -193,6 +223,47 @@ def test_tree_structure():
     assert model.lower_limits[e2] == -np.inf and model.upper_limits[e2] == np.inf
     mp = model.mujoco_map
     np.testing.assert_allclose(mp.offset[[e1, e2]], [np.radians(20), 0.05], rtol=1e-14)
+
+
+def test_free_joint_armature_matches_mujoco():
+    """MuJoCo's free-joint armature acts on its world-frame linear velocity: rbdiff's
+    armature_world model matches mj_inverse and mj_forward (as every model above), the
+    same model in Pinocchio's convention (armature on the body-frame velocity) does not,
+    and the difference is armature (w x v_lin) on the linear rows."""
+    m = rm.rigid_body_only(_compile(FREE_ARMATURE))
+    model = rbd.from_mujoco(m)
+    np.testing.assert_array_equal(model.armature_world, [False, True, False, False, False])
+    np.testing.assert_array_equal(model.armature, m.dof_armature)
+    pinocchio_convention = model.with_armature(model.armature, np.zeros(5, bool))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(3)
+    qpos, qvel, qacc = random_state(m, rng)
+    q, v, a = rm.to_rbdiff(model, qpos, qvel, qacc)
+    d.qpos[:], d.qvel[:], d.qacc[:] = qpos, qvel, qacc
+    mujoco.mj_inverse(m, d)
+    tau = rbd.rnea(model, q, v, a)
+    assert rel(rm.force_to_mujoco(model, q, tau), d.qfrc_inverse) < TOL
+    other = rbd.rnea(pinocchio_convention, q, v, a)
+    assert rel(rm.force_to_mujoco(model, q, other), d.qfrc_inverse) > 1e-6
+    b = np.zeros(m.nv)
+    b[:3] = 0.01 * np.cross(v[3:6], v[:3])
+    np.testing.assert_allclose(tau - other, b, rtol=0, atol=1e-13)
+    d.qfrc_applied[:] = rng.normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    tau = rm.force_to_rbdiff(model, qpos, d.qfrc_applied)
+    assert rel(rm.to_mujoco(model, q, v, rbd.aba(model, q, v, tau))[2], d.qacc) < TOL
+    assert rel(rm.to_mujoco(model, q, v, rbd.aba(pinocchio_convention, q, v, tau))[2],
+               d.qacc) > 1e-6
+
+
+def test_unequal_free_joint_armature_is_refused():
+    m = _compile(FREE_ARMATURE)
+    m.dof_armature[1] = 0.02             # MuJoCo's compiler sets one value; a user may not
+    with pytest.raises(ValueError, match="'root': the free joint's linear armatures differ"):
+        rbd.from_mujoco(m)
+    m.dof_armature[1] = 0.01
+    m.dof_armature[3] = 0.5              # angular ones are body-frame on both sides
+    assert rbd.from_mujoco(m).armature[3] == 0.5
 
 
 def test_gravity_disabled_and_ref():

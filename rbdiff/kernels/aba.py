@@ -2,7 +2,8 @@
 2018 Alg. 1 companion): qdd = FD(q, v, tau, fext) in O(N). The articulated-inertia step
 is shared with M^-1 (minverse.py)."""
 
-from ..model.layout import MF_ARM, MI_IV, MI_NV, MI_PARENT
+from ..model.layout import MF_ARM, MI_ARM_WORLD, MI_IV, MI_NV, MI_PARENT
+from .armature import world_armature_bias
 from .fk import init_universe, placement_pass_joint, velocity_joint, world_body_inertia
 from .jit import helper, kernel
 from .spatial import (add6, add36, axpy6, copy6, dot6, force_act, force_cross,
@@ -83,8 +84,9 @@ def aba_forward_pass(mi, mf, q, v, fext, ws):
 
 
 @kernel
-def aba_backward_pass(mi, mf, tau, ws):
-    """u_i = tau_i - S_i^T pA_i; IA_parent += Ia; pA_parent += pA_i + Ia c_i + U Dinv u."""
+def aba_backward_pass(mi, mf, v, tau, ws):
+    """u_i = tau_i - S_i^T pA_i (minus MuJoCo's free-joint armature bias b(v),
+    armature.py); IA_parent += Ia; pA_parent += pA_i + Ia c_i + U Dinv u."""
     n = mi[0, 0]
     for i in range(n, 0, -1):
         iv = mi[i, MI_IV]
@@ -92,6 +94,9 @@ def aba_backward_pass(mi, mf, tau, ws):
         for k in range(nvi):
             ws[n + 1 + iv + k, D_UU] = tau[iv + k] - dot6(ws[n + 1 + iv + k, D_S:D_S + 6],
                                                           ws[i, W_PA:W_PA + 6])
+        if mi[i, MI_ARM_WORLD] != 0:    # qdd = ABA(tau - b(v)): b is a joint-space force
+            for k in range(3):
+                ws[n + 1 + iv + k, D_UU] -= world_armature_bias(mf, i, v, iv, k)
         articulated_joint(mi, mf, i, ws)
         lam = mi[i, MI_PARENT]
         if lam > 0:
@@ -131,5 +136,5 @@ def aba_forward_pass2(mi, ws, qdd):
 def aba(mi, mf, q, v, tau, fext, ws, qdd):
     """qdd (nv) = ABA(q, v, tau, fext); fext: (njoints, 6) local-frame forces, (0, 6) or None."""
     aba_forward_pass(mi, mf, q, v, fext, ws)
-    aba_backward_pass(mi, mf, tau, ws)
+    aba_backward_pass(mi, mf, v, tau, ws)
     aba_forward_pass2(mi, ws, qdd)

@@ -12,6 +12,7 @@ j lie on one branch (one is the other's ancestor or descendant).
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import aba
+from .armature import armature_bias_jacobian
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .jit import helper, kernel
 from .minverse import minverse, minverse_factored
@@ -71,6 +72,7 @@ def id_derivatives_at_fd(mi, mf, q, v, tau, fext, ws, qdd, dtau_dq, dtau_dv, M):
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     idsva_dynamics_pass(mi, mf, fext, ws)
     idsva_backward_pass(mi, ws, dtau_dq, dtau_dv, M)
+    armature_bias_jacobian(mi, mf, v, dtau_dv)
 
 
 @kernel
@@ -95,4 +97,5 @@ def aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_dv, M
     minverse_factored(mi, ws, F, Minv)
     idsva_dynamics_pass(mi, mf, fext, ws)
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
+    armature_bias_jacobian(mi, mf, v, S3[1])
     neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])

@@ -29,6 +29,7 @@ bodies) over a constant, AZA_MIN_BRANCH, measured on serial chains (see its comm
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .aba import aba
+from .armature import armature_bias_jacobian
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .jit import helper, kernel
 from .minverse import minverse
@@ -268,5 +269,6 @@ def aba_derivatives_aza(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_d
     S3[0, :, :] = 0.0       # the sweeps read whole columns: zero off the branch pattern
     S3[1, :, :] = 0.0
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
+    armature_bias_jacobian(mi, mf, v, S3[1])
     minverse(mi, mf, q, ws, F, Minv)
     neg_minv_mul_aza(mi, ws, S3[0], S3[1], dqdd_dq, dqdd_dv)

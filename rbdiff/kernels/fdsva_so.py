@@ -27,7 +27,7 @@ the measured crossover.
 """
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
-from .armature import armature_diagonal
+from .armature import armature_bias_hessian, armature_bias_jacobian, armature_diagonal
 from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
 from .idfoza import idfoza_beats_dtm, idfoza_matrix_t
@@ -251,6 +251,8 @@ def fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV,
     idsva_dynamics_pass(mi, mf, fext, ws)
     idsva_fo_so_backward_pass(mi, ws, sc, Mt[0], Mt[1], H, Q, V, X, D)
     armature_diagonal(mi, mf, H)              # the LTDL route factorises M itself
+    armature_bias_jacobian(mi, mf, v, Mt[1])
+    armature_bias_hessian(mi, mf, V)
     dof_parents(mi, lam)
     nnz = 0
     for k in range(lam.shape[0]):

@@ -23,7 +23,7 @@ for ancestors).
 """
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
-from .armature import armature_diagonal
+from .armature import armature_bias_jacobian, armature_diagonal
 from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
                  world_body_inertia)
 from .jit import helper, kernel
@@ -279,3 +279,4 @@ def idsva(mi, mf, q, v, a, fext, ws, dtau_dq, dtau_dv, M):
     idsva_forward_pass(mi, mf, q, v, a, fext, ws)
     idsva_backward_pass(mi, ws, dtau_dq, dtau_dv, M)
     armature_diagonal(mi, mf, M)
+    armature_bias_jacobian(mi, mf, v, dtau_dv)

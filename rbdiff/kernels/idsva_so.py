@@ -38,6 +38,7 @@ from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, W_BC, add12,
                     bc_mul, bct_mul_ang, body_bias_inertia, idsva_forward_pass,
                     joint_fill, joint_terms)
+from .armature import armature_bias_hessian
 from .jit import helper, kernel
 from .spatial import add6, add13, axpy6, force_cross, inertia_mul
 from .workspace import D_S, W_F, W_Y
@@ -415,3 +416,4 @@ def idsva_so(mi, mf, q, v, a, fext, ws, sc, Q, V, X, D):
     zero_fill(Q, V, X, D)
     idsva_forward_pass(mi, mf, q, v, a, fext, ws)
     idsva_so_backward_pass(mi, ws, sc, Q, V, X, D)
+    armature_bias_hessian(mi, mf, V)

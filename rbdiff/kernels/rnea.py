@@ -9,7 +9,7 @@ nonlinear_effects (qdd = 0) and gravity (qd = qdd = 0) are the same passes witho
 terms that vanish, as Pinocchio's nonLinearEffects and computeGeneralizedGravity."""
 
 from ..model.layout import MF_S, MF_Y, MI_IV, MI_NV, MI_PARENT
-from .armature import armature_torque
+from .armature import armature_bias, armature_torque
 from .fk import init_universe, joint_placement
 from .jit import helper, kernel
 from .spatial import (add6, axpy6, dot6, force_act, force_cross, inertia_mul, motion_act_inv,
@@ -113,6 +113,7 @@ def rnea(mi, mf, q, v, a, fext, ws, tau):
     rnea_forward_pass(mi, mf, q, v, a, fext, ws)
     rnea_backward_pass(mi, mf, ws, tau)
     armature_torque(mi, mf, a, tau)
+    armature_bias(mi, mf, v, tau)
 
 
 @kernel
@@ -120,6 +121,7 @@ def nonlinear_effects(mi, mf, q, v, ws, tau):
     """tau (nv) = C(q, v) v + g(q) = RNEA(q, v, 0)."""
     bias_forward_pass(mi, mf, q, v, ws)
     rnea_backward_pass(mi, mf, ws, tau)
+    armature_bias(mi, mf, v, tau)
 
 
 @kernel

@@ -48,6 +48,7 @@ same column is ``off[lambda] + p - nv_i``.
 
 from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .aba import aba
+from .armature import armature_bias_jacobian
 from .aba_derivatives import neg_minv_mul_tree
 from .aza import neg_minv_mul_aza
 from .crba import crba
@@ -340,6 +341,7 @@ def rnea_chain_rule(mi, mf, q, v, a, fext, ws, G, off, dtau_dq, dtau_dv, M):
     dtau_dv[:, :] = 0.0
     chain_rule_forward_pass(mi, mf, q, v, a, fext, ws, G, off)
     chain_rule_backward_pass(mi, ws, G, off, dtau_dq, dtau_dv)
+    armature_bias_jacobian(mi, mf, v, dtau_dv)
     crba(mi, mf, q, ws, M)
 
 
@@ -359,6 +361,7 @@ def aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F,
         S3[0, :, :] = 0.0
         S3[1, :, :] = 0.0
     chain_rule_backward_pass(mi, ws, G, off, S3[0], S3[1])
+    armature_bias_jacobian(mi, mf, v, S3[1])
     minverse(mi, mf, q, ws, F, Minv)
     if use_aza:
         neg_minv_mul_aza(mi, ws, S3[0], S3[1], dqdd_dq, dqdd_dv)

@@ -4,12 +4,15 @@ A model reaches a kernel as two arrays, indexed by joint like Pinocchio (row 0 i
 universe, rows 1..N the joints, a parent always before its children):
 
 ``mi`` (int64, (N+1, MI_WIDTH))
-    row 0: ``[N, nq, nv, 0, ...]``; row i: parent, joint type, first q index,
+    row 0: ``[N, nq, nv, 0, ...]`` and, in column MI_ARM_WORLD, the number of joints
+    flagged there; row i: parent, joint type, first q index,
     first v index, nq_i, nv_i, nv of the subtree (depth-first numbering makes the
     subtree's dofs the contiguous range idx_v .. idx_v + nvsub), and for a revolute or
     prismatic joint the length of the run of revolute / prismatic joints i, i+1, ...
     (their q and v coordinates are the contiguous ranges idx_q .. idx_q + run and
-    idx_v .. idx_v + run, which the configuration kernels treat as one vector).
+    idx_v .. idx_v + run, which the configuration kernels treat as one vector), and 1
+    for a free flyer whose linear armature acts on the world-frame linear velocity
+    (MuJoCo's convention, kernels/armature.py), else 0.
 ``mf`` (float64, (N+1, MF_WIDTH))
     row 0: gravity (3); row i: the joint placement in its parent joint's frame
     (rotation R row-major, translation p: x_parent = R x_child + p), the joint axis,
@@ -47,7 +50,8 @@ MI_NQ = 4
 MI_NV = 5
 MI_NVSUB = 6        # dofs in the subtree rooted at the joint (the joint's own included)
 MI_RUN = 7          # revolute / prismatic joints i, i+1, ... in a row (0 for other types)
-MI_WIDTH = 8
+MI_ARM_WORLD = 8    # 1: free flyer with MuJoCo's world-frame linear armature; row 0: how many
+MI_WIDTH = 9
 
 # mf columns
 MF_GRAVITY = 0      # row 0 only

@@ -21,7 +21,11 @@ kinematic tree maps one to one:
   ones are called ``body<id>`` / ``site<id>`` and unnamed joints ``joint<id>`` (MuJoCo's
   id; a trailing ``_`` is added while the name is taken). The world body is "world".
 - ``dof_armature`` is the armature; gravity is ``opt.gravity``, zero when
-  ``<flag gravity="disable"/>``.
+  ``<flag gravity="disable"/>``. MuJoCo adds a free joint's armature in its own
+  velocity coordinates, whose linear part is world-frame: its free joints are
+  ``model.armature_world`` (the linear armature then adds armature (w x v_lin) to the
+  body-frame linear torques; kernels/armature.py), and their three linear armatures must
+  be equal (MuJoCo's compiler makes them so; a hand-edited ``dof_armature`` is refused).
 
 Configurations differ only where MuJoCo's conventions differ from Pinocchio's
 (``model.mujoco_map``, used by rbdiff.mujoco): a hinge or slide rotates or slides by
@@ -159,8 +163,17 @@ def _add_joint(b, m, jid, parent, T, parent_frame, names):
         if parent != 0:
             raise ValueError(f"joint {name!r}: a free joint below a moving body (MuJoCo "
                              "sets its pose in the world frame) is not supported")
+        adr = int(m.jnt_dofadr[jid])
+        arm = np.array(m.dof_armature[adr:adr + 6], dtype=float)
+        if not np.all(arm[:3] == arm[0]):
+            raise ValueError(f"joint {name!r}: the free joint's linear armatures differ "
+                             f"({arm[:3]}); MuJoCo applies them to the world-frame "
+                             "velocity, where unequal ones make rbdiff's body-frame "
+                             "armature depend on q: set dof_armature equal on its first "
+                             "three dofs")
+        # MuJoCo's linear armature acts on the world-frame velocity (kernels/armature.py)
         return b.add_joint(0, "free_flyer", name, np.eye(4), parent_frame=0,
-                           armature=m.dof_armature[m.jnt_dofadr[jid]]), np.eye(4)
+                           armature=arm, armature_world=True), np.eye(4)
     p = np.array(m.jnt_pos[jid], dtype=float)
     lower = upper = None
     if jtype in (_HINGE, _SLIDE):                # limits in q = qpos - qpos0

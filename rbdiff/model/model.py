@@ -145,6 +145,26 @@ def massless_joints(model):
     return bad
 
 
+def _check_armature_world(model):
+    """armature_world (njoints,): only free flyers, each with one linear armature value
+    (MuJoCo's R^T A R is a constant only for an isotropic A)."""
+    flags = model.armature_world
+    if flags.shape != (model.njoints,) or flags[0]:
+        raise ValueError(f"armature_world: expected {model.njoints} flags, the universe's "
+                         f"False, got {flags!r}")
+    for i in np.flatnonzero(flags):
+        name = model.names[i]
+        if model.joint_types[i] != L.FREE_FLYER:
+            raise ValueError(f"joint {name!r}: armature_world applies to free-flyer "
+                             f"joints only, not {model.joint_type_name(i)}")
+        iv = int(model.idx_v[i])
+        lin = model.armature[iv:iv + 3]
+        if not np.all(lin == lin[0]):
+            raise ValueError(f"joint {name!r}: a world-frame linear armature (MuJoCo's "
+                             f"free joint) must be equal on x, y and z, got {lin}: in "
+                             "body-frame velocities R^T A R would depend on q")
+
+
 def combine_inertias(m1, c1, I1, m2, c2, I2):
     """Mass, com and inertia about com of two bodies given in one frame (exact)."""
     m = m1 + m2
@@ -165,13 +185,17 @@ class Model:
     ``nqs``, ``nvs``, ``placements`` (njoints, 4, 4), ``axes``, ``masses``, ``coms``,
     ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
     ``frames`` (a tuple of :class:`Frame`, Pinocchio's list for a URDF model: see
-    ``load_urdf``), ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to);
+    ``load_urdf``), ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to),
+    ``armature`` (nv), ``armature_world`` (njoints, bool: True for a free flyer whose
+    linear armature acts on the world-frame linear velocity, MuJoCo's convention, which
+    adds armature (w x v_lin) to its linear torques: kernels/armature.py; False,
+    Pinocchio's convention, everywhere else);
     ``mi``/``mf``, the packed arrays the kernels read, and ``frame_parents``/``frame_mf``,
     the frames packed likewise (see ``layout``).
     """
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
-                 frames, gravity, lower, upper, armature=None):
+                 frames, gravity, lower, upper, armature=None, armature_world=None):
         n = len(names) - 1                 # moving joints
         self.njoints = n + 1               # Pinocchio's: the universe counts
         self.names = tuple(names)
@@ -188,6 +212,9 @@ class Model:
                                                      and np.all(self.armature >= 0)):
             raise ValueError(f"armature: expected {self.nv} finite non-negative values "
                              f"(one per velocity coordinate), got {armature!r}")
+        self.armature_world = _readonly(np.zeros(n + 1, bool) if armature_world is None
+                                        else armature_world, bool)
+        _check_armature_world(self)
         self.placements = _readonly(placements)
         self.axes = _readonly(axes)
         self.masses = _readonly(masses)
@@ -228,11 +255,13 @@ class Model:
         mi = np.zeros((n + 1, L.MI_WIDTH), np.int64)
         mf = np.zeros((n + 1, L.MF_WIDTH))
         mi[0, :3] = (n, self.nq, self.nv)
+        mi[0, L.MI_ARM_WORLD] = int(self.armature_world.sum())   # 0: kernels skip the term
         mf[0, L.MF_GRAVITY:L.MF_GRAVITY + 3] = self.gravity
         for i in range(1, n + 1):
             t = int(self.joint_types[i])
             mi[i, :6] = (self.parents[i], t, self.idx_q[i], self.idx_v[i],
                          self.nqs[i], self.nvs[i])
+            mi[i, L.MI_ARM_WORLD] = self.armature_world[i]
             mf[i, L.MF_R:L.MF_R + 9] = self.placements[i, :3, :3].ravel()
             mf[i, L.MF_P:L.MF_P + 3] = self.placements[i, :3, 3]
             mf[i, L.MF_AXIS:L.MF_AXIS + 3] = self.axes[i]
@@ -332,15 +361,19 @@ class Model:
             raise AttributeError("rbdiff.Model is immutable")
         object.__setattr__(self, name, value)
 
-    def with_armature(self, armature):
+    def with_armature(self, armature, armature_world=None):
         """A copy of this model with ``armature`` (nv,) (Pinocchio's ``model.armature``: a
         rotor inertia per velocity coordinate, added to M(q)'s diagonal, so to rnea's
-        torque, crba, aba, minverse and their derivatives); a scalar sets every dof."""
+        torque, crba, aba, minverse and their derivatives); a scalar sets every dof.
+        ``armature_world`` (njoints,) bool (see the class docstring; free flyers only,
+        with equal linear armatures): None keeps this model's."""
         arm = np.broadcast_to(np.asarray(armature, dtype=float), (self.nv,)).copy() \
             if np.ndim(armature) == 0 else np.asarray(armature, dtype=float)
         return Model(self.names, self.parents, self.joint_types, self.placements, self.axes,
                      self.masses, self.coms, self.inertias, self.frames, self.gravity,
-                     self.lower_limits, self.upper_limits, arm)._freeze()
+                     self.lower_limits, self.upper_limits, arm,
+                     self.armature_world if armature_world is None
+                     else np.asarray(armature_world, dtype=bool))._freeze()
 
     def _freeze(self):
         object.__setattr__(self, "_frozen", True)
@@ -388,6 +421,7 @@ class ModelBuilder:
         self.gravity = np.array(gravity, dtype=float)
         self._strict = bool(strict)
         self._armature = []
+        self._armature_world = [False]
         self._names = ["universe"]
         self._parents = [0]
         self._types = [-1]
@@ -411,7 +445,8 @@ class ModelBuilder:
         return len(self._frames)
 
     def add_joint(self, parent, joint_type, name, placement=None, axis=None,
-                  lower=None, upper=None, parent_frame=None, armature=0.0):
+                  lower=None, upper=None, parent_frame=None, armature=0.0,
+                  armature_world=False):
         """Add a joint under joint ``parent`` (0 = universe) and its JOINT frame; returns
         the joint's index.
 
@@ -424,6 +459,9 @@ class ModelBuilder:
         link's BODY frame).
         armature: rotor inertia of the joint's dofs (a scalar or one per dof; Pinocchio's
         ``model.armature``), added to M(q)'s diagonal.
+        armature_world: free flyers only: the linear armature acts on the world-frame
+        linear velocity, as MuJoCo's free joint (``Model.armature_world``); its three
+        linear values must then be equal.
         """
         if joint_type not in self._TYPES:
             raise ValueError(f"joint {name!r}: unsupported joint type {joint_type!r}; "
@@ -452,6 +490,9 @@ class ModelBuilder:
             raise ValueError(f"joint {name!r}: armature must be a finite non-negative "
                              f"scalar or {L.JOINT_NV[t]} values (one per dof), got "
                              f"{armature!r}")
+        if armature_world and (t != L.FREE_FLYER or not np.all(arm[:3] == arm[0])):
+            raise ValueError(f"joint {name!r}: armature_world needs a free flyer with "
+                             f"equal linear armatures, got {joint_type!r}, {armature!r}")
         lo, hi = [-np.inf] * nq, [np.inf] * nq
         if t in (L.REVOLUTE, L.PRISMATIC):
             lo = [-np.pi if lower is None else float(lower)]
@@ -470,6 +511,7 @@ class ModelBuilder:
         self._axes.append(ax)
         self._bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
         self._armature.append(arm)
+        self._armature_world.append(bool(armature_world))
         self._lower.append(lo)
         self._upper.append(hi)
         j = self.njoints - 1
@@ -561,7 +603,8 @@ class ModelBuilder:
                      np.array([b[1] for b in self._bodies]),
                      np.array([b[2] for b in self._bodies]), frames, self.gravity,
                      lower, upper,
-                     np.concatenate(self._armature) if n else np.zeros(0))._freeze()
+                     np.concatenate(self._armature) if n else np.zeros(0),
+                     self._armature_world)._freeze()
         bad = [] if allow_singular else massless_joints(model)
         if bad:
             names = ", ".join(repr(model.names[i]) for i in bad)
