@@ -87,6 +87,7 @@ def test_compile_jobs_cover_the_public_api():
     from rbdiff import precompile
 
     not_compiled = {"load_urdf", "load_mjcf", "from_mujoco", "load_robot", "robot_names",
+                    "robot_path",
                     "neutral", "random_configuration"}    # NumPy or I/O
     public = {n for n, f in vars(rbd).items() if inspect.isfunction(f)
               and not n.startswith("_")} - not_compiled
