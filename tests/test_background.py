@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no flock on Windows")
 
 BGMOD = '''

@@ -119,3 +119,17 @@ def test_bench_dask_small_json(tmp_path, capsys):
     assert [s["chunk"] for s in r["sweep"]] == [64, 256]
     assert [s["tasks"] for s in r["sweep"]] == [4, 1]
     assert r["local_s"] > 0 and r["first_call_s"] > 0 and r["gathered_s"] > 0
+
+
+def test_python_m_rbdiff_from_the_folder_above_a_clone(tmp_path):
+    """A folder named rbdiff in the working directory (a clone, seen from its parent) is
+    not imported as a namespace package: the src layout keeps the package out of the
+    clone's top folder, so `python -m rbdiff` runs the installed rbdiff."""
+    import subprocess
+    import sys
+    (tmp_path / "rbdiff" / "tests").mkdir(parents=True)
+    (tmp_path / "rbdiff" / "README.md").write_text("a clone\n")
+    r = subprocess.run([sys.executable, "-m", "rbdiff", "--help"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "demo" in r.stdout and "bench-core" in r.stdout

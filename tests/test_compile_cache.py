@@ -7,7 +7,7 @@ import sys
 import pytest
 from numba.core import config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
 
 @pytest.mark.skipif(not hasattr(config, "CACHE_LOCATOR_CLASSES"),

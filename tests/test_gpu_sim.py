@@ -32,7 +32,7 @@ if not (SIM or ON_GPU):
     def _python(code, **env):
         """Run code in a fresh interpreter (the repository importable); its stdout."""
         env = dict(os.environ, **env)
-        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=1500)
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
@@ -41,7 +41,7 @@ if not (SIM or ON_GPU):
     def _run_cases(**env):
         """Run this file's cases in a subprocess; fail with their report."""
         env = dict(os.environ, **env)
-        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.path.join(ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
         r = subprocess.run([sys.executable, "-m", "pytest", os.path.abspath(__file__),
                             "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-x",
                             "--rootdir", ROOT],

@@ -21,6 +21,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+SRC = os.path.join(ROOT, "src")         # the package (src layout)
 
 FENCE = re.compile(r"^```(\S*)\s*$")
 
@@ -136,7 +137,7 @@ def test_readme_block_runs(code, tmp_path):
     script = tmp_path / "block.py"
     script.write_text(code, encoding="utf-8")
     env = dict(os.environ, **extra_env)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=600)
