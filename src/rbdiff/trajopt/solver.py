@@ -118,16 +118,25 @@ def _prefetch(prob, ddp):
 
 def _wait(jobs, name):
     """Wait for the background job ``name`` (if any) before the call that needs it: its
-    compile is under way, so waiting costs less than compiling it again here."""
+    compile is under way, so waiting costs less than compiling it again here. The wait
+    is compilation: it counts on jobs["waited"] (seconds), which _compiling reads."""
     job = jobs.pop(name, None)
     if job is None:
         return
+    t = time.perf_counter()
     if isinstance(job, background.Warm):
         job.wait()
-        return
-    end = time.monotonic() + background.CHILD_MAX_S
-    while job.poll() is None and time.monotonic() < end:
-        time.sleep(0.02)
+    else:
+        end = time.monotonic() + background.CHILD_MAX_S
+        while job.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+    jobs["waited"] = jobs.get("waited", 0.0) + time.perf_counter() - t
+
+
+def _compiling(jobs):
+    """Seconds of compilation so far: this process's Numba compiles and its waits for the
+    background children's."""
+    return compile_seconds() + jobs.get("waited", 0.0)
 
 
 def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN,
@@ -162,13 +171,13 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
-        t0, c0 = time.perf_counter(), compile_seconds()
+        t0, c0 = time.perf_counter(), _compiling(jobs)
         if ddp:
             _wait(jobs, "second_order")
         Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, u, second_order=ddp)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
         a_qq, a_vv, a_qv, a_uq = so if ddp else (empty,) * 4
-        t1, c1 = time.perf_counter(), compile_seconds()
+        t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
         while True:
@@ -184,7 +193,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
                 raise RuntimeError(f"{method}: Q_uu not positive definite at knot {knot} "
                                    f"even with regularisation {REG_MAX:g}")
             reg = min(reg * 10, REG_MAX)
-        t2, c2 = time.perf_counter(), compile_seconds()
+        t2, c2 = time.perf_counter(), _compiling(jobs)
         if -(d1 + d2) < tol:            # a full step would change the cost by < tol
             converged = True
             _add(timings, (t0, t1, t2), (c0, c1, c2))
@@ -201,7 +210,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
             if np.isfinite(Jn) and Jn - J <= ARMIJO * (alpha * d1 + alpha * alpha * d2):
                 accepted = alpha
                 break
-        _add(timings, (t0, t1, t2, time.perf_counter()), (c0, c1, c2, compile_seconds()))
+        _add(timings, (t0, t1, t2, time.perf_counter()), (c0, c1, c2, _compiling(jobs)))
         if accepted is None:
             history.append(dict(cost=J, alpha=0.0, reg=reg, expected=d1 + d2,
                                 second_order=second))
