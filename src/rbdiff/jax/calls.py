@@ -36,6 +36,13 @@ def _compiled(fn):
     return c
 
 
+# the handler whose entries a kernel's derivative rule calls (rules.py): on a cold cache
+# they compile in a background child while this process compiles the kernel's own
+_DERIVATIVE = {"rnea": "rnea_derivatives", "aba": "aba_derivatives",
+               "nonlinear_effects": "rnea_derivatives", "gravity": "rnea_derivatives",
+               "crba": "crba_derivatives", "frame_placement": "frame_placement_derivatives"}
+
+
 def _target(name):
     """Compile (first use) and register the handler of kernel ``name``; its target name."""
     t = _TARGETS.get(name)
@@ -43,6 +50,8 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
+        if name in _DERIVATIVE:      # jit(f) is mostly followed by jit(grad(f))
+            entries.prefetch(set(SERIAL[_DERIVATIVE[name]]) - set(SERIAL[name]))
         entries.link(SERIAL[name])
         c = _compiled(_KERNELS[name])
         t = f"rbdiff_{name}"

@@ -21,6 +21,8 @@ and caches for every other caller.
   the entry ran without raising.
 """
 
+import time
+
 import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
@@ -28,6 +30,7 @@ from numba import types
 from numba.core import cgutils, errors
 from numba.extending import intrinsic
 
+from ..cpu import background
 from ..cpu import batch as cb
 
 TABLE_SYMBOL = "rbdiff_jax_batch_entries"
@@ -64,15 +67,39 @@ _TABLE = np.zeros(len(SLOTS), np.int64)
 ll.add_symbol(TABLE_SYMBOL, _TABLE.ctypes.data)
 
 
+_PREFETCH = {}       # entry name -> its background compile (cpu.background), this process
+
+
+def prefetch(names):
+    """Start compiling the entries ``names`` in background children (cpu.background:
+    one per entry and machine) where they are neither compiled nor cached, for a later
+    link() to load instead of compiling them in the caller."""
+    for name in names:
+        k = SLOT[name]
+        dispatcher, sig = getattr(cb, name), SLOTS[k][1]
+        if _TABLE[k] or name in _PREFETCH or sig in dispatcher.overloads \
+                or background._cached(dispatcher, sig) is not False:
+            continue
+        job = background._spawn(dispatcher, sig)
+        if job is not None:
+            _PREFETCH[name] = job
+
+
 def link(names):
     """Compile (or load from the cache) the entries ``names`` for their slots'
-    signatures and write their native addresses into the table."""
+    signatures and write their native addresses into the table; an entry compiling in
+    a background child (prefetch) is waited for, then loaded."""
     for name in names:
         k = SLOT[name]
         if _TABLE[k]:
             continue
         dispatcher = getattr(cb, name)
         sig = SLOTS[k][1]
+        job = _PREFETCH.pop(name, None)
+        if job is not None:          # its compile is under way: less to wait than to do
+            end = time.monotonic() + background.CHILD_MAX_S
+            while job.poll() is None and time.monotonic() < end:
+                time.sleep(0.02)
         dispatcher.compile(sig)
         cres = dispatcher.overloads[sig]
         addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)

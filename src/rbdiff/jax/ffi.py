@@ -23,7 +23,8 @@ the outputs are then filled with NaN.
 
 import numpy as np
 from numba import carray, types
-from numba.extending import intrinsic
+from numba.core import errors
+from numba.extending import intrinsic, overload
 
 from ..kernels.jit import cached_njit
 from ..kinematics import REFERENCE_CODES
@@ -114,8 +115,13 @@ def _out_f64(buf, B):
 def _store(buf, x):
     """Copy a float64 result into an f32 output buffer (an f64 one was written in place)."""
     if _ints(buf, 6)[4] == _F32:
-        y = carray(_vp(_words(buf, 6)[3]), x.shape, np.float32)
-        y[...] = x
+        # an element loop over flat views: y[...] = x compiles NumPy's broadcast-shape
+        # check and its formatted error (3 s of a cold first handler)
+        n = x.size
+        y = carray(_vp(_words(buf, 6)[3]), n, np.float32)
+        src = carray(_vp(x.ctypes.data), n, np.float64)
+        for i in range(n):
+            y[i] = src[i]
 
 
 @cached_njit
@@ -352,37 +358,27 @@ def _serve(frame, k, n_in, out_rank):
         _fail(rets)
 
 
-@cached_njit
 def _kernel(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
-    """Kernel number k (the handlers' numbering below); True when it ran."""
-    ok = False
-    if k == 0:
-        ok = _rnea(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 1:
-        ok = _aba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 2:
-        ok = _crba(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 3:
-        ok = _minverse(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 4:
-        ok = _nonlinear_effects(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 5:
-        ok = _gravity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 6:
-        ok = _rnea_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 7:
-        ok = _aba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 8:
-        ok = _rnea_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 9:
-        ok = _aba_so(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 10:
-        ok = _crba_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 11:
-        ok = _frame_placement(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    elif k == 12:
-        ok = _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
-    return ok
+    """Kernel number k (a compile-time constant: the handlers' numbering below) on the
+    call's arrays; True when it ran. Compiled code only (an overload), so that a handler
+    compiles its own kernel and not the twelve others, as an if-chain on k did (3 s of a
+    cold first handler: Numba typed every branch)."""
+    raise NotImplementedError("rbdiff.jax.ffi._kernel runs compiled only")
+
+
+@overload(_kernel, prefer_literal=True)
+def _kernel_of(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    if not isinstance(k, types.IntegerLiteral):
+        raise errors.TypingError("_kernel: the kernel number must be a constant")
+    fn = _BY_NUMBER[k.literal_value]
+
+    def impl(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+        return fn(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    return impl
+
+
+_BY_NUMBER = (_rnea, _aba, _crba, _minverse, _nonlinear_effects, _gravity, _rnea_d, _aba_d,
+              _rnea_so, _aba_so, _crba_d, _frame_placement, _frame_placement_d)
 
 
 # the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them);
