@@ -310,7 +310,7 @@ def test_bad_input_is_refused_at_trace_time():
 def test_large_vmap_runs_the_parallel_entries_in_one_call():
     from rbdiff.jax import calls as ffi
     m = _model("tree0")
-    q, v, a = _state(m, batch=ffi.PARALLEL_MIN_ITEMS + 3)
+    q, v, a = _state(m, batch=131)
     f = jax.jit(jax.vmap(jax.jacrev(lambda q_, v_, a_: rj.rnea(m, q_, v_, a_), argnums=2)))
     _near(f(q, v, a), rbd.crba(m, q))
     assert _calls(f, q, v, a) == 1
@@ -357,3 +357,35 @@ def test_entries_table_refuses_a_wrong_signature():
 
     with pytest.raises(errors.TypingError, match=r"run\(gravity_batch\)"):
         wrong(np.zeros((2, 3)))
+
+
+def test_batches_take_the_cpu_policy_decision_at_run_time():
+    """No fixed item threshold: each call's serial / parallel choice is rbdiff.cpu.policy's
+    rule on a plan row that the handler times (plans.py); policy.forced at trace time pins
+    it. Every mode gives the NumPy API's values."""
+    from rbdiff.cpu import policy
+    from rbdiff.jax import plans
+    m = _model("tree0")
+    q, v, tau = _state(m, batch=16)
+    ref = rbd.aba(m, q, v, tau)
+    for mode in ("serial", "parallel", "auto"):
+        with policy.forced(mode):
+            f = jax.jit(jax.vmap(lambda q_, v_, t_: rj.aba(m, q_, v_, t_)))
+            f(q, v, tau)                  # traced here: the mode is this computation's
+        for _ in range(3):
+            _near(f(q, v, tau), ref)
+    row = plans.PLANS[plans.slot(m, "aba")]
+    assert row[plans.RUNS] >= 2 and row[plans.ITEM] > 0      # the auto runs were timed
+
+
+def test_bench_floor_rows():
+    """rbdiff.bench.jax's floor rows on one small case: rbdiff's time, the floor
+    (1.5 x NumPy + 20 us) and their ratio, all positive and consistent."""
+    from rbdiff.bench import jax as bj
+    rows = bj.floors(quick=True, robots=("iiwa14",), batches=(4,))
+    assert [(r["robot"], r["B"]) for r in rows] == [("iiwa14", 4)]
+    r = rows[0]
+    assert r["rbdiff"] > 0 and r["numpy"] > 0
+    assert r["floor"] == pytest.approx(1.5 * r["numpy"] + 20e-6)
+    assert r["ratio"] == pytest.approx(r["rbdiff"] / r["floor"])
+    assert "| iiwa14 | 4 |" in bj.floor_table(rows)

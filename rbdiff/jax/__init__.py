@@ -26,8 +26,9 @@ NamedTuples; differentiable once more).
   tangent derivative. integrate and difference are jax.numpy (configuration.py),
   differentiated by JAX itself.
 - Arrays may carry leading batch axes (broadcast against each other); vmap of any depth
-  becomes one batched kernel call (calls.py), on all Numba threads from
-  calls.PARALLEL_MIN_ITEMS items (omp or tbb threading layer), serial below.
+  becomes one batched kernel call (calls.py), serial or on all Numba threads (omp or
+  tbb threading layer) as decided per call at run time by rbdiff.cpu.policy's rule,
+  the NumPy batches' (plans.py).
 - dtype: float64 under ``jax_enable_x64``, float32 otherwise (the kernels then run in
   float64 and the results are cast to float32).
 - Kernel calls: XLA FFI custom calls to Numba cfunc handlers (ffi.py; registered and
