@@ -421,3 +421,16 @@ def test_bad_input_errors():
         rt.aba(model, zero, tv, tu)
     with pytest.raises(ValueError, match="q1: expected shape"):
         rt.difference(model, tq, tv)
+
+
+def test_bench_floor_rows():
+    """rbdiff.bench.torch's floor rows on iiwa14: rbdiff's forward + backward, the
+    trivial Function, the derivatives, the floor and the ratio, consistent."""
+    from rbdiff.bench import torch as bt
+    rows = bt.floors(quick=True, robots=("iiwa14",))
+    assert [r["case"] for r in rows] == ["aba forward+backward", "rnea forward+backward"]
+    for r in rows:
+        assert min(r["rbdiff"], r["trivial"], r["derivatives"]) > 0
+        assert r["floor"] == pytest.approx(r["trivial"] + 2 * r["derivatives"] + 20e-6)
+        assert r["ratio"] == pytest.approx(r["rbdiff"] / r["floor"])
+    assert "| iiwa14 | aba forward+backward |" in bt.floor_table(rows)
