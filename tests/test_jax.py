@@ -389,3 +389,40 @@ def test_bench_floor_rows():
     assert r["floor"] == pytest.approx(1.5 * r["numpy"] + 20e-6)
     assert r["ratio"] == pytest.approx(r["rbdiff"] / r["floor"])
     assert "| iiwa14 | 4 |" in bj.floor_table(rows)
+
+
+def test_contract_equals_einsum_under_every_transform(monkeypatch):
+    """The rules' products as one custom call (contract.py) against the einsum they
+    replace: values, grad, hessian, jacfwd in J, vmap, float32; and the gradient of aba
+    through the rules with either, equal."""
+    from rbdiff.jax import rules
+    from rbdiff.jax.contract import contract
+    rng = np.random.default_rng(5)
+    J, x = rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 4))
+    y = rng.normal(size=(3, 5))
+    ein = lambda J_, x_: jnp.einsum("...ij,...j->...i", J_, x_)        # noqa: E731
+    _near(contract(J, x), ein(J, x))
+    _near(contract(J, y, transpose=True), jnp.einsum("...ij,...i->...j", J, y))
+    f = lambda J_, x_: jnp.sum(jnp.sin(contract(J_, x_)))             # noqa: E731
+    g = lambda J_, x_: jnp.sum(jnp.sin(ein(J_, x_)))                   # noqa: E731
+    for a, b in zip(jax.grad(f, (0, 1))(J, x), jax.grad(g, (0, 1))(J, x)):
+        _near(a, b)
+    _near(jax.hessian(f, 1)(J, x), jax.hessian(g, 1)(J, x))
+    _near(jax.jacfwd(f, 0)(J, x), jax.jacfwd(g, 0)(J, x))
+    _near(jax.vmap(contract, (None, 0))(J[0], x), ein(J[0], x))
+    with jax.enable_x64(False):
+        out = jax.jit(contract)(J.astype(np.float32), x.astype(np.float32))
+        assert out.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(out), ein(J, x), rtol=1e-5, atol=1e-5)
+    m = _model("tree0")
+    q, v, tau = _state(m, batch=3)
+    loss = lambda q_, v_, t_: jnp.sum(rj.aba(m, q_, v_, t_) ** 2)      # noqa: E731
+    fast = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))
+    assert "rbdiff_contract" in fast.lower(q, v, tau).as_text()
+    fast = fast(q, v, tau)
+    import rbdiff.jax as rjax
+    monkeypatch.setattr(rules, "_mv", ein)
+    monkeypatch.setattr(rjax, "_RULES", {})          # rules rebuilt with the einsum
+    general = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))(q, v, tau)
+    for a, b in zip(fast, general):
+        _near(a, b)

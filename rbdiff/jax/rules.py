@@ -17,12 +17,15 @@ import jax.numpy as jnp
 
 from ..model.tangent import tangent_of_ambient
 from . import calls
+from .contract import contract
 from . import configuration
 from .configuration import retract
 
 
 def _mv(A, x):
-    return jnp.einsum("...ij,...j->...i", A, x)
+    """A x as one custom call (contract.py: no XLA flops, so a small computation stays
+    on the caller's thread instead of PjRt's asynchronous dispatch)."""
+    return contract(A, x)
 
 
 def _t(T, x):
