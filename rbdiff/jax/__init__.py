@@ -37,7 +37,10 @@ NamedTuples; differentiable once more).
   disk; ``python -m rbdiff compile`` or calls.compile_handlers() warms them all).
   A NaN input gives NaN outputs at run time (a C handler cannot raise; values are never
   seen under jit, as in JAX itself: jax_debug_nans finds them); shapes and dtypes are
-  refused at trace time.
+  refused at trace time. The rules' Jacobian-vector products are custom calls too
+  (contract.py): XLA dots would count flops, and PjRt's CPU client hands any
+  computation of 1000 estimated flops or more to a worker thread (tens of us per call
+  on a busy machine), which dominated small jitted gradients.
 - CUDA arrays: not yet run on rbdiff.gpu; a function traced for a GPU device raises
   (no silent host copy).
 
