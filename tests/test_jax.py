@@ -426,3 +426,17 @@ def test_contract_equals_einsum_under_every_transform(monkeypatch):
     general = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))(q, v, tau)
     for a, b in zip(fast, general):
         _near(a, b)
+
+
+@pytest.mark.parametrize("name", ["tree0", "tree14", "every joint type"])
+def test_tangent_matrix_custom_call_equals_the_jax_numpy_map(name):
+    """T(q) from the handler (tangent_map.py) against tangent_of_ambient in jax.numpy,
+    off the manifold, batched and under vmap, and its derivative (the general map's)."""
+    m = _model(name) if name in MODELS else rbd.models.random_tree(6, 19, floating_base=True)
+    T = rj._rules(m).tangent_matrix
+    if m.nq == m.nv:
+        pytest.skip("no quaternion or (cos, sin) pair: the map is the identity")
+    q = _off_manifold(m, _state(m, batch=3)[0])
+    _near(T(q), T.general(q))
+    _near(jax.jit(jax.vmap(T))(q), T.general(q))
+    _near(jax.jacfwd(T)(q[0]), jax.jacfwd(T.general)(q[0]))

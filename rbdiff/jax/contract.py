@@ -17,8 +17,6 @@ whose CPU lowering is an FFI call to a Numba handler (a plain loop, no state):
 - float64, or float32 computed in float64.
 """
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 from jax.extend.core import Primitive
