@@ -49,7 +49,9 @@ def _kernel_calls(jaxpr):
     """Number of kernel calls (ffi_call) in a closed jaxpr, sub-jaxprs included."""
     n = 0
     for eq in jaxpr.eqns:
-        if eq.primitive.name == "ffi_call":
+        # rbdiff's kernels (not the tangent map's helper call, tangent_map.py)
+        if eq.primitive.name == "ffi_call" and \
+                eq.params.get("target_name") != "rbdiff_tangent_matrix":
             n += 1
         for p in eq.params.values():
             for sub in (p if isinstance(p, (tuple, list)) else (p,)):
@@ -310,7 +312,7 @@ def test_bad_input_is_refused_at_trace_time():
 def test_large_vmap_runs_the_parallel_entries_in_one_call():
     from rbdiff.jax import calls as ffi
     m = _model("tree0")
-    q, v, a = _state(m, batch=ffi.PARALLEL_MIN_ITEMS + 3)
+    q, v, a = _state(m, batch=131)
     f = jax.jit(jax.vmap(jax.jacrev(lambda q_, v_, a_: rj.rnea(m, q_, v_, a_), argnums=2)))
     _near(f(q, v, a), rbd.crba(m, q))
     assert _calls(f, q, v, a) == 1
@@ -357,3 +359,86 @@ def test_entries_table_refuses_a_wrong_signature():
 
     with pytest.raises(errors.TypingError, match=r"run\(gravity_batch\)"):
         wrong(np.zeros((2, 3)))
+
+
+def test_batches_take_the_cpu_policy_decision_at_run_time():
+    """No fixed item threshold: each call's serial / parallel choice is rbdiff.cpu.policy's
+    rule on a plan row that the handler times (plans.py); policy.forced at trace time pins
+    it. Every mode gives the NumPy API's values."""
+    from rbdiff.cpu import policy
+    from rbdiff.jax import plans
+    m = _model("tree0")
+    q, v, tau = _state(m, batch=16)
+    ref = rbd.aba(m, q, v, tau)
+    for mode in ("serial", "parallel", "auto"):
+        with policy.forced(mode):
+            f = jax.jit(jax.vmap(lambda q_, v_, t_: rj.aba(m, q_, v_, t_)))
+            f(q, v, tau)                  # traced here: the mode is this computation's
+        for _ in range(3):
+            _near(f(q, v, tau), ref)
+    row = plans.PLANS[plans.slot(m, "aba")]
+    assert row[plans.RUNS] >= 2 and row[plans.ITEM] > 0      # the auto runs were timed
+
+
+def test_bench_floor_rows():
+    """rbdiff.bench.jax's floor rows on one small case: rbdiff's time, the floor
+    (1.5 x NumPy + 20 us) and their ratio, all positive and consistent."""
+    from rbdiff.bench import jax as bj
+    rows = bj.floors(quick=True, robots=("iiwa14",), batches=(4,))
+    assert [(r["robot"], r["B"]) for r in rows] == [("iiwa14", 4)]
+    r = rows[0]
+    assert r["rbdiff"] > 0 and r["numpy"] > 0
+    assert r["floor"] == pytest.approx(1.5 * r["numpy"] + 20e-6)
+    assert r["ratio"] == pytest.approx(r["rbdiff"] / r["floor"])
+    assert "| iiwa14 | 4 |" in bj.floor_table(rows)
+
+
+def test_contract_equals_einsum_under_every_transform(monkeypatch):
+    """The rules' products as one custom call (contract.py) against the einsum they
+    replace: values, grad, hessian, jacfwd in J, vmap, float32; and the gradient of aba
+    through the rules with either, equal."""
+    from rbdiff.jax import rules
+    from rbdiff.jax.contract import contract
+    rng = np.random.default_rng(5)
+    J, x = rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 4))
+    y = rng.normal(size=(3, 5))
+    ein = lambda J_, x_: jnp.einsum("...ij,...j->...i", J_, x_)        # noqa: E731
+    _near(contract(J, x), ein(J, x))
+    _near(contract(J, y, transpose=True), jnp.einsum("...ij,...i->...j", J, y))
+    f = lambda J_, x_: jnp.sum(jnp.sin(contract(J_, x_)))             # noqa: E731
+    g = lambda J_, x_: jnp.sum(jnp.sin(ein(J_, x_)))                   # noqa: E731
+    for a, b in zip(jax.grad(f, (0, 1))(J, x), jax.grad(g, (0, 1))(J, x)):
+        _near(a, b)
+    _near(jax.hessian(f, 1)(J, x), jax.hessian(g, 1)(J, x))
+    _near(jax.jacfwd(f, 0)(J, x), jax.jacfwd(g, 0)(J, x))
+    _near(jax.vmap(contract, (None, 0))(J[0], x), ein(J[0], x))
+    with jax.enable_x64(False):
+        out = jax.jit(contract)(J.astype(np.float32), x.astype(np.float32))
+        assert out.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(out), ein(J, x), rtol=1e-5, atol=1e-5)
+    m = _model("tree0")
+    q, v, tau = _state(m, batch=3)
+    loss = lambda q_, v_, t_: jnp.sum(rj.aba(m, q_, v_, t_) ** 2)      # noqa: E731
+    fast = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))
+    assert "rbdiff_contract" in fast.lower(q, v, tau).as_text()
+    fast = fast(q, v, tau)
+    import rbdiff.jax as rjax
+    monkeypatch.setattr(rules, "_mv", ein)
+    monkeypatch.setattr(rjax, "_RULES", {})          # rules rebuilt with the einsum
+    general = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))(q, v, tau)
+    for a, b in zip(fast, general):
+        _near(a, b)
+
+
+@pytest.mark.parametrize("name", ["tree0", "tree14", "every joint type"])
+def test_tangent_matrix_custom_call_equals_the_jax_numpy_map(name):
+    """T(q) from the handler (tangent_map.py) against tangent_of_ambient in jax.numpy,
+    off the manifold, batched and under vmap, and its derivative (the general map's)."""
+    m = _model(name) if name in MODELS else rbd.models.random_tree(6, 19, floating_base=True)
+    T = rj._rules(m).tangent_matrix
+    if m.nq == m.nv:
+        pytest.skip("no quaternion or (cos, sin) pair: the map is the identity")
+    q = _off_manifold(m, _state(m, batch=3)[0])
+    _near(T(q), T.general(q))
+    _near(jax.jit(jax.vmap(T))(q), T.general(q))
+    _near(jax.jacfwd(T)(q[0]), jax.jacfwd(T.general)(q[0]))

@@ -155,6 +155,39 @@ def test_backward_of_a_batch_with_two_leading_axes(name):
                     assert torch.allclose(g[i, j], g1, rtol=1e-13, atol=1e-12)
 
 
+@pytest.mark.parametrize("key", list(MODELS))
+def test_numpy_backward_fast_paths_equal_the_general_ones(monkeypatch, key):
+    """The plain .backward() shortcuts (the forward's arrays reused, the tangent map's
+    transpose in closed form, the identity for revolute-only models) against the general
+    code they replace: the map evaluated at unit vectors, the arrays converted again, and
+    the graph-recording backward in torch ops."""
+    from rbdiff.torch import _function as F
+    model, rng = MODELS[key], np.random.default_rng(17)
+    for batch in (None, 3):
+        q = _off_manifold(model, _state(model, rng, batch)[0])
+        w = rng.normal(size=q.shape[:-1] + (model.nv,))
+        assert np.allclose(F._tangent_vjp(model, q, w), F._tangent_vjp_general(model, q, w),
+                           rtol=1e-14, atol=1e-14)
+        args = list(_state(model, rng, batch))
+        args[0] = q
+        for name in ("aba", "rnea"):
+            xs = _t(*args, requires_grad=True)
+            (_call(name, model, xs) ** 2).sum().backward()
+            fast = [x.grad for x in xs]
+            xs = _t(*args, requires_grad=True)
+            graph = torch.autograd.grad((_call(name, model, xs) ** 2).sum(), xs,
+                                        create_graph=True)
+            with monkeypatch.context() as mp:
+                mp.setattr(F, "_stashed", lambda xs: None)
+                mp.setattr(F, "_tangent_vjp", F._tangent_vjp_general)
+                xs = _t(*args, requires_grad=True)
+                (_call(name, model, xs) ** 2).sum().backward()
+                general = [x.grad for x in xs]
+            for a, b, c in zip(fast, general, graph):
+                assert torch.allclose(a, b, rtol=1e-13, atol=1e-12)
+                assert torch.allclose(a, c.detach(), rtol=1e-13, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", SECOND_ORDER)
 def test_gradgradcheck(name):
     model, rng = MODELS["tree"], np.random.default_rng(3)
@@ -388,3 +421,16 @@ def test_bad_input_errors():
         rt.aba(model, zero, tv, tu)
     with pytest.raises(ValueError, match="q1: expected shape"):
         rt.difference(model, tq, tv)
+
+
+def test_bench_floor_rows():
+    """rbdiff.bench.torch's floor rows on iiwa14: rbdiff's forward + backward, the
+    trivial Function, the derivatives, the floor and the ratio, consistent."""
+    from rbdiff.bench import torch as bt
+    rows = bt.floors(quick=True, robots=("iiwa14",))
+    assert [r["case"] for r in rows] == ["aba forward+backward", "rnea forward+backward"]
+    for r in rows:
+        assert min(r["rbdiff"], r["trivial"], r["derivatives"]) > 0
+        assert r["floor"] == pytest.approx(r["trivial"] + 2 * r["derivatives"] + 20e-6)
+        assert r["ratio"] == pytest.approx(r["rbdiff"] / r["floor"])
+    assert "| iiwa14 | aba forward+backward |" in bt.floor_table(rows)

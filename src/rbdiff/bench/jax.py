@@ -14,6 +14,12 @@ iiwa14 (7 dofs). Per batch size B = 1, 64, 1024: forward dynamics (aba) and its 
   rbd.aba_derivatives: the cost of the FFI call itself.
 Contenders interleaved in one process, medians of repeated timings (us per call, the
 whole batch), ratios against NumPy and adam. jaxsim is not measured (see the note).
+
+Floors (issue 23): jax.jit(jax.vmap(jax.grad(loss))) with loss = sum(rj.aba(...) ** 2),
+per robot (iiwa14; solo12 and hyq, floating bases, where example-robot-data is
+installed) and B = 1, 4, 16, 64, 256 (--quick: 1, 64), against floor = 1.5 x the NumPy
+batch (rbd.aba + rbd.aba_derivatives) + 20 us, interleaved (rbdiff.bench.timing);
+ratio = rbdiff / floor (at most 1: at the floor).
 """
 
 import argparse
@@ -113,6 +119,55 @@ def run(quick=False):
     return rows
 
 
+FLOOR_ROBOTS = ("iiwa14", "solo12", "hyq")
+FLOOR_BATCHES = (1, 4, 16, 64, 256)
+FLOOR_FACTOR, FLOOR_SLACK_S = 1.5, 20e-6
+
+
+def floors(quick=False, robots=FLOOR_ROBOTS, batches=None):
+    """[{"robot", "B", "rbdiff", "numpy", "floor", "ratio"}] (seconds, whole batch,
+    medians of interleaved rounds): the jitted vmapped gradient of a loss of rj.aba
+    against 1.5 x the NumPy batch of aba + aba_derivatives + 20 us. A robot that cannot
+    be loaded (no example-robot-data) is left out."""
+    from rbdiff.bench.timing import interleaved
+    batches = batches or ((1, 64) if quick else FLOOR_BATCHES)
+    rows = []
+    for robot in robots:
+        try:
+            model = rbd.load_robot(robot)
+        except Exception:           # noqa: BLE001 - an optional robot's data is missing
+            continue
+        rng = np.random.default_rng(0)
+        grad = jax.jit(jax.vmap(jax.grad(
+            lambda q_, v_, t_: jnp.sum(rj.aba(model, q_, v_, t_) ** 2), argnums=(0, 1, 2))))
+        for B in batches:
+            q = rbd.random_configuration(model, rng, batch=B)
+            v, tau = rng.normal(size=(B, model.nv)), rng.normal(size=(B, model.nv))
+            qj, vj, tj = jnp.asarray(q), jnp.asarray(v), jnp.asarray(tau)
+
+            def numpy(q=q, v=v, tau=tau):
+                rbd.aba(model, q, v, tau)
+                rbd.aba_derivatives(model, q, v, tau)
+            t = interleaved({"rbdiff": lambda: _block(grad(qj, vj, tj)), "numpy": numpy},
+                            repeats=5 if quick else 15, min_time=2e-3 if quick else 4e-3)
+            med = {k: r["median"] for k, r in t.items()}
+            floor = FLOOR_FACTOR * med["numpy"] + FLOOR_SLACK_S
+            rows.append(dict(robot=robot, nv=model.nv, B=B, floor=floor,
+                             ratio=med["rbdiff"] / floor, **med))
+    return rows
+
+
+def floor_table(rows):
+    lines = ["jit(vmap(grad(sum(rj.aba(...) ** 2)))) against its floor: 1.5 x NumPy "
+             "batch (aba + aba_derivatives) + 20 us; median us per call (whole batch)", "",
+             "| robot | B | rbdiff.jax | NumPy | floor | rbdiff / floor |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['robot']} | {r['B']} | {r['rbdiff'] * 1e6:.1f} | "
+                     f"{r['numpy'] * 1e6:.1f} | {r['floor'] * 1e6:.1f} | {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def table(rows):
     lines = ["| B | function | NumPy (us) | rbdiff.jax jit (us) | adam jit (us) | "
              "rbdiff.jax - NumPy (us) | adam / rbdiff.jax |",
@@ -130,12 +185,18 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json")
+    p.add_argument("--floors-only", action="store_true",
+                   help="only the floor rows (no adam, no B = 1024 comparison)")
     args = p.parse_args(argv)
-    rows = run(args.quick)
-    print(table(rows))
+    rows = [] if args.floors_only else run(args.quick)
+    if rows:
+        print(table(rows))
+        print()
+    fl = floors(args.quick)
+    print(floor_table(fl))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+            json.dump({"rows": rows, "floors": fl} if rows else {"floors": fl}, fh, indent=1)
 
 
 if __name__ == "__main__":

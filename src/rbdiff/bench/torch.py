@@ -14,6 +14,14 @@ median seconds per call over the rounds), float64:
   the NumPy API's value plus derivatives (rbd.aba + rbd.aba_derivatives: the kernels the
   rule calls) and adam's forward + backward (autograd through its algorithm).
 B = 1 uses adam's KinDynComputations, B > 1 its KinDynComputationsBatch.
+
+Floors (issue 23): per robot (iiwa14; solo12, floating base, where example-robot-data is
+installed) and function (aba, rnea), one state, float64, interleaved in one process:
+rbdiff.torch's f(model, q, v, u).square().sum().backward() with q, v, u requiring grad,
+against the framework's floor = a trivial torch.autograd.Function through the same loss
+(its forward returns a NumPy-computed tensor, its backward precomputed tensors)
++ 2 x the NumPy derivative call (rbd.aba_derivatives / rbd.rnea_derivatives) + 20 us;
+ratio = rbdiff / floor (at most 1: at the floor).
 """
 
 import argparse
@@ -120,6 +128,81 @@ def _a_full(a_joints):
                      -1)
 
 
+FLOOR_ROBOTS = ("iiwa14", "solo12")
+FLOOR_SLACK_S = 20e-6
+
+
+def floors(quick=False, seed=0, robots=FLOOR_ROBOTS):
+    """[{"robot", "case", "rbdiff", "trivial", "derivatives", "floor", "ratio"}] (seconds
+    per call, medians of interleaved rounds): rbdiff.torch's forward + backward against
+    its floor (see the module's docstring). A robot that cannot be loaded (solo12 without
+    example-robot-data) is left out."""
+    import torch
+
+    import rbdiff.torch as rt
+    rows = []
+    for robot in robots:
+        try:
+            model = rbd.load_robot(robot)
+        except Exception:           # noqa: BLE001 - an optional robot's data is missing
+            continue
+        rng = np.random.default_rng(seed)
+        q = rbd.random_configuration(model, rng)
+        v, u = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        for name, npf, derivs, tf in (("aba", rbd.aba, rbd.aba_derivatives, rt.aba),
+                                      ("rnea", rbd.rnea, rbd.rnea_derivatives, rt.rnea)):
+            funcs = _floor_funcs(torch, model, q, v, u, npf, derivs, tf)
+            t = interleaved(funcs, repeats=5 if quick else 21, min_time=2e-3 if quick else 4e-3)
+            med = {k: r["median"] for k, r in t.items()}
+            floor = med["trivial"] + 2 * med["derivatives"] + FLOOR_SLACK_S
+            rows.append(dict(robot=robot, nv=model.nv, case=f"{name} forward+backward",
+                             floor=floor, ratio=med["rbdiff"] / floor, **med))
+    return rows
+
+
+def _floor_funcs(torch, model, q, v, u, npf, derivs, tf):
+    """The three timed callables of one floor row."""
+    xs = [torch.tensor(x, requires_grad=True) for x in (q, v, u)]
+    pre = [torch.tensor(x) for x in (q, v, u)]
+
+    class Trivial(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            return torch.from_numpy(npf(model, q, v, u))
+
+        @staticmethod
+        def backward(ctx, g):
+            return pre[0], pre[1], pre[2]
+
+    def clear():
+        for x in xs:
+            x.grad = None
+
+    def rbdiff_fb():
+        clear()
+        tf(model, *xs).square().sum().backward()
+
+    def trivial_fb():
+        clear()
+        Trivial.apply(*xs).square().sum().backward()
+
+    return {"rbdiff": rbdiff_fb, "trivial": trivial_fb,
+            "derivatives": lambda: derivs(model, q, v, u)}
+
+
+def floor_table(rows):
+    """Markdown table of floors()' rows."""
+    lines = ["rbdiff.torch forward + backward (loss f(...).square().sum()) against its "
+             "floor: trivial autograd.Function + 2 x NumPy derivatives + 20 us; median us",
+             "", "| robot | case | rbdiff.torch | trivial Function | NumPy derivatives "
+             "| floor | rbdiff / floor |", "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['robot']} | {r['case']} | {_us(r['rbdiff'])} | "
+                     f"{_us(r['trivial'])} | {_us(r['derivatives'])} | {_us(r['floor'])} "
+                     f"| {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def run(quick=False, seed=0):
     """The timings: {"robot", "nv", "rows": [{"B", "case", "numpy", "rbdiff.torch",
     "adam", "adam_max_abs_diff"}], "adam": None or the reason it is absent}."""
@@ -173,9 +256,15 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="B = 1, 64 and fewer rounds")
     p.add_argument("--json", metavar="PATH", help="write the raw numbers there")
+    p.add_argument("--floors-only", action="store_true",
+                   help="only the floor rows (no adam, no batches)")
     a = p.parse_args(argv)
-    res = run(quick=a.quick)
-    print(table(res))
+    res = {} if a.floors_only else run(quick=a.quick)
+    if res:
+        print(table(res))
+        print()
+    res["floors"] = floors(quick=a.quick)
+    print(floor_table(res["floors"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

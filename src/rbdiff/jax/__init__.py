@@ -26,8 +26,9 @@ NamedTuples; differentiable once more).
   tangent derivative. integrate and difference are jax.numpy (configuration.py),
   differentiated by JAX itself.
 - Arrays may carry leading batch axes (broadcast against each other); vmap of any depth
-  becomes one batched kernel call (calls.py), on all Numba threads from
-  calls.PARALLEL_MIN_ITEMS items (omp or tbb threading layer), serial below.
+  becomes one batched kernel call (calls.py), serial or on all Numba threads (omp or
+  tbb threading layer) as decided per call at run time by rbdiff.cpu.policy's rule,
+  the NumPy batches' (plans.py).
 - dtype: float64 under ``jax_enable_x64``, float32 otherwise (the kernels then run in
   float64 and the results are cast to float32).
 - Kernel calls: XLA FFI custom calls to Numba cfunc handlers (ffi.py; registered and
@@ -36,7 +37,10 @@ NamedTuples; differentiable once more).
   disk; ``python -m rbdiff compile`` or calls.compile_handlers() warms them all).
   A NaN input gives NaN outputs at run time (a C handler cannot raise; values are never
   seen under jit, as in JAX itself: jax_debug_nans finds them); shapes and dtypes are
-  refused at trace time.
+  refused at trace time. The rules' Jacobian-vector products are custom calls too
+  (contract.py): XLA dots would count flops, and PjRt's CPU client hands any
+  computation of 1000 estimated flops or more to a worker thread (tens of us per call
+  on a busy machine), which dominated small jitted gradients.
 - CUDA arrays: not yet run on rbdiff.gpu; a function traced for a GPU device raises
   (no silent host copy).
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from ..kernels.jit import harden_cache
 from . import entries
+from . import plans
 from .ffi import _KERNELS, N_MODEL, PARALLEL, SERIAL
 
 _TARGETS = {}
@@ -84,17 +85,13 @@ def out_shapes(model, name):
     return [sizes[s] if isinstance(s, str) else s for s in _OUTPUTS[name]]
 
 
-PARALLEL_MIN_ITEMS = 128     # smaller batches run serially (a parallel region's wake-up
-# and join, and a descheduled worker on a busy machine, cost more than they save: at 64
-# items a parallel aba took 2.4x the serial time on this 2-core shared machine). Fixed, not
-# adaptive like rbdiff.cpu.policy (which times each entry): open.
-
-
 def _chunks(batch):
-    """Chunks for a batch of ``batch`` items: Numba's thread count for a large batch when
+    """The most chunks a batch of ``batch`` items may run on: Numba's thread count when
     the threading layer is safe to enter from several threads at once (omp, tbb: XLA may
-    run two handlers concurrently; workqueue would abort), else 0 (serial)."""
-    if batch < PARALLEL_MIN_ITEMS:
+    run two handlers concurrently; workqueue would abort), else 0 (always serial). Whether
+    a call uses them is decided per call at run time (plans.py: rbdiff.cpu.policy's
+    rule), not here."""
+    if batch < 2:
         return 0
     try:
         layer = numba.threading_layer()
@@ -118,32 +115,35 @@ def call(model, name, *arrays, static=()):
     lead, dtype = arrays[0].shape[:-1], arrays[0].dtype
     results = tuple(jax.ShapeDtypeStruct(lead + s, dtype) for s in out_shapes(model, name))
     frame = static[0] if static else 0
-    return _batched(name, results, frame)(*_model_operands(model), *arrays)
+    plan = plans.slot(model, name)
+    return _batched(name, results, frame, plan)(*_model_operands(model), *arrays)
 
 
 _BATCHED = {}
 
 
-def _batched(name, results, frame):
+def _batched(name, results, frame, plan):
     """The custom_vmap kernel call for these results (one object per key: JAX's eager
     dispatch caches compiled calls by the function's identity)."""
-    key = (name, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame)
+    key = (name, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame, plan)
     hit = _BATCHED.get(key)
     if hit is None:
-        hit = _BATCHED[key] = _make_batched(name, results, frame)
+        hit = _BATCHED[key] = _make_batched(name, results, frame, plan)
     return hit
 
 
-def _make_batched(name, results, frame):
+def _make_batched(name, results, frame, plan):
     target = _target(name)
 
     @jax.custom_batching.custom_vmap
     def kernel(*ops):
         B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
         nch = _chunks(B)
-        if nch:                   # a parallel run: its entries, compiled on first use
-            entries.link(PARALLEL[name])
-        opts = jnp.asarray(np.array([frame, nch], np.int32))
+        if nch:                   # a possible parallel run: its entries, compiled (or
+            entries.link(PARALLEL[name])       # loaded from the cache) on first use
+        # the mode is read when traced (policy.forced pins a computation's choice); the
+        # plan row decides each call's at run time
+        opts = jnp.asarray(np.array([frame, nch, plan, plans.mode()], np.int32))
         return tuple(jax.ffi.ffi_call(target, results)(*ops[:N_MODEL - 1], opts,
                                                        *ops[N_MODEL - 1:]))
 
@@ -155,7 +155,7 @@ def _make_batched(name, results, frame):
         xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
               for x, b in zip(ops[m:], in_batched[m:])]
         inner = _batched(name, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
-                                       for r in results), frame)
+                                       for r in results), frame, plan)
         return inner(*ops[:m], *xs), (True,) * len(results)
 
     return kernel

@@ -12,9 +12,10 @@ The handler reads XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
 - execution: it checks the call frame's and every buffer's struct_size (older layouts
   are refused), XLA's API major version, the stage, buffer types and dtypes (f64, or f32
   computed in f64), then runs rbdiff.cpu.batch's entry on the flattened batch: the
-  parallel one (chunks > 0, chosen by calls._chunks: batches of calls.PARALLEL_MIN_ITEMS
-  or more, only under the omp or tbb threading layers, which may be entered from several
-  threads at once) or the serial one on XLA's thread.
+  parallel one (only under the omp or tbb threading layers, which may be entered from
+  several threads at once: calls._chunks) or the serial one on XLA's thread, decided
+  per call by rbdiff.cpu.policy's rule on the (model, kernel)'s plan (plans.py,
+  _choose / _record below).
 
 Handlers keep no state (XLA may call them concurrently): every call allocates its own
 scratch. An input the entry refuses (NaN, a singular inertia) cannot raise through C:
@@ -29,6 +30,8 @@ from numba.extending import intrinsic, overload
 from ..kernels.jit import cached_njit
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
+from ..cpu import policy
+from . import plans as P
 from .entries import SLOT, run
 
 API_MAJOR, API_MINOR = 0, 3            # xla/ffi/api/c_api.h this handler follows
@@ -40,7 +43,8 @@ _ARG_BUFFER = 1                        # XLA_FFI_ArgType_BUFFER / XLA_FFI_RetTyp
 _F32, _F64, _S32, _U32 = 11, 12, 4, 8    # XLA_FFI_DataType
 _LOCAL = REFERENCE_CODES["local"]
 _AUTO_IN, _AUTO_OUT = INNER_ROUTES["auto"], OUTER_ROUTES["auto"]
-N_MODEL = 5                            # mi, mf, frame_parents, frame_mf, [frame, chunks]
+N_MODEL = 5             # mi, mf, frame_parents, frame_mf, [frame, chunks, plan, mode]
+N_OPTS = 4
 
 
 @intrinsic
@@ -139,7 +143,7 @@ def _frame(frame, n_in, out_rank):
     (its outputs NaN-filled here); then the arrays are empty."""
     e, e2, ei, rets0 = np.empty((0, 0)), np.empty((0, 0), np.int64), np.empty(0, np.int64), \
         np.empty(0, np.int64)
-    nothing = (False, rets0, e2, e, ei, e, 0, 0, e, e, e, e, e, e, e)
+    nothing = (False, rets0, e2, e, ei, e, 0, np.zeros(N_OPTS, np.int32), e, e, e, e, e, e, e)
     f = _words(frame, 3)
     if f[1] != 0:                                   # extension chain: metadata query?
         ext = _words(f[1], 4)
@@ -178,8 +182,8 @@ def _frame(frame, n_in, out_rank):
     d2, d3 = _dims(args[2]), _dims(args[3])
     fp = carray(_vp(_words(args[2], 6)[3]), (d2[0] // 2,), np.int64)
     fm = carray(_vp(_words(args[3], 6)[3]), (d3[0], d3[1] // 2), np.float64)
-    opts = carray(_vp(_words(args[4], 6)[3]), (2,), np.int32)     # frame, chunks
-    fr, nch = np.int64(opts[0]), np.int64(opts[1])
+    opts = carray(_vp(_words(args[4], 6)[3]), (N_OPTS,), np.int32)  # frame, chunks, ...
+    fr = np.int64(opts[0])
     q = _in(args[N_MODEL], B)
     v = _in(args[N_MODEL + 1], B) if n_in > 1 else e
     u = _in(args[N_MODEL + 2], B) if n_in > 2 else e
@@ -187,7 +191,7 @@ def _frame(frame, n_in, out_rank):
     o1 = _out_f64(rets[1], B) if nrets > 1 else e
     o2 = _out_f64(rets[2], B) if nrets > 2 else e
     o3 = _out_f64(rets[3], B) if nrets > 3 else e
-    return (True, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
+    return (True, rets, mi, mf, fp, fm, fr, opts, q, v, u, o0, o1, o2, o3)
 
 
 @cached_njit
@@ -209,7 +213,7 @@ def _finish(rets, o0, o1, o2, o3):
 
 
 # ---- the kernels: (model arrays, frame, nch, q, v, u (B, n), outputs (B, item size)) ---
-# nch > 0: the parallel entry on nch chunks (calls._chunks decides, and links it), else
+# nch > 0: the parallel entry on nch chunks (_choose decides; calls.py links it), else
 # (or where it is not linked: a computation run without calls.py's tracing) serial.
 # Each calls rbdiff.cpu.batch's entries by address (entries.run: the serial entry's slot
 # names the pair) and returns True when they ran, False when one refused its input.
@@ -339,18 +343,82 @@ def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return run(_FJ, nch, (mi, mf, fp, fm, q, J, fr, _LOCAL))
 
 
+# ---- the serial / parallel decision (plans.py: rbdiff.cpu.policy's rule at run time) ---
+_MIN_S, _UNTIMED_S, _LOSS = policy.PARALLEL_MIN_S, policy.UNTIMED_S, policy.LOSS
+_BACKOFF_MIN, _BACKOFF_MAX = policy.BACKOFF_MIN_S, policy.BACKOFF_MAX_S
+
+
+@cached_njit
+def _plan(k):
+    return carray(_vp(P.table_address()), (P.NPLANS, P.WIDTH), np.float64)[k]
+
+
+@cached_njit
+def _choose(opts, B):
+    """(chunks, t0) for a batch of B items: 0 chunks runs the serial entry; t0 < 0: the
+    run is not timed. opts: [frame, the most chunks (0: no parallel entry linked), plan
+    row, mode]."""
+    most, k, mode = np.int64(opts[1]), np.int64(opts[2]), opts[3]
+    if mode == P.SERIAL or B == 0 or k < 0 or k >= P.NPLANS:
+        return np.int64(0), -1.0
+    if mode == P.PARALLEL:
+        return min(most, B), -1.0
+    p = _plan(k)
+    if B < p[P.UNTIMED]:                  # far too small for threads: not even timed
+        return np.int64(0), -1.0
+    t0 = P.now()
+    if (most >= 2 and p[P.RUNS] >= 2 and p[P.ITEM] * B >= _MIN_S
+            and t0 >= p[P.UNTIL]):
+        return min(most, B), t0
+    return np.int64(0), t0
+
+
+@cached_njit
+def _record(opts, B, nch, t0):
+    """Fold a timed run into its plan (rbdiff.cpu.policy.run's bookkeeping)."""
+    if t0 < 0:
+        return
+    p = _plan(np.int64(opts[2]))
+    t1 = P.now()
+    took = t1 - t0
+    if nch == 0:
+        item = max(took / B, 1e-12)
+        p[P.RUNS] += 1
+        if p[P.ITEM] == 0 or item < p[P.ITEM]:
+            p[P.ITEM] = item
+        else:
+            p[P.ITEM] += 0.125 * (item - p[P.ITEM])
+        if p[P.RUNS] >= 2:
+            p[P.UNTIMED] = _UNTIMED_S / p[P.ITEM]
+        return
+    if took > _LOSS * p[P.ITEM] * B:
+        if p[P.LOST] != 0:              # the second loss in a row: back off
+            p[P.UNTIL] = t1 + p[P.BACKOFF]
+            p[P.BACKOFF] = min(2 * p[P.BACKOFF], _BACKOFF_MAX)
+        p[P.LOST] = 1.0 - p[P.LOST]
+    else:
+        p[P.LOST] = 0.0
+        p[P.BACKOFF] = _BACKOFF_MIN
+        if took * nch < p[P.ITEM] * B:    # nch x parallel time bounds the serial
+            p[P.ITEM] = max(took * nch / B, 1e-12)
+            p[P.UNTIMED] = _UNTIMED_S / p[P.ITEM]
+
+
 @cached_njit
 def _serve(frame, k, n_in, out_rank):
     """A handler's work: read the call frame (n_in per-item inputs, outputs of rank
     out_rank per item), run kernel k (below), copy f32 results out; a refused input (NaN,
     a singular model) or any other failure NaN-fills the outputs (nothing raises
     through C)."""
-    ok, rets, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3 = _frame(frame, n_in,
-                                                                          out_rank)
+    ok, rets, mi, mf, fp, fm, fr, opts, q, v, u, o0, o1, o2, o3 = _frame(frame, n_in,
+                                                                           out_rank)
     if not ok:
         return
+    B = q.shape[0]
+    nch, t0 = _choose(opts, B)
     try:
         if _kernel(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+            _record(opts, B, nch, t0)
             _finish(rets, o0, o1, o2, o3)
         else:
             _fail(rets)

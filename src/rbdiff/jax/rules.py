@@ -2,8 +2,9 @@
 
 Every function reads q through the retraction (quaternions and (cos, sin) pairs
 normalised), so its derivative in the ambient q is rbdiff's tangent derivative times
-e = tangent_of_ambient(model, q, dq) (rbdiff.model.tangent), written in jax.numpy ops:
-differentiating a rule again differentiates e too, and the derivative functions used in
+e = tangent_of_ambient(model, q, dq) (rbdiff.model.tangent) = T(q) dq, T a custom call
+(tangent_map.py) whose own derivative is the jax.numpy map's: differentiating a rule
+again differentiates e too, and the derivative functions used in
 the rules carry their own rules from the second-order kernels, so Hessians are
 analytical. Where rbdiff has no kernel for the next order, the rule raises.
 
@@ -15,14 +16,17 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from ..model.tangent import tangent_of_ambient
 from . import calls
+from .contract import contract
+from .tangent_map import tangent_matrix_function
 from . import configuration
 from .configuration import retract
 
 
 def _mv(A, x):
-    return jnp.einsum("...ij,...j->...i", A, x)
+    """A x as one custom call (contract.py: no XLA flops, so a small computation stays
+    on the caller's thread instead of PjRt's asynchronous dispatch)."""
+    return contract(A, x)
 
 
 def _t(T, x):
@@ -65,14 +69,17 @@ class Rules:
         self.model = m = model
         self._frames = {}
 
-        # the tangent map and the retraction jitted as units (see integrate below)
-        tangent = jax.jit(lambda q, dq: jnp.stack(tangent_of_ambient(m, q, dq), -1))
+        # the retraction jitted as a unit (see integrate below)
         retract_m = jax.jit(functools.partial(retract, m))
+
+        tangent_matrix = tangent_matrix_function(m)
 
         def e(q, dq):
             if m.nq == m.nv:       # revolute and prismatic joints only: the identity map
                 return dq          # (nv slices and a stack fewer in every rule)
-            return tangent(q, dq)
+            # T(q) dq as custom calls (tangent_map.py, contract.py): the jax.numpy map
+            # (``tangent``) costs XLA flops that send small computations asynchronous
+            return contract(tangent_matrix(q), dq)
 
         def kernel(name, q, *rest, static=()):
             return calls.call(m, name, q if m.nq == m.nv else retract_m(q), *rest,
@@ -194,7 +201,7 @@ class Rules:
         self.rnea, self.aba, self.crba, self.minverse = rnea, aba, crba, minverse
         self.nonlinear_effects, self.gravity = nonlinear_effects, gravity
         self.rnea_d, self.aba_d, self.rnea_so, self.aba_so = rnea_d, aba_d, rnea_so, aba_so
-        self._kernel, self._e = kernel, e
+        self._kernel, self._e, self.tangent_matrix = kernel, e, tangent_matrix
         # jitted as a unit: eagerly, JAX would compile each of their ~100 small ops on
         # its own (seconds on a first call); under an outer jit this is transparent
         self.integrate = jax.jit(functools.partial(configuration.integrate, m))

@@ -21,7 +21,7 @@ def check(model, named, any_device=False):
                             "(use rbdiff's NumPy API for arrays, or torch.as_tensor)")
         if x.dtype not in _FLOATS:
             raise TypeError(f"{name}: expected dtype float32 or float64, got {x.dtype}")
-        if x.device.type != "cpu" and not any_device:
+        if not (x.is_cpu or any_device):
             raise ValueError(f"{name}: on device {x.device}; rbdiff.torch runs CPU tensors "
                              "only for now (its rbdiff.gpu path is not verified yet, and it "
                              "does not copy to the host silently): pass x.cpu()")

@@ -20,6 +20,7 @@ no autograd asked for -> the NumPy forward alone; a backward that records no gra
 called directly.
 """
 
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad as fwAD
 
+from ..model import layout as L
 from ..model.tangent import normalised_blocks, tangent_of_ambient
 
 
@@ -62,14 +64,24 @@ def retract(model, q):
     if not g:
         return q
     q = q.copy()
+    one = q.ndim == 1
     for k, n in g:
         x = q[..., k:k + n]
-        r = np.sqrt(x @ x) if q.ndim == 1 else np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
-        if not np.all(r > 0):
-            raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
-                             "they must have a nonzero norm")
+        if one:                 # one state: scalar arithmetic (no reductions, no np.all)
+            r = float(np.sqrt(x @ x))
+            if not r > 0:
+                _zero_rotation(k, n)
+        else:
+            r = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+            if not np.all(r > 0):
+                _zero_rotation(k, n)
         x /= r
     return q
+
+
+def _zero_rotation(k, n):
+    raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
+                     "they must have a nonzero norm")
 
 
 def tangent_matrix(model, q):
@@ -103,7 +115,9 @@ def build(level):
 
         @staticmethod
         def forward(model, extra, *xs):
-            return _forward(level, model, extra, xs)
+            outs, arrays = _forward(level, model, extra, xs, True)
+            _STASH.last = (xs, arrays)
+            return outs
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -111,6 +125,7 @@ def build(level):
             ctx.model, ctx.extra = model, extra
             ctx.save_for_backward(*xs)
             ctx.save_for_forward(*xs)
+            ctx.arrays = _stashed(xs)
 
         @staticmethod
         def backward(ctx, *gs):
@@ -122,7 +137,7 @@ def build(level):
             if not (torch.is_grad_enabled() or _transforming()
                     or any(g is not None and _wrapped(g) for g in gs)):
                 return (None, None) + _backward_numpy(level, ctx.model, ctx.extra, xs, gs,
-                                                      wanted)
+                                                      wanted, ctx.arrays)
             J = _jacobians(ctx.model, ctx.extra, xs)
             grads = [None] * nx
             for o, g in enumerate(gs):
@@ -206,16 +221,38 @@ def _transforming():
     return torch._C._are_functorch_transforms_active()
 
 
-def _forward(level, model, extra, xs):
+def _forward(level, model, extra, xs, keep=False):
     """The level's outputs at the tensors xs: q normalised, all leading axes one batch,
-    float64, one NumPy API call; results in xs' dtype and leading shape."""
+    float64, one NumPy API call; results in xs' dtype and leading shape (keep: and the
+    NumPy arrays the call took, for a backward to reuse)."""
     batch = xs[0].shape[:-1]
-    arrays = [_to_numpy(x, len(batch)) for x in xs]
-    arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
+    arrays = _arrays(level, model, xs, len(batch))
     nb = 1 if batch else 0
     dt = xs[0].dtype
     outs = level.fn(model, arrays, extra)
-    return tuple(_out(o, batch + o.shape[nb:], dt) for o in outs)
+    outs = tuple(_out(o, batch + o.shape[nb:], dt) for o in outs)
+    return (outs, arrays) if keep else outs
+
+
+def _arrays(level, model, xs, n_batch):
+    """The float64 NumPy arrays of xs that level.fn takes: leading axes flattened, q
+    retracted."""
+    return [retract(model, _to_numpy(x, n_batch)) if isq else _to_numpy(x, n_batch)
+            for x, isq in zip(xs, level.q_inputs)]
+
+
+# forward -> setup_context: the arrays a forward computed, for its backward (a NumPy
+# backward then skips the conversions and the retraction). Per thread; taken only by the
+# setup_context of the same inputs (under a torch.func transform they differ: not used)
+_STASH = threading.local()
+
+
+def _stashed(xs):
+    last = getattr(_STASH, "last", None)
+    _STASH.last = None
+    if last is None or len(last[0]) != len(xs) or any(a is not b for a, b in zip(last[0], xs)):
+        return None
+    return last[1]
 
 
 def _out(a, shape, dtype):
@@ -225,14 +262,15 @@ def _out(a, shape, dtype):
     return t if dtype == torch.float64 else t.to(dtype)
 
 
-def _backward_numpy(level, model, extra, xs, gs, wanted):
+def _backward_numpy(level, model, extra, xs, gs, wanted, arrays=None):
     """backward without a graph (plain .backward()): the same contraction in NumPy,
-    with the next level's kernels called directly."""
+    with the next level's kernels called directly (arrays: the forward's, where it kept
+    them; else converted again)."""
     if level.nxt is None:
         raise RuntimeError(level.missing)
     nb = xs[0].dim() - 1
-    arrays = [_to_numpy(x, nb) for x in xs]
-    arrays = [retract(model, a) if isq else a for a, isq in zip(arrays, level.q_inputs)]
+    if arrays is None:
+        arrays = _arrays(level, model, xs, nb)
     J = level.nxt.fn(model, arrays, extra)
     flat = 1 if nb else 0
     grads = [None] * len(xs)
@@ -244,8 +282,12 @@ def _backward_numpy(level, model, extra, xs, gs, wanted):
         for x, k in enumerate(level.jac[o]):
             if k is None or not wanted[x]:
                 continue
-            Jk = J[k].reshape(J[k].shape[:flat] + (-1, J[k].shape[-1]))
-            w = (g[..., None, :] @ Jk)[..., 0, :]
+            Jk = J[k]
+            if flat:
+                Jk = Jk.reshape((Jk.shape[0], -1, Jk.shape[-1]))
+                w = (g[..., None, :] @ Jk)[..., 0, :]
+            else:
+                w = g @ Jk.reshape((-1, Jk.shape[-1]))
             grads[x] = w if grads[x] is None else grads[x] + w
     out = []
     for x, (t, isq) in enumerate(zip(xs, level.q_inputs)):
@@ -256,17 +298,101 @@ def _backward_numpy(level, model, extra, xs, gs, wanted):
         if w is None:
             out.append(torch.zeros_like(t))
             continue
-        if isq:
-            q = _to_numpy(t, nb)
-            w = _tangent_vjp(model, q, w)
+        if isq and _vjp_plan(model) is not None:      # (else the identity)
+            w = _tangent_vjp(model, _to_numpy(t, nb), w)
         out.append(_out(w, t.shape, t.dtype))
     return tuple(out)
 
 
 def _tangent_vjp(model, q, w):
     """sum_c w[..., c] d e_c / d dq (..., nq): the transpose of tangent_of_ambient at q
-    applied to w, in NumPy (the map is linear in dq: its values at the unit vectors; q
-    enters with a length-1 axis, so its own arithmetic stays scalar for a single state)."""
+    applied to w, in closed form per joint (rbdiff.model.tangent's formulas transposed);
+    w itself where the map is the identity (revolute and prismatic joints only).
+    _tangent_vjp_general evaluates the map itself; the tests compare the two."""
+    plan = _vjp_plan(model)
+    if plan is None:
+        return w
+    iq, iv, blocks = plan
+    out = np.empty(w.shape[:-1] + (model.nq,))
+    out[..., iq] = w[..., iv]
+    for t, k, j in blocks:
+        if t == L.REVOLUTE_UNBOUNDED:       # e = (c ds - s dc) / r^2
+            c, s = q[..., k], q[..., k + 1]
+            g = w[..., j] / (c * c + s * s)
+            out[..., k], out[..., k + 1] = -s * g, c * g
+        elif t == L.SPHERICAL:
+            _quaternion_vjp(q, w, k, j, out)
+        else:                               # free flyer: e_lin = R(n)^T dp, e_ang
+            n = _quaternion_vjp(q, w, k + 3, j + 3, out)
+            p = _rotate(n, _parts(w, j, 3))
+            for i in range(3):
+                out[..., k + i] = p[i]
+    return out
+
+
+def _quaternion_vjp(q, w, k, j, out):
+    """e = (2 / r) (n_w dx_u - dx_w u - u x dx_u) (n = x / r = (u, n_w), x = q[..., k:k+4])
+    transposed on g = w[..., j:j+3]: out[..., k:k+3] = (2 / r) (n_w g + u x g),
+    out[..., k+3] = -(2 / r) u . g. Works on components (floats for one state, arrays
+    for a batch: no np.cross, whose overhead is a single state's whole cost). Returns n
+    as its four components."""
+    x, g = _parts(q, k, 4), _parts(w, j, 3)
+    r = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]) ** 0.5
+    n = [c / r for c in x]
+    s = 2 / r
+    uxg = _cross(n, g)
+    for i in range(3):
+        out[..., k + i] = s * (n[3] * g[i] + uxg[i])
+    out[..., k + 3] = -s * (n[0] * g[0] + n[1] * g[1] + n[2] * g[2])
+    return n
+
+
+def _parts(a, k, n):
+    """a[..., k:k+n] as a list of n components (Python floats for a 1-D a)."""
+    return a[k:k + n].tolist() if a.ndim == 1 else [a[..., k + i] for i in range(n)]
+
+
+def _rotate(n, p):
+    """R(n) p for a unit quaternion n = (u, w) (components): p + 2 w (u x p) + 2 u x (u x p)."""
+    uxp = _cross(n, p)
+    uxuxp = _cross(n, uxp)
+    return [p[i] + 2 * n[3] * uxp[i] + 2 * uxuxp[i] for i in range(3)]
+
+
+def _cross(a, b):
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+_PLANS = weakref.WeakKeyDictionary()     # model -> _vjp_plan's answer
+
+
+def _vjp_plan(model):
+    """None where tangent_of_ambient is the identity; else (iq, iv, blocks): the q and
+    tangent indices of the revolute and prismatic joints, and (type, q index, tangent
+    index) of every other joint, in tangent_of_ambient's order."""
+    try:
+        return _PLANS[model][0]
+    except KeyError:
+        pass
+    iq, iv, blocks, j = [], [], [], 0
+    for i in range(1, model.njoints):
+        t, k = int(model.joint_types[i]), int(model.idx_q[i])
+        if t in (L.REVOLUTE, L.PRISMATIC):
+            iq.append(k)
+            iv.append(j)
+            j += 1
+        else:
+            blocks.append((t, k, j))
+            j += {L.REVOLUTE_UNBOUNDED: 1, L.SPHERICAL: 3}.get(t, 6)
+    identity = not blocks and iq == list(range(model.nq)) and iv == iq
+    plan = None if identity else (np.array(iq, np.intp), np.array(iv, np.intp), blocks)
+    _PLANS[model] = (plan,)
+    return plan
+
+
+def _tangent_vjp_general(model, q, w):
+    """_tangent_vjp by evaluating tangent_of_ambient at the unit vectors (the reference
+    the tests compare the closed form with)."""
     eye = _EYES.get(model.nq)
     if eye is None:
         eye = _EYES[model.nq] = np.eye(model.nq)
