@@ -38,7 +38,6 @@ parallel test workers and ``rbdiff compile`` can fill one cache (:func:`harden_c
 import hashlib
 import os
 import sys
-import warnings
 
 import numba
 from numba.core import config, types
