@@ -442,3 +442,43 @@ def test_tangent_matrix_custom_call_equals_the_jax_numpy_map(name):
     _near(T(q), T.general(q))
     _near(jax.jit(jax.vmap(T))(q), T.general(q))
     _near(jax.jacfwd(T)(q[0]), jax.jacfwd(T.general)(q[0]))
+
+
+def test_parallel_entries_link_when_ready_else_compile_in_the_background(monkeypatch):
+    """A trace that may run in parallel links the parallel entries only when they are
+    compiled, cached or done compiling in a background child; otherwise it starts that
+    child and the batch runs serially (no first call stops for a parallel compile);
+    where no child can start, it links (compiles) them in place."""
+    from rbdiff.cpu import background
+    from rbdiff.jax import entries
+
+    name = "aba_derivatives_parallel"
+    k = entries.SLOT[name]
+    linked, spawned = [], []
+
+    class Job:
+        done = None
+
+        def poll(self):
+            return self.done
+
+    job = Job()
+    monkeypatch.setattr(entries, "link", lambda names: linked.extend(names))
+    monkeypatch.setattr(entries, "_TABLE", np.zeros_like(entries._TABLE))
+    monkeypatch.setattr(entries, "_PREFETCH", {})
+    monkeypatch.setattr(background, "_cached", lambda d, s: False)
+    dispatcher = getattr(entries.cb, name)
+    monkeypatch.setattr(dispatcher, "overloads", {}, raising=False)
+    monkeypatch.setattr(background, "_spawn", lambda d, s: spawned.append(d) or job)
+    entries.link_or_prefetch([name])
+    assert spawned == [dispatcher] and linked == []          # compiling elsewhere
+    entries.link_or_prefetch([name])
+    assert len(spawned) == 1 and linked == []                # still running: no second
+    job.done = 0
+    entries.link_or_prefetch([name])
+    assert linked == [name]                                  # done: loaded and linked
+    monkeypatch.setattr(entries, "_PREFETCH", {})
+    monkeypatch.setattr(background, "_spawn", lambda d, s: None)
+    linked.clear()
+    entries.link_or_prefetch([name])
+    assert linked == [name] and entries._TABLE[k] == 0       # no child: in place

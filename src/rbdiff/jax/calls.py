@@ -139,8 +139,8 @@ def _make_batched(name, results, frame, plan):
     def kernel(*ops):
         B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
         nch = _chunks(B)
-        if nch:                   # a possible parallel run: its entries, compiled (or
-            entries.link(PARALLEL[name])       # loaded from the cache) on first use
+        if nch:                   # a possible parallel run: its entries if ready, else
+            entries.link_or_prefetch(PARALLEL[name])    # compiling in the background
         # the mode is read when traced (policy.forced pins a computation's choice); the
         # plan row decides each call's at run time
         opts = jnp.asarray(np.array([frame, nch, plan, plans.mode()], np.int32))

@@ -85,6 +85,31 @@ def prefetch(names):
             _PREFETCH[name] = job
 
 
+def link_or_prefetch(names):
+    """link() the entries ``names`` that are compiled, cached or done compiling in the
+    background; start the others compiling in background children (a first large
+    batch then runs serially instead of stopping for a parallel entry's compile, and a
+    later trace or eager call links them). Where no child can start, link() them now."""
+    now = []
+    for name in names:
+        k = SLOT[name]
+        if _TABLE[k]:
+            continue
+        dispatcher, sig = getattr(cb, name), SLOTS[k][1]
+        job = _PREFETCH.get(name)
+        if job is not None:
+            if job.poll() is not None:
+                now.append(name)
+            continue
+        if sig in dispatcher.overloads or background._cached(dispatcher, sig) is not False:
+            now.append(name)
+            continue
+        prefetch([name])
+        if name not in _PREFETCH:        # background compiles off or impossible here
+            now.append(name)
+    link(now)
+
+
 def link(names):
     """Compile (or load from the cache) the entries ``names`` for their slots'
     signatures and write their native addresses into the table; an entry compiling in
