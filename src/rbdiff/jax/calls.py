@@ -17,6 +17,7 @@ from numba.np.ufunc.parallel import _launch_threads
 import jax
 import jax.numpy as jnp
 
+from ..cpu import background
 from ..kernels.jit import harden_cache
 from . import entries
 from . import plans
@@ -44,6 +45,34 @@ _DERIVATIVE = {"rnea": "rnea_derivatives", "aba": "aba_derivatives",
                "crba": "crba_derivatives", "frame_placement": "frame_placement_derivatives"}
 
 
+_WARMING = {}     # handler name -> the background child compiling it (cpu.background.warm)
+
+
+def warm_handler(name):
+    """Compile into the on-disk cache the handler of kernel ``name``, its serial entries
+    and the contract handlers the derivative rules use: a background child's work."""
+    from . import contract
+    _target(name)
+    contract._target(False)
+    contract._target(True)
+
+
+def _warm_derivative(name):
+    """On a cold cache, start a background child compiling the handler that kernel
+    ``name``'s derivative rule calls (jit(f) is mostly followed by jit(grad(f))), so a
+    first gradient finds it compiled by a second core."""
+    d = _DERIVATIVE.get(name)
+    if d is None or d in _TARGETS or d in _WARMING:
+        return
+    own = SERIAL[d][-1]                     # e.g. aba_derivatives_batch
+    dispatcher, sig = getattr(entries.cb, own), entries.SLOTS[entries.SLOT[own]][1]
+    if sig in dispatcher.overloads or background._cached(dispatcher, sig) is not False:
+        return
+    job = background.warm(warm_handler, (d,), near=dispatcher)
+    if job is not None:
+        _WARMING[d] = job
+
+
 def _target(name):
     """Compile (first use) and register the handler of kernel ``name``; its target name."""
     t = _TARGETS.get(name)
@@ -51,8 +80,10 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
-        if name in _DERIVATIVE:      # jit(f) is mostly followed by jit(grad(f))
-            entries.prefetch(set(SERIAL[_DERIVATIVE[name]]) - set(SERIAL[name]))
+        _warm_derivative(name)
+        job = _WARMING.pop(name, None)
+        if job is not None:          # compiling in a child: less to wait than to do
+            job.wait()
         entries.link(SERIAL[name])
         c = _compiled(_KERNELS[name])
         t = f"rbdiff_{name}"
