@@ -163,6 +163,12 @@ class Compile:
         self.child = child
         return None
 
+    def wait(self, timeout=CHILD_MAX_S):
+        """Block until poll() says the compile has ended (or ``timeout`` seconds)."""
+        end = time.monotonic() + timeout
+        while self.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+
 
 def _spawn(dispatcher, sig):
     """The background compile of ``dispatcher`` for ``sig`` (a :class:`Compile`, started

@@ -21,8 +21,6 @@ and caches for every other caller.
   the entry ran without raising.
 """
 
-import time
-
 import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
@@ -122,9 +120,7 @@ def link(names):
         sig = SLOTS[k][1]
         job = _PREFETCH.pop(name, None)
         if job is not None:          # its compile is under way: less to wait than to do
-            end = time.monotonic() + background.CHILD_MAX_S
-            while job.poll() is None and time.monotonic() < end:
-                time.sleep(0.02)
+            job.wait()
         dispatcher.compile(sig)
         cres = dispatcher.overloads[sig]
         addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)

@@ -124,12 +124,7 @@ def _wait(jobs, name):
     if job is None:
         return
     t = time.perf_counter()
-    if isinstance(job, background.Warm):
-        job.wait()
-    else:
-        end = time.monotonic() + background.CHILD_MAX_S
-        while job.poll() is None and time.monotonic() < end:
-            time.sleep(0.02)
+    job.wait()
     jobs["waited"] = jobs.get("waited", 0.0) + time.perf_counter() - t
 
 
