@@ -23,26 +23,15 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from ..kernels.jit import cached_njit
-from .ffi import (_EXECUTE, _FRAME_SIZE, _METADATA_EXT, API_MAJOR, API_MINOR, _addr, _dims,
-                  _in, _ints, _out_f64, _store, _vp, _words)
+from .ffi import (_addr, _dims, _execute_frame, _in, _out_f64, _store, _vp, _words)
 
 
 @cached_njit
 def _serve_contract(frame, transpose):
     """Read the call frame (J, x) -> out and write J x (or J^T x); a call frame it does
     not understand is left alone (the lowering fixes the operands)."""
-    f = _words(frame, 3)
-    if f[1] != 0:                                   # extension chain: metadata query?
-        ext = _words(f[1], 4)
-        if _ints(f[1], 4)[2] == _METADATA_EXT:
-            md = _ints(ext[3], 9)                   # XLA_FFI_Metadata
-            md[6], md[7], md[8] = API_MAJOR, API_MINOR, 0
-            return
-    if f[0] < _FRAME_SIZE:
-        return
-    f = _words(frame, 21)
-    api = _ints(f[2], 10)
-    if api[8] != API_MAJOR or _ints(frame, 10)[8] != _EXECUTE:
+    f = _execute_frame(frame)
+    if f.size == 0:
         return
     nargs, nrets = f[7], f[12]
     if nargs != 2 or nrets != 1:

@@ -137,6 +137,28 @@ def _fill_nan(buf):
 
 
 @cached_njit
+def _execute_frame(frame):
+    """The call frame's first 21 words when XLA asks this handler to execute, in a
+    layout it follows; else an empty array: the metadata query (answered here: the API
+    version the handler was written against, no traits), an older call frame, another
+    API major version or another stage."""
+    f = _words(frame, 3)
+    if f[1] != 0:                                   # extension chain: metadata query?
+        ext = _words(f[1], 4)
+        if _ints(f[1], 4)[2] == _METADATA_EXT:
+            md = _ints(ext[3], 9)                   # XLA_FFI_Metadata
+            md[6], md[7], md[8] = API_MAJOR, API_MINOR, 0
+            return np.empty(0, np.int64)
+    if f[0] < _FRAME_SIZE:
+        return np.empty(0, np.int64)                # an older call frame: refuse
+    f = _words(frame, 21)
+    api = _ints(f[2], 10)
+    if api[8] != API_MAJOR or _ints(frame, 10)[8] != _EXECUTE:
+        return np.empty(0, np.int64)
+    return f
+
+
+@cached_njit
 def _frame(frame, n_in, out_rank):
     """Read a call frame: (ok, rets, mi, mf, frame_parents, frame_mf, frame, chunks, q, v,
     u, o0..o3). ok is False for the metadata query (answered here) and for a refused call
@@ -144,18 +166,8 @@ def _frame(frame, n_in, out_rank):
     e, e2, ei, rets0 = np.empty((0, 0)), np.empty((0, 0), np.int64), np.empty(0, np.int64), \
         np.empty(0, np.int64)
     nothing = (False, rets0, e2, e, ei, e, 0, np.zeros(N_OPTS, np.int32), e, e, e, e, e, e, e)
-    f = _words(frame, 3)
-    if f[1] != 0:                                   # extension chain: metadata query?
-        ext = _words(f[1], 4)
-        if _ints(f[1], 4)[2] == _METADATA_EXT:
-            md = _ints(ext[3], 9)                   # XLA_FFI_Metadata
-            md[6], md[7], md[8] = API_MAJOR, API_MINOR, 0
-            return nothing
-    if f[0] < _FRAME_SIZE:
-        return nothing                              # an older call frame: refuse
-    f = _words(frame, 21)
-    api = _ints(f[2], 10)
-    if api[8] != API_MAJOR or _ints(frame, 10)[8] != _EXECUTE:
+    f = _execute_frame(frame)
+    if f.size == 0:
         return nothing
     nargs, nrets = f[7], f[12]
     atypes, args = _ints(f[8], nargs), _words(f[9], nargs)

@@ -21,8 +21,7 @@ import jax.numpy as jnp
 from ..kernels.jit import cached_njit
 from ..model import layout as L
 from ..model.tangent import tangent_of_ambient
-from .ffi import (_EXECUTE, _FRAME_SIZE, _METADATA_EXT, API_MAJOR, API_MINOR, _addr, _dims,
-                  _in, _ints, _out_f64, _size, _store, _vp, _words)
+from .ffi import (_addr, _dims, _execute_frame, _in, _out_f64, _size, _store, _vp, _words)
 
 _REV, _PRI, _UNB, _SPH = L.REVOLUTE, L.PRISMATIC, L.REVOLUTE_UNBOUNDED, L.SPHERICAL
 
@@ -50,18 +49,8 @@ def _serve_tangent(frame):
     """(joint table, q (..., nq)) -> T (..., nv, nq). Joint table: [joints, nv, then
     (type, q index, tangent index) per joint]; only its first entries are read (vmap may
     broadcast it)."""
-    f = _words(frame, 3)
-    if f[1] != 0:                                   # extension chain: metadata query?
-        ext = _words(f[1], 4)
-        if _ints(f[1], 4)[2] == _METADATA_EXT:
-            md = _ints(ext[3], 9)                   # XLA_FFI_Metadata
-            md[6], md[7], md[8] = API_MAJOR, API_MINOR, 0
-            return
-    if f[0] < _FRAME_SIZE:
-        return
-    f = _words(frame, 21)
-    api = _ints(f[2], 10)
-    if api[8] != API_MAJOR or _ints(frame, 10)[8] != _EXECUTE:
+    f = _execute_frame(frame)
+    if f.size == 0:
         return
     nargs, nrets = f[7], f[12]
     if nargs != 2 or nrets != 1:
