@@ -17,11 +17,21 @@ from numba import prange
 from ..kernels.frame_motion import (frame_acceleration, frame_acceleration_derivatives,
                                     frame_jacobian_time_variation, frame_velocity,
                                     frame_velocity_derivatives)
-from ..kernels.jit import entry, fast_entry, pentry
+from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
 from .checks import (batch_states_ok, frame_ok, reference_ok, state_ok, velocity_state_ok,
                      workspace_ok)
+
+
+BAD_CLASSICAL = "classical: expected True or False"
+
+
+@helper
+def classic_ok(classic):
+    """classic is 0 (spatial acceleration) or 1 (classical)."""
+    if classic < 0 or classic > 1:
+        raise ValueError(BAD_CLASSICAL)
 
 
 # ---- single calls (fast entries on the caller's scratch) -------------------------------
@@ -43,6 +53,7 @@ def frame_acceleration_one(mi, mf, fparent, fmf, q, v, a, frame, reference, clas
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
+    classic_ok(classic)
     frame_acceleration(mi, mf, fparent, fmf, q, v, a, frame, reference, classic, ws, out)
 
 
@@ -72,6 +83,7 @@ def frame_acceleration_derivatives_one(mi, mf, fparent, fmf, q, v, a, frame, ref
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
+    classic_ok(classic)
     frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, a, frame, reference, classic,
                                    ws, dv_dq, da_dq, da_dv, da_da)
 
