@@ -76,6 +76,18 @@ def _kinematics_derivatives(rbd, m, s, b=""):
     rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints - 1)
 
 
+def _frame_motion(rbd, m, s, b=""):
+    q, v, a = (getattr(s, b + x) for x in "qva")
+    f = m.frames[-1].name
+    for reference in ("world", "local", "local_world_aligned"):   # codes: one entry each
+        rbd.frame_velocity(m, q, v, f, reference)
+        rbd.frame_jacobian_time_variation(m, q, v, f, reference)
+        rbd.frame_velocity_derivatives(m, q, v, f, reference)
+    for classical in (False, True):
+        rbd.frame_acceleration(m, q, v, a, f, classical=classical)
+        rbd.frame_acceleration_derivatives(m, q, v, a, f, classical=classical)
+
+
 def _trajopt(rbd, m, s):
     """rbdiff.trajopt's compiled backward pass and rollouts (a fixed-base model of its
     own: trajopt refuses the fixture's free flyer)."""
@@ -127,6 +139,8 @@ JOBS = {
     "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
+    "frame_motion": (2, _frame_motion),
+    "frame_motion[batch]": (2, lambda rbd, m, s: _frame_motion(rbd, m, s, "b")),
     "trajopt": (3, _trajopt),
 }
 
@@ -166,6 +180,8 @@ CALLS = {
     "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                    "frame_jacobian"),
     "configuration": ("integrate", "difference"),
+    "frame_motion": ("frame_velocity", "frame_acceleration", "frame_jacobian_time_variation",
+                     "frame_velocity_derivatives", "frame_acceleration_derivatives"),
     **{j: ("jax",) for j in JOBS if j.startswith("jax:")},
 }
 
