@@ -105,6 +105,19 @@ def moved_column(d, s, m, reference, R, p):
 
 
 @helper
+def time_variation_column(ds, s, vj, pdot, reference, R, p):
+    """d/dt of the Jacobian column E(s) of the frame oMf = (R, p) on body j: ds = dS/dt,
+    vj body j's velocity, pdot the frame origin's (module docstring)."""
+    if reference == LOCAL:
+        return xinv(R, p, tsub(ds, mcr(vj, s)))
+    if reference == LOCAL_WORLD_ALIGNED:
+        c = at_point(p, ds)
+        return (c[0] + s[4] * pdot[2] - s[5] * pdot[1], c[1] + s[5] * pdot[0] - s[3] * pdot[2],
+                c[2] + s[3] * pdot[1] - s[4] * pdot[0], c[3], c[4], c[5])
+    return ds
+
+
+@helper
 def zero_columns(out):
     for r in range(6):
         for m in range(out.shape[1]):
@@ -150,17 +163,8 @@ def frame_jacobian_time_variation(mi, mf, fparent, fmf, q, v, frame, reference, 
         vk = ld6(ws[k, W_V:W_V + 6])
         for d in range(mi[k, MI_IV], mi[k, MI_IV] + mi[k, MI_NV]):
             s = ld6(ws[n + 1 + d, D_S:D_S + 6])
-            ds = mcr(vk, s)
-            if reference == LOCAL:
-                col = xinv(R, p, tsub(ds, mcr(vj, s)))
-            elif reference == LOCAL_WORLD_ALIGNED:
-                c = at_point(p, ds)
-                col = (c[0] + s[4] * pdot[2] - s[5] * pdot[1],
-                       c[1] + s[5] * pdot[0] - s[3] * pdot[2],
-                       c[2] + s[3] * pdot[1] - s[4] * pdot[0], c[3], c[4], c[5])
-            else:
-                col = ds
-            store_column(col, dJ, d)
+            store_column(time_variation_column(mcr(vk, s), s, vj, pdot, reference, R, p),
+                         dJ, d)
         k = mi[k, MI_PARENT]
 
 
