@@ -195,18 +195,19 @@ def _complex_step(fn, model, q, v, a, h=1e-20):
 def test_derivatives_complex_step(key):
     """Every column, every reference, spatial and classical, against the complex step of
     rbdiff's complex128 frame_velocity and frame_acceleration on the manifold."""
-    model, pm, frames = case(key)
+    model, _, frames = case(key)
     q, v, a = _state(model, 3)
     for f in frames[-2:]:
         for ref in PIN_REFS:
-            vel = _complex_step(lambda qq, vv, aa: rbd.frame_velocity(model, qq, vv, f, ref),
-                                model, q, v, a)
+            vel = _complex_step(lambda qq, vv, aa, f=f, ref=ref:
+                                rbd.frame_velocity(model, qq, vv, f, ref), model, q, v, a)
             vd = rbd.frame_velocity_derivatives(model, q, v, f, ref)
             assert rel_err(vd.dv_dq, vel[0]) < 1e-12
             assert rel_err(vd.dv_dv, vel[1]) < 1e-12
             for classical in (False, True):
-                acc = _complex_step(lambda qq, vv, aa: rbd.frame_acceleration(
-                    model, qq, vv, aa, f, ref, classical), model, q, v, a)
+                acc = _complex_step(lambda qq, vv, aa, f=f, ref=ref, c=classical:
+                                    rbd.frame_acceleration(model, qq, vv, aa, f, ref, c),
+                                    model, q, v, a)
                 ad = rbd.frame_acceleration_derivatives(model, q, v, a, f, ref, classical)
                 np.testing.assert_array_equal(ad.dv_dq, vd.dv_dq)
                 for x, r in zip(ad[1:], acc):
@@ -217,7 +218,7 @@ def test_derivatives_complex_step(key):
 def test_time_variation(key):
     """dJ/dt against the complex step of frame_jacobian along q(t) = q (+) t v, and the
     identity dJ v + J a = the frame's acceleration (classical in LOCAL_WORLD_ALIGNED)."""
-    model, pm, frames = case(key)
+    model, _, frames = case(key)
     q, v, a = _state(model, 4)
     h = 1e-20
     qt = rbd.integrate(model, q.astype(complex), 1j * h * v)
@@ -244,7 +245,7 @@ def _calls(model, q, v, a, f, ref):
 
 @pytest.mark.parametrize("key", [1, "solo12"])
 def test_batch_equals_loop(key):
-    model, pm, frames = case(key)
+    model, _, frames = case(key)
     states = [_state(model, 10 + b) for b in range(3)]
     q, v, a = (np.stack([s[k] for s in states]) for k in range(3))
     f = frames[-1]
@@ -264,7 +265,7 @@ def test_batch_equals_loop(key):
 
 
 def test_float32():
-    model, pm, frames = case(3)
+    model, _, frames = case(3)
     q, v, a = _state(model, 5)
     f = frames[-1]
     for ref in PIN_REFS:
@@ -277,7 +278,7 @@ def test_float32():
 
 
 def test_bad_input_explained():
-    model, pm, frames = case("solo12")
+    model = case("solo12")[0]
     q, v, a = _state(model, 6)
     with pytest.raises(KeyError, match="no frame named 'FL_FOT'.*FL_FOOT"):
         rbd.frame_velocity(model, q, v, "FL_FOT")

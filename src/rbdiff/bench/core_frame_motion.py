@@ -84,8 +84,8 @@ def _theirs(pm, q, v, a, fid):
         daq[:3] += np.cross(dw, dp, axis=0)
         return np.array([dvq, daq, dav, daa])
 
-    vec = lambda m: m.vector        # noqa: E731
-    arr = lambda x: np.array([np.array(y) for y in x])     # noqa: E731
+    vec = lambda m: m.vector
+    arr = lambda x: np.array([np.array(y) for y in x])
     return {"frame_velocity": (partial(velocity, L), vec),
             "frame_velocity_lwa": (partial(velocity, LWA), vec),
             "frame_acceleration": (partial(acceleration, pin.getFrameAcceleration, L), vec),
