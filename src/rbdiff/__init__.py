@@ -18,6 +18,11 @@ from .configuration import integrate
 from .configuration import neutral
 from .derivatives import aba_derivatives
 from .derivatives import rnea_derivatives
+from .frame_motion import frame_acceleration
+from .frame_motion import frame_acceleration_derivatives
+from .frame_motion import frame_jacobian_time_variation
+from .frame_motion import frame_velocity
+from .frame_motion import frame_velocity_derivatives
 from .kinematics import forward_kinematics
 from .kinematics import frame_jacobian
 from .kinematics import frame_placement

@@ -157,3 +157,22 @@ def pending(expand, get, model, st, code):
     kd = _new_object(KinematicsDerivatives)
     kd._state = (expand, get, model, st, code)
     return kd
+
+
+# frame motion
+
+class FrameVelocityDerivatives(NamedTuple):
+    """Partial derivatives of a frame's spatial velocity [linear, angular] (in the reference
+    asked for) with respect to q (tangent space) and v, each (6, nv) or (B, 6, nv)."""
+    dv_dq: np.ndarray
+    dv_dv: np.ndarray
+
+
+class FrameAccelerationDerivatives(NamedTuple):
+    """Partial derivatives of a frame's spatial velocity (dv_dq) and spatial or classical
+    acceleration (da_dq, da_dv, da_da) [linear, angular] in the reference asked for, each
+    (6, nv) or (B, 6, nv)."""
+    dv_dq: np.ndarray
+    da_dq: np.ndarray
+    da_dv: np.ndarray
+    da_da: np.ndarray
