@@ -1,5 +1,8 @@
 """Public configuration-space functions: neutral, integrate and difference (Pinocchio's
-``neutral``, ``integrate``, ``difference``), compiled (rbdiff.kernels.configuration).
+``neutral``, ``integrate``, ``difference``), compiled (rbdiff.kernels.configuration), and
+their Lie-group Jacobians integrate_jacobians, difference_jacobians and
+integrate_transport (``dIntegrate``, ``dDifference``, ``dIntegrateTransport``;
+rbdiff.kernels.lie).
 
 Every joint is its own Lie group: revolute and prismatic coordinates add, continuous
 joints (cos, sin) rotate in SO(2), spherical joints compose unit quaternions [x, y, z, w]
@@ -18,10 +21,13 @@ rbdiff.model.configuration, with the NumPy reference of these functions.
 import numpy as np
 
 from .cpu import batch, policy, single
+from .cpu import lie as _lie
+from .kernels.lie import ARG_Q, ARG_V
 from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
 from .validation import F64 as _F64
-from .validation import SUPPORTED, as_array, explain, on_device
+from .results import DifferenceJacobians, IntegrateJacobians
+from .validation import SUPPORTED, as_array, explain, on_device, prepare
 
 # The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
 # the compiled entry unchecked (typed fastargs.REF): it takes them only as float64 1-D
@@ -144,3 +150,139 @@ def _call(model, one, batched, named, width, configurations):
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None,
                       configurations) from None
     return out
+
+
+# ---- Lie-group Jacobians (rbdiff.kernels.lie) -------------------------------------------
+
+_new = tuple.__new__          # a result NamedTuple without its Python __new__
+_ARGUMENTS = {"q": ARG_Q, "v": ARG_V, "ARG0": ARG_Q, "ARG1": ARG_V}
+# Fast paths for single float64 calls, as integrate's (_FAST_MISS): natively bound
+# entries (no Numba type dispatch, ~0.4 us) after a dtype / ndim test in Python; what
+# they do not take or refuse goes to the general path, which names the problem.
+_integrate_jacobians_one = native(_lie.integrate_jacobians_one, "_integrate_jacobians_one",
+                                  globals(), inputs=(2, 3))
+_difference_jacobians_one = native(_lie.difference_jacobians_one,
+                                   "_difference_jacobians_one", globals(), inputs=(2, 3))
+_integrate_transport_one = native(_lie.integrate_transport_one, "_integrate_transport_one",
+                                  globals(), inputs=(2, 3, 4))
+
+
+def integrate_jacobians(model, q, v):
+    """The Jacobians of q' = integrate(q, v) (Pinocchio's dIntegrate with ARG0 and ARG1):
+    IntegrateJacobians(dq, dv), dq = d q' / d q and dv = d q' / d v, each (nv, nv), from
+    the tangent space at q (a step q (+) e) to the one at q'. Block diagonal, one block
+    per joint: 1 for revolute, prismatic and continuous joints; R(v)^T and the right
+    Jacobian Jr(v) of SO(3) for spherical joints; Ad(exp(-v)) and SE(3)'s Jr(v) for a free
+    flyer (rbdiff.kernels.lie).
+
+    q (nq,) a valid configuration, v (nv,) finite, or both with the same leading batch
+    axis (B, nq), (B, nv): each (B, nv, nv). float32 and complex128 inputs give results
+    of their dtype."""
+    try:    # fast path
+        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
+            n = model.nv
+            dq = _empty((n, n))
+            dv = _empty((n, n))
+            _integrate_jacobians_one(model.mi, model.mf, q, v, dq, dv)
+            return _new(IntegrateJacobians, (dq, dv))
+    except _FAST_MISS:
+        pass
+    return _jacobians(model, _lie.integrate_jacobians_one,
+                      (_lie.integrate_jacobians_batch, _lie.integrate_jacobians_parallel),
+                      [("q", q, model.nq), ("v", v, model.nv)], ("q",), IntegrateJacobians)
+
+
+def difference_jacobians(model, q0, q1):
+    """The Jacobians of v = difference(q0, q1) = q1 (-) q0 (Pinocchio's dDifference with
+    ARG0 and ARG1): DifferenceJacobians(dq0, dq1), each (nv, nv), against steps q0 (+) e
+    and q1 (+) e. Block diagonal: -1 and 1 for revolute, prismatic and continuous
+    joints; -Jr(-v)^-1 and Jr(v)^-1 (the inverse right Jacobians of SO(3) or SE(3) at
+    the difference v) for spherical joints and free flyers (rbdiff.kernels.lie).
+
+    q0, q1 (nq,) valid configurations, or both (B, nq): each (B, nv, nv)."""
+    try:    # fast path
+        if q0.dtype is _F64 and q1.dtype is _F64 and q0.ndim == q1.ndim == 1:
+            n = model.nv
+            d0 = _empty((n, n))
+            d1 = _empty((n, n))
+            _difference_jacobians_one(model.mi, model.mf, q0, q1, d0, d1)
+            return _new(DifferenceJacobians, (d0, d1))
+    except _FAST_MISS:
+        pass
+    return _jacobians(model, _lie.difference_jacobians_one,
+                      (_lie.difference_jacobians_batch, _lie.difference_jacobians_parallel),
+                      [("q0", q0, model.nq), ("q1", q1, model.nq)], ("q0", "q1"),
+                      DifferenceJacobians)
+
+
+def integrate_transport(model, q, v, J, argument="q"):
+    """(d integrate(q, v) / d q) J (argument "q") or (d integrate(q, v) / d v) J (argument
+    "v"), without forming the Jacobian (Pinocchio's dIntegrateTransport with ARG0 or ARG1,
+    which are accepted too): each joint's block of integrate_jacobians times that joint's
+    rows of J.
+
+    q (nq,), v (nv,), J (nv, k): (nv, k); or a batch with the same leading axis on all
+    three, q (B, nq), v (B, nv), J (B, nv, k): (B, nv, k)."""
+    name = getattr(argument, "name", argument)      # pin.ARG0 / pin.ARG1: an enum's name
+    code = _ARGUMENTS.get(name) if isinstance(name, str) else None
+    try:    # fast path
+        if (q.dtype is _F64 and v.dtype is _F64 and J.dtype is _F64 and q.ndim == v.ndim == 1
+                and J.ndim == 2 and code is not None):
+            out = _empty(J.shape)
+            _integrate_transport_one(model.mi, model.mf, q, v, J, code, out)
+            return out
+    except _FAST_MISS:
+        pass
+    if code is None:
+        raise ValueError(f'argument: expected "q" or "v" (or pin.ARG0, pin.ARG1), got '
+                         f"{argument!r}")
+    named = [("q", q, model.nq), ("v", v, model.nv)]
+    if on_device(q, v, J):
+        raise TypeError(_ON_DEVICE)
+    (q, v), _, nb, mf = prepare(model, None, named, wants_fext=False)
+    J = np.asarray(J)
+    want = (model.nv, "k") if nb is None else (nb, model.nv, "k")
+    if J.ndim != len(want) or J.shape[:-1] != want[:-1]:
+        raise ValueError(f"J: expected shape {want}, got {J.shape}")
+    if J.dtype.kind not in "biufc":
+        raise TypeError(f"J: expected a real or complex numeric array, got dtype {J.dtype}")
+    dtype = np.result_type(q, J)
+    if dtype not in SUPPORTED:
+        dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
+    q, v = q.astype(dtype, copy=False), v.astype(dtype, copy=False)
+    mf = model.mf32 if dtype == np.float32 else model.mf
+    J = np.ascontiguousarray(J, dtype=dtype)
+    out = np.empty(J.shape, dtype)
+    try:
+        if nb is None:
+            _lie.integrate_transport_one(model.mi, mf, q, v, J, code, out)
+        else:
+            policy.run(model, _lie.integrate_transport_batch, _lie.integrate_transport_parallel,
+                       nb, (model.mi, mf, q, v, J, out), (code,))
+    except ValueError:
+        raise explain(model, [("q", q), ("v", v), ("J", J)], None, ("q",)) from None
+    return out
+
+
+_ON_DEVICE = ("rbdiff's configuration functions run on the CPU: pass NumPy arrays (copy "
+              "device arrays to the host first)")
+
+
+def _jacobians(model, one, batched, named, configurations, result):
+    """Validate (equal batch axes), then run ``one`` or the batch pair ``batched`` into two
+    new (nv, nv) or (B, nv, nv) arrays; explain a refusal precisely."""
+    if on_device(*(x for _, x, _ in named)):
+        raise TypeError(_ON_DEVICE)
+    arrays, _, nb, mf = prepare(model, None, named, wants_fext=False)
+    shape = (model.nv, model.nv) if nb is None else (nb, model.nv, model.nv)
+    a = np.empty(shape, arrays[0].dtype)
+    b = np.empty(shape, arrays[0].dtype)
+    try:
+        if nb is None:
+            one(model.mi, mf, *arrays, a, b)
+        else:
+            policy.run(model, *batched, nb, (model.mi, mf, *arrays, a, b))
+    except ValueError:
+        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None,
+                      configurations) from None
+    return _new(result, (a, b))

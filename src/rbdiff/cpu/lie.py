@@ -1,0 +1,146 @@
+"""Entry points of the Lie-group Jacobians of integrate and difference (kernels/lie.py):
+single calls (``*_one``, no scratch: the blocks live in registers) and batches
+(``*_batch`` serial with ``check``, ``*_parallel`` over chunks), as cpu/single.py and
+cpu/batch.py. No math here.
+
+Arguments: the model's (mi, mf) (mf is not read: the configuration space is mi's
+alone; it is taken so these entries share the dynamics functions' calling convention),
+the inputs, then (single) the options and the outputs, or (batch) the outputs, the
+options and ``check`` / ``nchunks``. Outputs are allocated by the caller; the Jacobians
+are zeroed by the kernels before their blocks are written."""
+
+from numba import prange
+
+from ..kernels.checks import configuration_ok
+from ..kernels.jit import entry, fast_entry, helper, pentry
+from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
+from .batch import chunk
+from .checks import (BAD_Q, BAD_SHAPE, batch_configurations_ok, batch_tangent_ok,
+                     rows_finite, velocity_state_ok)
+
+BAD_ARGUMENT = "argument: not 0 (q) or 1 (v)"
+BAD_MATRIX = "J: not finite"
+
+
+@helper
+def square_ok(mi, J):
+    """J is (nv, nv)."""
+    if J.shape[0] != mi[0, 2] or J.shape[1] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+
+
+@helper
+def pair_ok(mi, q0, q1):
+    """difference's inputs: lengths right, q0 and q1 valid configurations."""
+    if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
+    if not (configuration_ok(mi, q0) and configuration_ok(mi, q1)):
+        raise ValueError(BAD_Q)
+
+
+@helper
+def transport_ok(mi, J, argument, Jout):
+    """J (nv, k) finite, Jout of J's shape, argument a code of kernels.lie."""
+    if J.shape[0] != mi[0, 2] or Jout.shape[0] != J.shape[0] or Jout.shape[1] != J.shape[1]:
+        raise ValueError(BAD_SHAPE)
+    if argument < 0 or argument > ARG_V:
+        raise ValueError(BAD_ARGUMENT)
+    if not rows_finite(J):
+        raise ValueError(BAD_MATRIX)
+
+
+# ---- single calls ----------------------------------------------------------------------
+
+
+@fast_entry
+def integrate_jacobians_one(mi, mf, q, v, Jq, Jv):
+    """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v."""
+    velocity_state_ok(mi, q, v)
+    square_ok(mi, Jq)
+    square_ok(mi, Jv)
+    integrate_jacobians(mi, q, v, Jq, Jv)
+
+
+@fast_entry
+def difference_jacobians_one(mi, mf, q0, q1, J0, J1):
+    """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1."""
+    pair_ok(mi, q0, q1)
+    square_ok(mi, J0)
+    square_ok(mi, J1)
+    difference_jacobians(mi, q0, q1, J0, J1)
+
+
+@fast_entry
+def integrate_transport_one(mi, mf, q, v, J, argument, Jout):
+    """Jout (nv, k) = (d integrate(q, v) / d q or / d v) J, J (nv, k)."""
+    velocity_state_ok(mi, q, v)
+    transport_ok(mi, J, argument, Jout)
+    integrate_transport(mi, q, v, J, argument, Jout)
+
+
+# ---- batches ---------------------------------------------------------------------------
+
+
+@entry
+def batch_transport_ok(mi, q, v, J, argument):
+    """The batch's q (B, nq) valid, v (B, nv) and J (B, nv, k) finite, argument a code."""
+    batch_tangent_ok(mi, q, v)
+    if J.shape[0] != q.shape[0] or J.shape[1] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    if argument < 0 or argument > ARG_V:
+        raise ValueError(BAD_ARGUMENT)
+    for b in range(J.shape[0]):
+        if not rows_finite(J[b]):
+            raise ValueError(BAD_MATRIX)
+
+
+@entry
+def integrate_jacobians_batch(mi, mf, q, v, Jq, Jv, check):
+    if check:
+        batch_tangent_ok(mi, q, v)
+    for b in range(q.shape[0]):
+        integrate_jacobians(mi, q[b], v[b], Jq[b], Jv[b])
+
+
+@pentry
+def integrate_jacobians_parallel(mi, mf, q, v, Jq, Jv, nchunks):
+    batch_tangent_ok(mi, q, v)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        integrate_jacobians_batch(mi, mf, q[lo:hi], v[lo:hi], Jq[lo:hi], Jv[lo:hi], False)
+
+
+@entry
+def difference_jacobians_batch(mi, mf, q0, q1, J0, J1, check):
+    if check:
+        batch_configurations_ok(mi, q0)
+        batch_configurations_ok(mi, q1)
+    for b in range(q0.shape[0]):
+        difference_jacobians(mi, q0[b], q1[b], J0[b], J1[b])
+
+
+@pentry
+def difference_jacobians_parallel(mi, mf, q0, q1, J0, J1, nchunks):
+    batch_configurations_ok(mi, q0)
+    batch_configurations_ok(mi, q1)
+    for c in prange(nchunks):
+        lo, hi = chunk(q0.shape[0], nchunks, c)
+        difference_jacobians_batch(mi, mf, q0[lo:hi], q1[lo:hi], J0[lo:hi], J1[lo:hi],
+                                   False)
+
+
+@entry
+def integrate_transport_batch(mi, mf, q, v, J, Jout, argument, check):
+    if check:
+        batch_transport_ok(mi, q, v, J, argument)
+    for b in range(q.shape[0]):
+        integrate_transport(mi, q[b], v[b], J[b], argument, Jout[b])
+
+
+@pentry
+def integrate_transport_parallel(mi, mf, q, v, J, Jout, argument, nchunks):
+    batch_transport_ok(mi, q, v, J, argument)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        integrate_transport_batch(mi, mf, q[lo:hi], v[lo:hi], J[lo:hi], Jout[lo:hi],
+                                  argument, False)
