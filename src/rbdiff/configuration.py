@@ -223,16 +223,17 @@ def integrate_transport(model, q, v, J, argument="q"):
 
     q (nq,), v (nv,), J (nv, k): (nv, k); or a batch with the same leading axis on all
     three, q (B, nq), v (B, nv), J (B, nv, k): (B, nv, k)."""
-    name = getattr(argument, "name", argument)      # pin.ARG0 / pin.ARG1: an enum's name
-    code = _ARGUMENTS.get(name) if isinstance(name, str) else None
     try:    # fast path
+        code = _ARGUMENTS[argument]
         if (q.dtype is _F64 and v.dtype is _F64 and J.dtype is _F64 and q.ndim == v.ndim == 1
-                and J.ndim == 2 and code is not None):
+                and J.ndim == 2):
             out = _empty(J.shape)
             _integrate_transport_one(model.mi, model.mf, q, v, J, code, out)
             return out
-    except _FAST_MISS:
+    except (KeyError, *_FAST_MISS):
         pass
+    name = getattr(argument, "name", argument)      # pin.ARG0 / pin.ARG1: an enum's name
+    code = _ARGUMENTS.get(name) if isinstance(name, str) else None
     if code is None:
         raise ValueError(f'argument: expected "q" or "v" (or pin.ARG0, pin.ARG1), got '
                          f"{argument!r}")
