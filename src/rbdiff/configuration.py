@@ -167,6 +167,34 @@ _integrate_transport_one = native(_lie.integrate_transport_one, "_integrate_tran
                                   globals(), inputs=(2, 3, 4))
 
 
+def _checked(name):
+    """The *_ref entry's contract with the checks in Python (where fastargs is not
+    AVAILABLE): True after calling the bound entry globals()[name] (looked up per call:
+    native rebinds it on its first call) when both inputs are float64 vectors."""
+    def call(mi, mf, a, b, *rest):
+        if a.dtype is _F64 and b.dtype is _F64 and a.ndim == b.ndim == 1:
+            globals()[name](mi, mf, a, b, *rest)
+            return True
+        return False
+    return call
+
+
+if AVAILABLE:    # the two vectors checked in the entry (kernels.fastargs), as integrate's
+    _integrate_jacobians_fast = native(_lie.integrate_jacobians_ref,
+                                       "_integrate_jacobians_fast", globals(), inputs=(),
+                                       refs=(2, 3))
+    _difference_jacobians_fast = native(_lie.difference_jacobians_ref,
+                                        "_difference_jacobians_fast", globals(), inputs=(),
+                                        refs=(2, 3))
+    _integrate_transport_fast = native(_lie.integrate_transport_ref,
+                                       "_integrate_transport_fast", globals(), inputs=(4,),
+                                       refs=(2, 3))
+else:
+    _integrate_jacobians_fast = _checked("_integrate_jacobians_one")
+    _difference_jacobians_fast = _checked("_difference_jacobians_one")
+    _integrate_transport_fast = _checked("_integrate_transport_one")
+
+
 def integrate_jacobians(model, q, v):
     """The Jacobians of q' = integrate(q, v) (Pinocchio's dIntegrate with ARG0 and ARG1):
     IntegrateJacobians(dq, dv), dq = d q' / d q and dv = d q' / d v, each (nv, nv), from
@@ -179,11 +207,10 @@ def integrate_jacobians(model, q, v):
     axis (B, nq), (B, nv): each (B, nv, nv). float32 and complex128 inputs give results
     of their dtype."""
     try:    # fast path
-        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-            n = model.nv
-            dq = _empty((n, n))
-            dv = _empty((n, n))
-            _integrate_jacobians_one(model.mi, model.mf, q, v, dq, dv)
+        n = model.nv
+        dq = _empty((n, n))
+        dv = _empty((n, n))
+        if _integrate_jacobians_fast(model.mi, model.mf, q, v, dq, dv):
             return _new(IntegrateJacobians, (dq, dv))
     except _FAST_MISS:
         pass
@@ -201,11 +228,10 @@ def difference_jacobians(model, q0, q1):
 
     q0, q1 (nq,) valid configurations, or both (B, nq): each (B, nv, nv)."""
     try:    # fast path
-        if q0.dtype is _F64 and q1.dtype is _F64 and q0.ndim == q1.ndim == 1:
-            n = model.nv
-            d0 = _empty((n, n))
-            d1 = _empty((n, n))
-            _difference_jacobians_one(model.mi, model.mf, q0, q1, d0, d1)
+        n = model.nv
+        d0 = _empty((n, n))
+        d1 = _empty((n, n))
+        if _difference_jacobians_fast(model.mi, model.mf, q0, q1, d0, d1):
             return _new(DifferenceJacobians, (d0, d1))
     except _FAST_MISS:
         pass
@@ -225,11 +251,10 @@ def integrate_transport(model, q, v, J, argument="q"):
     three, q (B, nq), v (B, nv), J (B, nv, k): (B, nv, k)."""
     try:    # fast path
         code = _ARGUMENTS[argument]
-        if (q.dtype is _F64 and v.dtype is _F64 and J.dtype is _F64 and q.ndim == v.ndim == 1
-                and J.ndim == 2):
+        if J.dtype is _F64 and J.ndim == 2:
             out = _empty(J.shape)
-            _integrate_transport_one(model.mi, model.mf, q, v, J, code, out)
-            return out
+            if _integrate_transport_fast(model.mi, model.mf, q, v, J, code, out):
+                return out
     except (KeyError, *_FAST_MISS):
         pass
     name = getattr(argument, "name", argument)      # pin.ARG0 / pin.ARG1: an enum's name
