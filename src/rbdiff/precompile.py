@@ -95,6 +95,14 @@ def _configuration(rbd, m, s, b=""):
     rbd.difference(m, q, rbd.integrate(m, q, v))
 
 
+def _lie(rbd, m, s, b=""):
+    q, v = s[b + "q"], s[b + "v"]
+    rbd.integrate_jacobians(m, q, v)
+    rbd.difference_jacobians(m, q, rbd.integrate(m, q, v))
+    J = np.ones(q.shape[:-1] + (m.nv, 2), q.dtype)
+    rbd.integrate_transport(m, q, v, J, "q")
+
+
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
 # "[batch]" jobs call with a leading batch axis (their "[parallel]" twins, below, on the
 # parallel entries). Every public function taking a model and states is here
@@ -124,6 +132,8 @@ JOBS = {
     "kinematics[batch]": (1, lambda rbd, m, s: _kinematics(rbd, m, s, "b")),
     "configuration": (1, _configuration),
     "configuration[batch]": (1, lambda rbd, m, s: _configuration(rbd, m, s, "b")),
+    "lie": (1, _lie),
+    "lie[batch]": (1, lambda rbd, m, s: _lie(rbd, m, s, "b")),
     "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
@@ -166,6 +176,7 @@ CALLS = {
     "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                    "frame_jacobian"),
     "configuration": ("integrate", "difference"),
+    "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport"),
     **{j: ("jax",) for j in JOBS if j.startswith("jax:")},
 }
 
