@@ -49,7 +49,9 @@ def _close(ours, ref, tol=1e-10):
     assert err <= tol, err
 
 
-@pytest.mark.parametrize("scale", [1.0, 1e-3])
+# v's scale: 1e-3 takes the series branches, 0 the identity, 2.5 rotations past pi (the
+# differences wrap to the shortest arc)
+@pytest.mark.parametrize("scale", [1.0, 1e-3, 0.0, 2.5])
 def test_against_pinocchio(pair, scale):
     model, pm = pair
     q, v, q1 = _states(pm, 3, scale)
@@ -79,7 +81,7 @@ def _complex_columns(model, f, h=1e-30):
 
 
 @pytest.mark.parametrize("key", [("tree", 0, True), ("tree", 2, True)])
-@pytest.mark.parametrize("scale", [1.0, 1e-3])
+@pytest.mark.parametrize("scale", [1.0, 1e-3, 2.5])
 def test_complex_step_on_the_manifold(key, scale):
     """Each Jacobian against the identity it claims, through rbdiff's complex128
     integrate / difference: d/de difference(q', q' moved by e) in the tangent space at

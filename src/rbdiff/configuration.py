@@ -267,9 +267,11 @@ def integrate_transport(model, q, v, J, argument="q"):
         raise TypeError(_ON_DEVICE)
     (q, v), _, nb, mf = prepare(model, None, named, wants_fext=False)
     J = np.asarray(J)
-    want = (model.nv, "k") if nb is None else (nb, model.nv, "k")
-    if J.ndim != len(want) or J.shape[:-1] != want[:-1]:
-        raise ValueError(f"J: expected shape {want}, got {J.shape}")
+    lead = () if nb is None else (nb,)        # J's batch axis must be q's and v's
+    if J.ndim != len(lead) + 2 or J.shape[:-1] != lead + (model.nv,):
+        want = ", ".join(map(str, lead + (model.nv, "k")))
+        raise ValueError(f"J: expected shape ({want}) (q, v: {q.shape}, {v.shape}), got "
+                         f"{J.shape}")
     if J.dtype.kind not in "biufc":
         raise TypeError(f"J: expected a real or complex numeric array, got dtype {J.dtype}")
     dtype = np.result_type(q, J)
