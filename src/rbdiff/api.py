@@ -12,11 +12,10 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from .cpu import batch, policy, single
+from .declare import Function
 from .kernels.jit import native
-from .kernels.workspace import single_call_scratch
 from .validation import F64 as _F64
 from .validation import ND as _ND
-from .validation import explain, gpu_call, on_device, prepare
 from .validation import no_forces as _no_forces
 
 # The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch: q also an
@@ -52,26 +51,21 @@ _nonlinear_effects_one = native(single.nonlinear_effects_one, "_nonlinear_effect
                                 globals(), inputs=(2, 3))
 
 
-def _call(model, one, batched, fext, named, out_shape, forces=False):
-    """Validate and run the single entry point ``one`` or the batch pair ``batched`` =
-    (serial, parallel) (cpu.policy picks) into a new output array of shape (B,) +
-    out_shape or out_shape; explain a refusal precisely. Functions of (q, v, a/tau) take
-    fext (None allowed); functions of q or (q, v) do not. Single calls get scratch of the
-    input dtype: a workspace, and M^-1's force scratch F when ``forces``."""
-    takes_fext = len(named) == 3
-    arrays, f, nb, mf = prepare(model, fext, named, wants_fext=takes_fext)
-    dt = arrays[0].dtype
-    out = np.empty(out_shape if nb is None else (nb,) + out_shape, dt)
-    args = (model.mi, mf, *arrays) + ((f,) if takes_fext else ())
-    try:
-        if nb is None:
-            one(*args, *single_call_scratch(model.njoints, model.nv, dt, forces), out)
-        else:
-            _run(model, *policy.fast_or(batched, dt), nb, args + (out,))
-    except ValueError as e:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
-                      error=e) from None
-    return out
+_IN_QVA = (("q", "nq"), ("v", "nv"), ("a", "nv"))
+_IN_QVT = (("q", "nq"), ("v", "nv"), ("tau", "nv"))
+_NV, _NVNV = (("nv",),), (("nv", "nv"),)
+# the general paths (declare.py): validation, any dtype, batches, errors, devices
+_RNEA = Function("rnea", single.rnea_one, _RNEA_B, _IN_QVA, _NV, fext=True, gpu="rnea")
+_ABA = Function("aba", single.aba_one, _ABA_B, _IN_QVT, _NV, fext=True, gpu="aba")
+_CRBA = Function("crba", single.crba_one, _CRBA_B, _IN_QVA[:1], _NVNV, gpu="crba")
+_MINV = Function("minverse", single.minverse_one, _MINV_B, _IN_QVA[:1], _NVNV,
+                 scratch="workspace+forces", gpu="minverse")
+_NLE = Function("nonlinear_effects", single.nonlinear_effects_one,
+                (batch.nonlinear_effects_batch, batch.nonlinear_effects_parallel),
+                _IN_QVA[:2], _NV, gpu="nonlinear_effects")
+_GRAVITY = Function("gravity", single.gravity_one,
+                    (batch.gravity_batch, batch.gravity_parallel), _IN_QVA[:1], _NV,
+                    gpu="gravity")
 
 
 def rnea(model, q, v, a, fext=None):
@@ -96,10 +90,7 @@ def rnea(model, q, v, a, fext=None):
                 return tau
     except _FAST_MISS:
         pass
-    if on_device(q, v, a, fext):
-        return gpu_call("rnea", model, q, v, a, fext)
-    return _call(model, single.rnea_one, _RNEA_B, fext,
-                 [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], model._sv)
+    return _RNEA(model, q, v, a, fext=fext)
 
 
 def aba(model, q, v, tau, fext=None):
@@ -123,10 +114,7 @@ def aba(model, q, v, tau, fext=None):
                 return qdd
     except _FAST_MISS:
         pass
-    if on_device(q, v, tau, fext):
-        return gpu_call("aba", model, q, v, tau, fext)
-    return _call(model, single.aba_one, _ABA_B, fext,
-                 [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], model._sv)
+    return _ABA(model, q, v, tau, fext=fext)
 
 
 def crba(model, q):
@@ -144,9 +132,7 @@ def crba(model, q):
                 return M
     except _FAST_MISS:
         pass
-    if on_device(q):
-        return gpu_call("crba", model, q)
-    return _call(model, single.crba_one, _CRBA_B, None, [("q", q, model.nq)], model._svv)
+    return _CRBA(model, q)
 
 
 def minverse(model, q):
@@ -164,10 +150,7 @@ def minverse(model, q):
                 return Minv
     except _FAST_MISS:
         pass
-    if on_device(q):
-        return gpu_call("minverse", model, q)
-    return _call(model, single.minverse_one, _MINV_B, None, [("q", q, model.nq)],
-                 model._svv, forces=True)
+    return _MINV(model, q)
 
 
 def nonlinear_effects(model, q, v):
@@ -180,11 +163,7 @@ def nonlinear_effects(model, q, v):
             return h
     except _FAST_MISS:
         pass
-    if on_device(q, v):
-        return gpu_call("nonlinear_effects", model, q, v)
-    return _call(model, single.nonlinear_effects_one,
-                 (batch.nonlinear_effects_batch, batch.nonlinear_effects_parallel), None,
-                 [("q", q, model.nq), ("v", v, model.nv)], model._sv)
+    return _NLE(model, q, v)
 
 
 def gravity(model, q):
@@ -197,7 +176,4 @@ def gravity(model, q):
             return g
     except _FAST_MISS:
         pass
-    if on_device(q):
-        return gpu_call("gravity", model, q)
-    return _call(model, single.gravity_one, (batch.gravity_batch, batch.gravity_parallel),
-                 None, [("q", q, model.nq)], model._sv)
+    return _GRAVITY(model, q)

@@ -35,7 +35,8 @@ import numpy as np
 import rbdiff as _rbd
 from .derivatives import _check_method as _check_first_order
 from .derivatives import _product_code
-from .kinematics import _frame_id, _joint_id
+from .declare import DECLARED
+from .kinematics import _joint_id
 from .results import (ABADerivatives,
                       ABASecondOrderDerivatives, Kinematics, KinematicsDerivatives,
                       RNEADerivatives, RNEASecondOrderDerivatives, reference_name)
@@ -49,11 +50,6 @@ try:
 except ImportError as e:         # the module is optional; say which extra brings it
     raise ImportError("rbdiff.dask needs dask: pip install 'rbdiff[dask]'") from e
 
-__all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
-           "difference", "rnea_derivatives", "aba_derivatives",
-           "rnea_second_order_derivatives", "aba_second_order_derivatives",
-           "forward_kinematics", "frame_placement", "frame_placements", "frame_jacobian",
-           "kinematics_derivatives"]
 
 _model_keys = weakref.WeakKeyDictionary()     # model -> its Delayed (one key per model)
 
@@ -148,41 +144,42 @@ def _fext(model, fext):
     return ("fext", fext, (model.njoints, 6))
 
 
-# ---- dynamics ---------------------------------------------------------------------------
+# ---- every declared function (declare.py) without a wrapper of its own below --------
 
 
-def rnea(model, q, v, a, fext=None):
-    """Lazy rbd.rnea on (B, nq), (B, nv), (B, nv)[, fext (B, njoints, 6)]: tau (B, nv)."""
-    return _call("rnea", model, [("q", q, (model.nq,)), ("v", v, (model.nv,)),
-                                 ("a", a, (model.nv,)), _fext(model, fext)], [(model.nv,)])
+def _lazy(name):
+    """The lazy batch of the declared function ``name``: its inputs (B, ...) in order,
+    then fext where it takes one, then its keyword options (frame, reference...) by
+    position or keyword, checked now with the resolver the NumPy function uses."""
+    fn = DECLARED[name]
+    keys = [k for k, _ in fn.params]
 
+    def lazy(model, *args, **kwargs):
+        n = len(fn.inputs)
+        if len(args) < n:
+            raise TypeError(f"{name}: expected the inputs "
+                            f"{', '.join(k for k, _ in fn.inputs)}")
+        xs, rest = args[:n], list(args[n:])
+        named = [(k, x, (getattr(model, size),)) for (k, size), x in zip(fn.inputs, xs)]
+        if fn.fext:
+            fext = rest.pop(0) if rest else kwargs.pop("fext", None)
+            named.append(_fext(model, fext))
+        if len(rest) > len(keys):
+            raise TypeError(f"{name}: too many arguments")
+        options = dict(zip(keys, rest), **kwargs)
+        unknown = set(options) - set(keys)
+        if unknown:
+            raise TypeError(f"{name}: unexpected keyword {sorted(unknown)[0]!r}")
+        for k, resolver in fn.params:
+            if k in options:
+                resolver(model, options[k])     # a bad frame or reference fails now
+        return _call(name, model, named, fn.shapes(model), options, fn.result)
 
-def aba(model, q, v, tau, fext=None):
-    """Lazy rbd.aba: qdd (B, nv)."""
-    return _call("aba", model, [("q", q, (model.nq,)), ("v", v, (model.nv,)),
-                                ("tau", tau, (model.nv,)), _fext(model, fext)],
-                 [(model.nv,)])
-
-
-def crba(model, q):
-    """Lazy rbd.crba: M (B, nv, nv)."""
-    return _call("crba", model, [("q", q, (model.nq,))], [(model.nv, model.nv)])
-
-
-def minverse(model, q):
-    """Lazy rbd.minverse: M^-1 (B, nv, nv)."""
-    return _call("minverse", model, [("q", q, (model.nq,))], [(model.nv, model.nv)])
-
-
-def nonlinear_effects(model, q, v):
-    """Lazy rbd.nonlinear_effects: (B, nv)."""
-    return _call("nonlinear_effects", model, [("q", q, (model.nq,)), ("v", v, (model.nv,))],
-                 [(model.nv,)])
-
-
-def gravity(model, q):
-    """Lazy rbd.gravity: (B, nv)."""
-    return _call("gravity", model, [("q", q, (model.nq,))], [(model.nv,)])
+    lazy.__name__ = lazy.__qualname__ = name
+    lazy.__doc__ = (f"Lazy rbd.{name}: one call of it per chunk of the batch axis "
+                    f"(inputs {', '.join(k for k, _ in fn.inputs)}"
+                    f"{', fext' if fn.fext else ''}{''.join(', ' + k for k in keys)}).")
+    return lazy
 
 
 # ---- configuration space ----------------------------------------------------------------
@@ -260,23 +257,6 @@ def forward_kinematics(model, q, v=None, a=None):
                  result=Kinematics)
 
 
-def frame_placements(model, q):
-    """Lazy rbd.frame_placements: (B, len(model.frames), 4, 4)."""
-    return _call("frame_placements", model, [("q", q, (model.nq,))], [model._sframes])
-
-
-def frame_placement(model, q, frame):
-    """Lazy rbd.frame_placement: (B, 4, 4); ``frame`` checked now."""
-    return _call("frame_placement", model, [("q", q, (model.nq,))], [(4, 4)],
-                 {"frame": _frame_id(model, frame)})
-
-
-def frame_jacobian(model, q, frame, reference="local_world_aligned"):
-    """Lazy rbd.frame_jacobian: (B, 6, nv); ``frame`` and ``reference`` checked now."""
-    return _call("frame_jacobian", model, [("q", q, (model.nq,))], [(6, model.nv)],
-                 {"frame": _frame_id(model, frame), "reference": reference_name(reference)})
-
-
 def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     """Lazy rbd.kinematics_derivatives: KinematicsDerivatives of five (B, njoints, 6, nv),
     or (B, 6, nv) for one ``joint``."""
@@ -288,3 +268,10 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     return _call("kinematics_derivatives", model,
                  [("q", q, (model.nq,)), ("v", v, (model.nv,)), ("a", a, (model.nv,))],
                  [shape] * 5, options, KinematicsDerivatives)
+
+
+# the declared functions written above by hand keep their wrappers (method keywords)
+for _name in [n for n in DECLARED if "[" not in n and n not in globals()]:
+    globals()[_name] = _lazy(_name)
+__all__ = sorted(n for n in DECLARED if "[" not in n) + ["integrate", "difference",
+                                                         "forward_kinematics"]

@@ -26,10 +26,11 @@ from .cpu import single as cs
 from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge_interpreted
 from .kernels.jit import native
 from .configuration import integrate
+from .declare import Function
 from .results import ABADerivatives, RNEADerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND
-from .validation import explain, gpu_call, no_forces, on_device, prepare
+from .validation import gpu_call, no_forces, on_device
 
 METHODS = ("idsva", "chain_rule", "complex_step", "finite_difference")
 _ANALYTICAL = ("idsva", "chain_rule")
@@ -84,51 +85,24 @@ def _product_code(model, product):
                      f"got {product!r}")
 
 
-def _caller_outputs(out, shape, dt, names):
-    """The caller's ``out=`` arrays, checked: three writeable C-contiguous NumPy arrays of
-    the output shape and the computed dtype, none overlapping another."""
-    if not (isinstance(out, (tuple, list)) and len(out) == 3):
-        raise TypeError(f"out: expected a tuple of three arrays ({', '.join(names)}), "
-                        f"got {type(out).__name__}")
-    for name, o in zip(names, out):
-        if type(o) is not _ND:
-            raise TypeError(f"out: {name} must be a NumPy array, got {type(o).__name__}")
-        if o.shape != shape or o.dtype != dt:
-            raise ValueError(f"out: {name} must have shape {shape} and dtype {dt}, got "
-                             f"{o.shape} and {o.dtype}")
-        if not (o.flags.c_contiguous and o.flags.writeable):
-            raise ValueError(f"out: {name} must be C-contiguous and writeable")
-    for k in range(3):
-        for m in range(k):
-            if np.may_share_memory(out[k], out[m]):
-                raise ValueError(f"out: {names[k]} overlaps {names[m]}")
-    return tuple(out)
-
-
-def _analytical(model, one, batched, fext, named, extra=(), out=None, names=(),
-                batch_extra=None):
-    """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
-    (serial, parallel) into three (nv, nv) or (B, nv, nv) outputs: new arrays, or the
-    caller's ``out`` (``extra``: arguments after the outputs; ``batch_extra``: the batch
-    pair's, when they differ)."""
-    arrays, f, batch, mf = prepare(model, fext, named)
-    shape = model._svv if batch is None else (batch,) + model._svv
-    dt = arrays[0].dtype
-    if out is None:
-        outs = (np.empty(shape, dt), np.empty(shape, dt), np.empty(shape, dt))
-    else:
-        outs = _caller_outputs(out, shape, dt, names)
-    try:
-        if batch is None:
-            one(model.mi, mf, *arrays, f, *outs, *extra)
-        else:
-            policy.run(model, *policy.fast_or(batched, dt), batch,
-                       (model.mi, mf, *arrays, f, *outs),
-                       extra if batch_extra is None else batch_extra)
-    except ValueError as e:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
-                      error=e) from None
-    return outs
+_IN_QVA = (("q", "nq"), ("v", "nv"), ("a", "nv"))
+_IN_QVT = (("q", "nq"), ("v", "nv"), ("tau", "nv"))
+_D3 = (("nv", "nv"),) * 3
+# the general paths (declare.py); the entries allocate their own scratch and take their
+# options (aba's product code) after the outputs
+_RNEA_D = Function("rnea_derivatives", cs.rnea_derivatives_one, _RNEA_D_B, _IN_QVA, _D3,
+                   fext=True, scratch="none", result=RNEADerivatives, options_last=True)
+_RNEA_CR = Function("rnea_derivatives", cs.rnea_chain_rule_one, _RNEA_CR_B, _IN_QVA, _D3,
+                    fext=True, scratch="none", result=RNEADerivatives, options_last=True,
+                    variant="chain_rule")
+_ABA_D = Function("aba_derivatives", cs.aba_derivatives_product_one, _ABA_D_B, _IN_QVT,
+                  _D3, fext=True, scratch="none", result=ABADerivatives, options_last=True)
+_ABA_AZA = Function("aba_derivatives", cs.aba_derivatives_product_one, _ABA_AZA_B,
+                    _IN_QVT, _D3, fext=True, scratch="none", result=ABADerivatives,
+                    options_last=True, variant="aza")
+_ABA_CR = Function("aba_derivatives", cs.aba_chain_rule_one, _ABA_CR_B, _IN_QVT, _D3,
+                   fext=True, scratch="none", result=ABADerivatives, options_last=True,
+                   variant="chain_rule")
 
 
 def _no_out(out, method):
@@ -250,18 +224,14 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
-    one, batched, fast_b = ((cs.rnea_derivatives_one, _RNEA_D_B, _RNEA_D_F) if idsva
-                            else (cs.rnea_chain_rule_one, _RNEA_CR_B, _RNEA_CR_F))
+    declared, fast_b = (_RNEA_D, _RNEA_D_F) if idsva else (_RNEA_CR, _RNEA_CR_F)
     if out is None and _fast_batch(q, v, a, fext) is not None:
         outs = _batch_into_new(model, fast_b, q, v, a)
         if outs is not None:
             return _new(RNEADerivatives, outs)
     if on_device(q, v, a, fext):
         return gpu_call("rnea_derivatives", model, q, v, a, fext, method=method, out=out)
-    return _new(RNEADerivatives, _analytical(
-        model, one, batched, fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)], out=out,
-        names=RNEADerivatives._fields))
+    return declared(model, q, v, a, fext=fext, out=out)
 
 
 def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto", out=None):
@@ -302,14 +272,11 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 return _new(ABADerivatives, (d1, d2, d3))
             except ValueError:
                 pass
-        one, batched, fast_b, fast = (cs.aba_derivatives_product_one, _ABA_D_B, _ABA_D_F,
-                                      None)
+        declared, fast_b, fast = _ABA_D, _ABA_D_F, None
     elif method == "idsva":
-        one, batched, fast_b, fast = (cs.aba_derivatives_product_one, _ABA_AZA_B,
-                                      _ABA_AZA_F, "_aba_p_one")
+        declared, fast_b, fast = _ABA_AZA, _ABA_AZA_F, "_aba_p_one"
     else:
-        one, batched, fast_b, fast = (cs.aba_chain_rule_one, _ABA_CR_B, _ABA_CR_F,
-                                      "_aba_cr_one")
+        declared, fast_b, fast = _ABA_CR, _ABA_CR_F, "_aba_cr_one"
     extra = (code,)
     batch_extra = () if method == "idsva" else extra   # the idsva pairs are per product
     if out is None and _fast_batch(q, v, tau, fext) is not None:
@@ -327,7 +294,5 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
     if on_device(q, v, tau, fext):
         return gpu_call("aba_derivatives", model, q, v, tau, fext, method=method,
                     product=product, out=out)
-    return _new(ABADerivatives, _analytical(
-        model, one, batched, fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], extra, out=out,
-        names=ABADerivatives._fields, batch_extra=batch_extra))
+    return declared(model, q, v, tau, fext=fext, options=extra, batch_options=batch_extra,
+                    out=out)

@@ -10,8 +10,6 @@ as api.rnea's: a natively bound entry on the model's scratch, the frame found by
 a dictionary, the reference by code.
 """
 
-import operator
-
 import numpy as np
 
 from .cpu import batch as cb
@@ -19,7 +17,10 @@ from .cpu import policy
 from .cpu import single as cs
 from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
-from .kernels.workspace import single_call_scratch
+from .model.lookup import frame_index as _frame_id
+from .model.lookup import joint_index as _joint_id
+from .cpu.scratch import single_call_scratch
+from .declare import Function, reference_code, reference_option
 from .results import (REFERENCE_CODES, Kinematics, KinematicsDerivatives, pending,
                       reference_name)
 from .validation import F64 as _F64
@@ -140,54 +141,30 @@ def forward_kinematics(model, q, v=None, a=None):
     return Kinematics(T, None if v is None else V, A)
 
 
-def _lookup(ids, key, by_name, expected):
-    """(index, True) for a key the table ``ids`` holds or a name ``by_name`` resolves
-    (KeyError naming close matches), (operator.index(key), False) for another integer;
-    TypeError ``expected`` otherwise. The callers range-check the second kind."""
-    try:
-        k = ids.get(key)                     # what the fast paths accept
-    except TypeError:                        # unhashable
-        k = None
-    if k is not None:
-        return k, True
-    if isinstance(key, str):
-        return by_name(key), True
-    try:
-        return operator.index(key), False
-    except TypeError:
-        raise TypeError(f"{expected}, got {key!r}") from None
-
-
-def _frame_id(model, frame):
-    """Index into model.frames of ``frame``: a name (model.get_frame_id: KeyError naming
-    close matches) or an index (negative ones count from the end)."""
-    k, found = _lookup(model._frame_ids, frame, model.get_frame_id,
-                       "frame: expected a frame name or an index into model.frames")
-    if found:
-        return k
-    n = len(model.frames)
-    if not -n <= k < n:
-        raise IndexError(f"frame: index {k} out of range for the {n} frames of the model")
-    return k % n
-
-
-def _frames_call(model, q, one, batched, out_shape, options=()):
-    """The general path of the frame functions: validate q, then ``one`` (single) or the
-    batch pair ``batched`` on (mi, mf, frame_parents, frame_mf, q, ...) into a new
-    array of shape out_shape (after the batch axis)."""
-    arrays, _, batch, mf = prepare(model, None, [("q", q, model.nq)], wants_fext=False)
-    qq = arrays[0]
-    fmf = model.frame_mf32 if qq.dtype == np.float32 else model.frame_mf
-    out = np.empty(out_shape if batch is None else (batch,) + out_shape, qq.dtype)
-    args = (model.mi, mf, model.frame_parents, fmf, qq)
-    try:
-        if batch is None:
-            one(*args, *options, _scratch(model, qq.dtype), out)
-        else:
-            policy.run(model, *batched, batch, args + (out,), options)
-    except ValueError:
-        raise explain(model, [("q", qq)], None) from None
-    return out
+_IN_Q = (("q", "nq"),)
+_IN_QVA = (("q", "nq"), ("v", "nv"), ("a", "nv"))
+_KD = (("njoints", 6, "nv"),) * 5
+# the general paths (declare.py); the frame functions' entries take the frame table
+_FRAME_PLACEMENTS = Function("frame_placements", cs.frame_placements_one,
+                             (cb.frame_placements_batch, cb.frame_placements_parallel),
+                             _IN_Q, (("nframes", 4, 4),), model_args="frames")
+_FRAME_PLACEMENT = Function("frame_placement", cs.frame_placement_one,
+                            (cb.frame_placement_batch, cb.frame_placement_parallel),
+                            _IN_Q, ((4, 4),), model_args="frames",
+                            params=(("frame", _frame_id),))
+_FRAME_JACOBIAN = Function("frame_jacobian", cs.frame_jacobian_one,
+                           (cb.frame_jacobian_batch, cb.frame_jacobian_parallel),
+                           _IN_Q, ((6, "nv"),), model_args="frames",
+                           params=(("frame", _frame_id), ("reference", reference_option)))
+_KIN_D = Function("kinematics_derivatives", cs.kinematics_derivatives_one,
+                  (cb.kinematics_derivatives_batch, cb.kinematics_derivatives_parallel),
+                  _IN_QVA, _KD, result=KinematicsDerivatives,
+                  params=(("reference", reference_option),))
+_JOINT_KIN_D = Function("kinematics_derivatives", cs.joint_kinematics_derivatives_one,
+                        (cb.joint_kinematics_derivatives_batch,
+                         cb.joint_kinematics_derivatives_parallel),
+                        _IN_QVA, ((6, "nv"),) * 5, result=KinematicsDerivatives,
+                        variant="joint")
 
 
 def frame_placements(model, q):
@@ -202,9 +179,7 @@ def frame_placements(model, q):
             return T
     except _FAST_MISS:
         pass
-    return _frames_call(model, q, cs.frame_placements_one,
-                        (cb.frame_placements_batch, cb.frame_placements_parallel),
-                        model._sframes)
+    return _FRAME_PLACEMENTS(model, q)
 
 
 def frame_placement(model, q, frame):
@@ -219,9 +194,7 @@ def frame_placement(model, q, frame):
             return T
     except _FAST_MISS:
         pass
-    return _frames_call(model, q, cs.frame_placement_one,
-                        (cb.frame_placement_batch, cb.frame_placement_parallel), _S44,
-                        (_frame_id(model, frame),))
+    return _FRAME_PLACEMENT(model, q, options=(_frame_id(model, frame),))
 
 
 def frame_jacobian(model, q, frame, reference="local_world_aligned"):
@@ -239,20 +212,8 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
             return J
     except _FAST_MISS:
         pass
-    reference = reference_name(reference)
-    return _frames_call(model, q, cs.frame_jacobian_one,
-                        (cb.frame_jacobian_batch, cb.frame_jacobian_parallel), model._sJ,
-                        (_frame_id(model, frame), REFERENCE_CODES[reference]))
-
-
-def _joint_id(model, joint):
-    """Index (1..njoints-1) of ``joint``: a name or an index."""
-    k, found = _lookup(model._joint_ids, joint, model.get_joint_id,
-                       "joint: expected a joint name or an index 1..njoints-1")
-    if found:
-        return k
-    raise IndexError(f"joint: index {k} out of range 1..{model.njoints - 1} (joint 0, the "
-                     "universe, does not move)")
+    return _FRAME_JACOBIAN(model, q, options=(_frame_id(model, frame),
+                                              reference_code(reference)))
 
 
 def _all_of_state(model, st, code):
@@ -330,27 +291,7 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
             return full
         row = (slice(None), j) if len(q.shape) == 2 else (j,)   # device views
         return KinematicsDerivatives(*(d[row] for d in full))
-    named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
-    arrays, _, batch, mf = prepare(model, None, named, wants_fext=False)
-    dt = arrays[0].dtype
-    per = model._skd if j is None else model._sJ
-    outs = tuple(np.empty(per if batch is None else (batch,) + per, dt) for _ in range(5))
     code = REFERENCE_CODES[reference]
-    try:
-        if batch is None and j is None:
-            cs.kinematics_derivatives_one(model.mi, mf, *arrays, code, _scratch(model, dt),
-                                          *outs)
-        elif batch is None:
-            cs.joint_kinematics_derivatives_one(model.mi, mf, *arrays, j, code,
-                                                _scratch(model, dt), *outs)
-        elif j is None:
-            policy.run(model, cb.kinematics_derivatives_batch,
-                       cb.kinematics_derivatives_parallel, batch,
-                       (model.mi, mf, *arrays, code, *outs))
-        else:
-            policy.run(model, cb.joint_kinematics_derivatives_batch,
-                       cb.joint_kinematics_derivatives_parallel, batch,
-                       (model.mi, mf, *arrays, *outs), (j, code))
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None) from None
-    return KinematicsDerivatives(*outs)
+    if j is None:
+        return _KIN_D(model, q, v, a, options=(code,))
+    return _JOINT_KIN_D(model, q, v, a, options=(j, code))

@@ -23,6 +23,8 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from .declare import DECLARED
+
 DTYPES = ("float64", "float32", "complex128")
 BATCH = 2
 SEED = 0
@@ -96,12 +98,20 @@ def _configuration(rbd, m, s, b=""):
 
 
 def _lie(rbd, m, s, b=""):
+    """The Lie-group Jacobians; integrate_transport's J (nv, k) is no declared input."""
     q, v = s[b + "q"], s[b + "v"]
     rbd.integrate_jacobians(m, q, v)
     rbd.difference_jacobians(m, q, rbd.integrate(m, q, v))
     J = np.ones(q.shape[:-1] + (m.nv, 2), q.dtype)
     rbd.integrate_transport(m, q, v, J, "q")
 
+
+# the public functions a job calls, where they are not the job's name
+CALLS_OF = {"rnea": ("rnea", "nonlinear_effects", "gravity"),
+            "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
+                           "frame_jacobian"),
+            "configuration": ("integrate", "difference"),
+            "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport")}
 
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
 # "[batch]" jobs call with a leading batch axis (their "[parallel]" twins, below, on the
@@ -141,6 +151,26 @@ JOBS = {
 }
 
 
+# a declared function (declare.py) that no job above calls gets one from its declaration:
+# sample inputs by size, its keyword options from these samples
+_SAMPLES = {"frame": lambda m: m.frames[-1].name, "reference": lambda m: "local",
+            "joint": lambda m: m.njoints - 1}
+
+
+def _declared_job(name, b=""):
+    def job(rbd, m, s):
+        fn = DECLARED[name]
+        xs = [s[b + ("q" if size == "nq" else "v")] for _, size in fn.inputs]
+        getattr(rbd, name)(m, *xs, **{k: _SAMPLES[k](m) for k, _ in fn.params})
+    return job
+
+
+_COVERED = {f for j in JOBS for f in (CALLS_OF.get(j.split("[")[0]) or (j.split("[")[0],))}
+for _name in [n for n in DECLARED if "[" not in n and n not in _COVERED]:
+    JOBS[_name] = (1, _declared_job(_name))
+    JOBS[_name + "[batch]"] = (1, _declared_job(_name, "b"))
+
+
 def _parallel(job):
     """Job ``job`` (a "[batch]" one) with every batch on the parallel entries: the policy
     tries them on a batch's third call when the work pays (a DDP's third iteration
@@ -171,14 +201,7 @@ if importlib.util.find_spec("jax") is not None:      # the extra rbdiff[jax]
     JOBS.update({f"jax:{k}": (1, _jax_handler(k)) for k in _JAX_KERNELS})
 
 # the public functions each job calls (for --only and the coverage test)
-CALLS = {
-    "rnea": ("rnea", "nonlinear_effects", "gravity"),
-    "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
-                   "frame_jacobian"),
-    "configuration": ("integrate", "difference"),
-    "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport"),
-    **{j: ("jax",) for j in JOBS if j.startswith("jax:")},
-}
+CALLS = {**CALLS_OF, **{j: ("jax",) for j in JOBS if j.startswith("jax:")}}
 
 
 def job_functions(job):

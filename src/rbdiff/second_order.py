@@ -29,15 +29,15 @@ import numpy as np
 
 from .api import aba, rnea
 from .cpu import batch as cb
-from .cpu import policy
 from .cpu import single as cs
 from .kernels import fdsva_so as fk
 from .derivatives import _CS_STEP, _FD_STEP, aba_derivatives, rnea_derivatives
 from .configuration import integrate
+from .declare import Function
 from .results import ABASecondOrderDerivatives, RNEASecondOrderDerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND
-from .validation import explain, gpu_call, on_device, prepare
+from .validation import gpu_call, on_device
 
 RNEA_METHODS = ("idsva", "complex_step", "finite_difference", "finite_difference_rnea")
 ABA_METHODS = ("idsva", "complex_step", "finite_difference")
@@ -62,24 +62,19 @@ def _fast(q, v, u, fext):
             and q.ndim == 1 and v.ndim == 1 and u.ndim == 1)
 
 
-def _analytical(model, one, batched, fext, named, extra=()):
-    """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
-    (serial, parallel) into one new block of four tensors (``extra``: arguments after
-    the outputs)."""
-    arrays, f, batch, mf = prepare(model, fext, named)
-    nv = model.nv
-    shape = (4, nv, nv, nv) if batch is None else (4, batch, nv, nv, nv)
-    out = np.empty(shape, arrays[0].dtype)
-    args = (model.mi, mf, *arrays, f, out[0], out[1], out[2], out[3])
-    try:
-        if batch is None:
-            one(*args, *extra)
-        else:
-            policy.run(model, *batched, batch, args, extra)
-    except ValueError as e:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
-                      error=e) from None
-    return out[0], out[1], out[2], out[3]
+_T4 = (("nv", "nv", "nv"),) * 4
+# the general paths (declare.py): the four tensors are views of one block; the entries
+# take their options (FDSVA-SO's routes) after the outputs
+_RNEA_SO = Function("rnea_second_order_derivatives", cs.rnea_second_order_one,
+                    (cb.rnea_second_order_batch, cb.rnea_second_order_parallel),
+                    (("q", "nq"), ("v", "nv"), ("a", "nv")), _T4, fext=True,
+                    scratch="none", result=RNEASecondOrderDerivatives, options_last=True,
+                    block=True)
+_ABA_SO = Function("aba_second_order_derivatives", cs.aba_second_order_one,
+                   (cb.aba_second_order_batch, cb.aba_second_order_parallel),
+                   (("q", "nq"), ("v", "nv"), ("tau", "nv")), _T4, fext=True,
+                   scratch="none", result=ABASecondOrderDerivatives, options_last=True,
+                   block=True)
 
 
 # ---- numerical baselines -------------------------------------------------------------
@@ -222,10 +217,7 @@ def rnea_second_order_derivatives(model, q, v, a, fext=None, method="idsva"):
                 model, rnea_derivatives, q_, v_, a_, f_, method)
         return RNEASecondOrderDerivatives(*_numerical(model, rnea, per_state, q, v, a, fext,
                                                       ("q", "v", "a")))
-    return _new(RNEASecondOrderDerivatives, _analytical(
-        model, cs.rnea_second_order_one,
-        (cb.rnea_second_order_batch, cb.rnea_second_order_parallel), fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]))
+    return _RNEA_SO(model, q, v, a, fext=fext)
 
 
 def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva", inner="auto",
@@ -278,7 +270,4 @@ def aba_second_order_derivatives(model, q, v, tau, fext=None, method="idsva", in
             model, aba_derivatives, q_, v_, t_, f_, method)
         return ABASecondOrderDerivatives(*_numerical(model, aba, per_state, q, v, tau, fext,
                                                      ("q", "v", "tau")))
-    return _new(ABASecondOrderDerivatives, _analytical(
-        model, cs.aba_second_order_one,
-        (cb.aba_second_order_batch, cb.aba_second_order_parallel), fext,
-        [("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nv)], routes))
+    return _ABA_SO(model, q, v, tau, fext=fext, options=routes)

@@ -7,7 +7,7 @@ import numpy as np
 from .cpu.checks import BAD_SINGULAR
 from .cpu.single import crba_one
 from .kernels.checks import QUAT_TOL
-from .kernels.workspace import single_call_scratch
+from .cpu.scratch import single_call_scratch
 from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 
 ND = np.ndarray

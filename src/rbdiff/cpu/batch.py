@@ -460,7 +460,7 @@ def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchu
 
 
 @entry
-def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa, check):
+def kinematics_derivatives_batch(mi, mf, q, v, a, dvq, dvv, daq, dav, daa, reference, check):
     if check:
         batch_states_ok(mi, q, v, a, None)
     ws = np.empty((workspace_rows(mi), STATE_WIDTH), q.dtype)
@@ -470,14 +470,14 @@ def kinematics_derivatives_batch(mi, mf, q, v, a, reference, dvq, dvv, daq, dav,
 
 
 @pentry
-def kinematics_derivatives_parallel(mi, mf, q, v, a, reference, dvq, dvv, daq, dav, daa,
+def kinematics_derivatives_parallel(mi, mf, q, v, a, dvq, dvv, daq, dav, daa, reference,
                                     nchunks):
     batch_states_ok(mi, q, v, a, None)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], reference,
-                                     dvq[lo:hi], dvv[lo:hi], daq[lo:hi], dav[lo:hi],
-                                     daa[lo:hi], False)
+        kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dvq[lo:hi],
+                                     dvv[lo:hi], daq[lo:hi], dav[lo:hi], daa[lo:hi],
+                                     reference, False)
 
 
 @entry

@@ -41,6 +41,7 @@ import numba.np.ufunc.parallel
 import numpy as np
 
 from ..kernels.jit import native
+from ..model.model import Model
 from . import background
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
@@ -85,6 +86,7 @@ def get_num_threads():
 
 _MODES = ("auto", "serial", "parallel")
 _forced = ["auto"]
+Model.lazy("_plans", lambda m: {})     # per model: entry -> Plan, made on first use
 
 
 @contextmanager

@@ -1,8 +1,7 @@
 """Single-call entry points (``*_one``): check one state, then call the kernel on the
-caller's scratch (the dynamics, kinematics and frames: kernels.workspace.single_call_scratch, which
-the model keeps) or on
-scratch allocated here (the other derivatives). Outputs are allocated by the caller
-(the api layer): returning a Numba-allocated array to Python costs ~0.7 us, three times
+caller's scratch (the dynamics, kinematics and frames: cpu/scratch.py, which gives each
+model its float64 pair) or on scratch allocated here (the other derivatives). Outputs
+are allocated by the caller (the api layer): returning a Numba-allocated array to Python costs ~0.7 us, three times
 a NumPy allocation. No algorithm math lives here."""
 
 import numpy as np

@@ -11,7 +11,6 @@ Dof rows:    S (world motion subspace column), U (column of IA S), UDINV (column
              U D^-1), UU (u = tau - S^T pA), T (6-vector scratch).
 """
 
-import numpy as np
 
 from .jit import helper
 
@@ -43,13 +42,3 @@ D_WIDTH = 25
 @helper
 def workspace_rows(mi):
     return mi[0, 0] + 1 + mi[0, 2]
-
-
-def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
-    """Scratch of a single call (cpu.py's ``*_one``): the workspace (njoints+nv,
-    W_WIDTH) and, with ``forces``, M^-1's force scratch F (njoints, nv, 6), njoints
-    counting the universe (model.njoints). The model
-    keeps one float64 pair for the fast paths (api.py); the fast entries hold the GIL
-    (jit.fast_entry), so two threads never run on it at once."""
-    ws = np.empty((njoints + nv, W_WIDTH), dtype)
-    return (ws, np.empty((njoints, nv, 6), dtype)) if forces else (ws,)

@@ -17,8 +17,6 @@ import numpy as np
 from . import configuration as _configuration
 from . import layout as L
 from .warn import warn_user
-from ..kernels.kinematics_derivatives import STATE_WIDTH
-from ..kernels.workspace import single_call_scratch
 
 _SPHERICAL_S = np.hstack([np.zeros((3, 3)), np.eye(3)]).T   # columns [0; e_k]
 
@@ -244,9 +242,6 @@ class Model:
         self._sframes = (len(self.frames), 4, 4)
         self._sJ = (6, self.nv)
         self._skd = (n + 1, 6, self.nv)
-        self._ws, self._F = single_call_scratch(n + 1, self.nv)   # for single calls
-        self._sstate = (n + 1 + self.nv, STATE_WIDTH)    # a kinematics state (lazy results)
-        self._plans = {}                                        # cpu.policy: batch plans
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
 
@@ -355,6 +350,27 @@ class Model:
     def __repr__(self):
         return (f"rbdiff.Model(njoints={self.njoints}, nq={self.nq}, nv={self.nv}, "
                 f"frames={len(self.frames)})")
+
+    _LAZY = {}      # attribute name -> factory(model), registered by the layers above
+
+    @classmethod
+    def lazy(cls, name, factory):
+        """Let the layer that owns a per-model cache (cpu/scratch.py: the fast paths'
+        scratch; cpu/policy.py: batch plans) make it on first read, without the model
+        importing that layer."""
+        cls._LAZY[name] = factory
+
+    def __getattr__(self, name):      # only for attributes not set yet
+        factory = Model._LAZY.get(name)
+        if factory is None:
+            raise AttributeError(f"'Model' object has no attribute {name!r}")
+        value = factory(self)
+        object.__setattr__(self, name, value)
+        return value
+
+    def __getstate__(self):
+        """A pickled or copied model leaves its caches behind (made again on use)."""
+        return {k: v for k, v in self.__dict__.items() if k not in Model._LAZY}
 
     def __setattr__(self, name, value):
         if getattr(self, "_frozen", False):

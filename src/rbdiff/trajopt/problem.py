@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
-from ..kernels.workspace import single_call_scratch
+from ..cpu.scratch import single_call_scratch
 from ..model.layout import FREE_FLYER, SPHERICAL
 from .rollout import closed_loop
 

@@ -1,0 +1,198 @@
+"""One way into the compiled entries: a public function is declared once, as a
+:class:`Function` (its entries, inputs, options, outputs, scratch and result type), and
+its general path follows from the declaration: dtype promotion, shape and batch checks,
+output allocation, the single entry or the batch pair (cpu.policy picks serial or
+parallel), the precise error when an entry refuses its input, and the route to a CUDA
+device. ``rbdiff.dask`` and ``python -m rbdiff compile`` read the same declarations
+(:data:`DECLARED`), so a new function needs no code of its own there.
+
+What a declaration does not replace is a function's fast path: the few lines in front
+that hand float64 NumPy arrays straight to a natively bound entry (api.py explains why
+they are written flat). A fast path that misses falls through to the declared call.
+
+Entry conventions (cpu/single.py, cpu/batch.py):
+
+- single: ``one(*model_args, *inputs[, fext], *options, *scratch, *outputs)``, or with
+  ``options_last``: ``one(*model_args, *inputs[, fext], *outputs, *options)``;
+- batch pair: ``serial(*model_args, *inputs[, fext], *outputs, *options, check)`` and
+  ``parallel(..., *outputs, *options, nchunks)``.
+
+``model_args`` is "configuration" (mi), "dynamics" (mi, mf) or "frames" (mi, mf,
+frame_parents, frame_mf); mf and frame_mf follow the computed dtype (float32 models for
+float32 inputs).
+"""
+
+import numpy as np
+
+from .cpu import policy
+from .cpu.scratch import single_call_scratch
+from .model.lookup import frame_index, joint_index
+from .results import REFERENCE_CODES, reference_name
+from .validation import explain, gpu_call, on_device, prepare
+
+__all__ = ["Function", "DECLARED", "frame_index", "joint_index", "reference_code",
+           "reference_option"]
+
+DECLARED = {}          # public name -> its Function (rbdiff.dask, rbdiff compile)
+
+_MODEL_ARGS = ("configuration", "dynamics", "frames")
+_SCRATCH = ("none", "workspace", "workspace+forces")
+_SIZES = ("nq", "nv", "njoints", "nframes")
+
+
+def reference_code(reference):
+    """The kernel code of a reference frame name (results.reference_name's spellings)."""
+    return REFERENCE_CODES[reference_name(reference)]
+
+
+def reference_option(model, reference):
+    """reference_code as a ``params`` resolver (model, value) -> int."""
+    return reference_code(reference)
+
+
+def _size(model, token):
+    """A shape token's value on ``model`` ("nframes": len(model.frames))."""
+    if type(token) is int:
+        return token
+    return len(model.frames) if token == "nframes" else getattr(model, token)
+
+
+class Function:
+    """A public function's compiled entries and what they take and give.
+
+    name        the public name (error messages, rbdiff.dask, rbdiff compile)
+    one         the single entry; ``batch``: its (serial, parallel) pair
+    inputs      ((name, "nq" | "nv"), ...) in call order; the first is the configuration
+                checked for unit quaternions (``configurations`` names others too)
+    outputs     each output's shape, with size tokens "nq", "nv", "njoints", "nframes";
+                ``block``: all outputs share one shape and one allocation (a view each)
+    fext        the entries take external forces (njoints, 6) after the inputs
+    scratch     what a single call is given before its outputs: nothing, a workspace,
+                or a workspace and M^-1's force scratch (cpu.scratch)
+    result      a NamedTuple type for several outputs (else a tuple; one output: the array)
+    gpu         the rbdiff.gpu function of the same call, or None (a device array is then
+                refused with a message naming the function)
+    params      ((keyword, resolver), ...): the public keywords that become the entries'
+                integer options (resolver(model, value) -> int), for the generic wrappers
+    variant     another route of a function declared already (method="chain_rule"): kept
+                as "name[variant]", so the generic wrappers see one declaration per name
+    """
+
+    __slots__ = ("name", "one", "batch", "inputs", "outputs", "model_args", "fext",
+                 "scratch", "result", "gpu", "configurations", "options_last", "block",
+                 "params", "public")
+
+    def __init__(self, name, one, batch, inputs, outputs, model_args="dynamics", fext=False,
+                 scratch="workspace", result=None, gpu=None, configurations=None,
+                 options_last=False, block=False, params=(), variant=None):
+        if model_args not in _MODEL_ARGS:
+            raise ValueError(f"model_args: expected one of {_MODEL_ARGS}, got {model_args!r}")
+        if scratch not in _SCRATCH:
+            raise ValueError(f"scratch: expected one of {_SCRATCH}, got {scratch!r}")
+        for _, size in inputs:
+            if size not in ("nq", "nv"):
+                raise ValueError(f"{name}: an input's size is 'nq' or 'nv', got {size!r}")
+        for shape in outputs:
+            for t in shape:
+                if not (type(t) is int or t in _SIZES):
+                    raise ValueError(f"{name}: output size {t!r} is not an int or one of "
+                                     f"{_SIZES}")
+        if block and len(set(map(tuple, outputs))) != 1:
+            raise ValueError(f"{name}: block outputs must share one shape")
+        self.name, self.one, self.batch = name, one, tuple(batch)
+        self.inputs, self.outputs = tuple(inputs), tuple(tuple(s) for s in outputs)
+        self.model_args, self.fext, self.scratch = model_args, fext, scratch
+        self.result, self.gpu = result, gpu
+        self.configurations = configurations or (inputs[0][0],)
+        self.options_last, self.block, self.params = options_last, block, tuple(params)
+        self.public = None
+        DECLARED[name if variant is None else f"{name}[{variant}]"] = self
+
+    def shapes(self, model):
+        """The output shapes on ``model`` (without a batch axis)."""
+        return [tuple(_size(model, t) for t in s) for s in self.outputs]
+
+    def _model_args(self, model, mf, dtype):
+        if self.model_args == "configuration":
+            return (model.mi,)
+        if self.model_args == "dynamics":
+            return (model.mi, mf)
+        fmf = model.frame_mf32 if dtype == np.float32 else model.frame_mf
+        return (model.mi, mf, model.frame_parents, fmf)
+
+    def _allocate(self, model, lead, dtype):
+        shapes = self.shapes(model)
+        if self.block:
+            whole = np.empty((len(shapes),) + lead + shapes[0], dtype)
+            return tuple(whole[k] for k in range(len(shapes)))
+        return tuple(np.empty(lead + s, dtype) for s in shapes)
+
+    def _wrap(self, outs):
+        if self.result is not None:     # a NamedTuple without its Python __new__
+            if issubclass(self.result, tuple):
+                return tuple.__new__(self.result, outs)
+            return self.result(*outs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def __call__(self, model, *xs, fext=None, options=(), batch_options=None, out=None):
+        """The general path: validate ``xs`` (the declared inputs, in order) and ``fext``,
+        run the single entry or the batch pair with the integer ``options`` (the batch
+        pair gets ``batch_options`` where they differ), and return new outputs, or the
+        caller's ``out`` (a tuple of arrays of the output shapes and dtype)."""
+        if on_device(*xs, fext):
+            if self.gpu is None:
+                raise TypeError(f"{self.name} runs on the CPU only: pass NumPy arrays "
+                                "(copy device arrays to the host first)")
+            return gpu_call(self.gpu, model, *xs, *((fext,) if self.fext else ()),
+                            **({} if out is None else {"out": out}))
+        named = [(n, x, getattr(model, s)) for (n, s), x in zip(self.inputs, xs)]
+        arrays, f, nb, mf = prepare(model, fext, named, wants_fext=self.fext)
+        dt = arrays[0].dtype
+        lead = () if nb is None else (nb,)
+        outs = (self._allocate(model, lead, dt) if out is None
+                else caller_outputs(out, [lead + s for s in self.shapes(model)], dt,
+                                    getattr(self.result, "_fields", None)))
+        args = (*self._model_args(model, mf, dt), *arrays) + ((f,) if self.fext else ())
+        try:
+            if nb is None:
+                if self.options_last:
+                    self.one(*args, *outs, *options)
+                elif self.scratch == "none":
+                    self.one(*args, *options, *outs)
+                else:
+                    self.one(*args, *options, *single_call_scratch(
+                        model.njoints, model.nv, dt, self.scratch != "workspace"), *outs)
+            else:
+                policy.run(model, *policy.fast_or(self.batch, dt), nb, args + outs,
+                           options if batch_options is None else batch_options)
+        except ValueError as e:
+            raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
+                          self.configurations, error=e) from None
+        return self._wrap(outs)
+
+    def resolve(self, model, kwargs):
+        """The integer options of the public keywords ``kwargs`` (checked: KeyError,
+        ValueError naming the problem), in ``params`` order."""
+        return tuple(resolver(model, kwargs[k]) for k, resolver in self.params)
+
+
+def caller_outputs(out, shapes, dt, names=None):
+    """The caller's ``out=`` arrays, checked: writeable C-contiguous NumPy arrays of the
+    output shapes and the computed dtype, one per output, none overlapping another."""
+    names = names or [f"output {k}" for k in range(len(shapes))]
+    if not (isinstance(out, (tuple, list)) and len(out) == len(shapes)):
+        raise TypeError(f"out: expected a tuple of {len(shapes)} arrays "
+                        f"({', '.join(names)}), got {type(out).__name__}")
+    for name, o, shape in zip(names, out, shapes):
+        if type(o) is not np.ndarray:
+            raise TypeError(f"out: {name} must be a NumPy array, got {type(o).__name__}")
+        if o.shape != shape or o.dtype != dt:
+            raise ValueError(f"out: {name} must have shape {shape} and dtype {dt}, got "
+                             f"{o.shape} and {o.dtype}")
+        if not (o.flags.c_contiguous and o.flags.writeable):
+            raise ValueError(f"out: {name} must be C-contiguous and writeable")
+    for k in range(len(out)):
+        for m in range(k):
+            if np.may_share_memory(out[k], out[m]):
+                raise ValueError(f"out: {names[k]} overlaps {names[m]}")
+    return tuple(out)
