@@ -22,11 +22,12 @@ import numpy as np
 
 from .cpu import batch, policy, single
 from .cpu import lie as _lie
-from .kernels.lie import ARG_Q, ARG_V
+from .declare import Function
 from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
-from .validation import F64 as _F64
+from .kernels.lie import ARG_Q, ARG_V
 from .results import DifferenceJacobians, IntegrateJacobians
+from .validation import F64 as _F64
 from .validation import SUPPORTED, as_array, explain, on_device, prepare
 
 # The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
@@ -155,25 +156,37 @@ def _call(model, one, batched, named, width, configurations):
 # ---- Lie-group Jacobians (rbdiff.kernels.lie) -------------------------------------------
 
 _new = tuple.__new__          # a result NamedTuple without its Python __new__
+# the general paths (declare.py): validation, dtypes, equal batch axes, errors
+_INTEGRATE_JACOBIANS = Function(
+    "integrate_jacobians", _lie.integrate_jacobians_one,
+    (_lie.integrate_jacobians_batch, _lie.integrate_jacobians_parallel),
+    (("q", "nq"), ("v", "nv")), (("nv", "nv"), ("nv", "nv")), model_args="configuration",
+    scratch="none", result=IntegrateJacobians)
+_DIFFERENCE_JACOBIANS = Function(
+    "difference_jacobians", _lie.difference_jacobians_one,
+    (_lie.difference_jacobians_batch, _lie.difference_jacobians_parallel),
+    (("q0", "nq"), ("q1", "nq")), (("nv", "nv"), ("nv", "nv")), model_args="configuration",
+    scratch="none", result=DifferenceJacobians, configurations=("q0", "q1"))
 _ARGUMENTS = {"q": ARG_Q, "v": ARG_V, "ARG0": ARG_Q, "ARG1": ARG_V}
-# Fast paths for single float64 calls, as integrate's (_FAST_MISS): natively bound
-# entries (no Numba type dispatch, ~0.4 us) after a dtype / ndim test in Python; what
-# they do not take or refuse goes to the general path, which names the problem.
+# Fast paths for single float64 calls, as integrate's (_FAST_MISS): natively bound *_ref
+# entries that check q and v themselves (fastargs.REF); integrate_transport asks J's
+# dtype and ndim in Python. What they do not take or refuse goes to the general path,
+# which names the problem. The *_one bindings serve where fastargs is not AVAILABLE.
 _integrate_jacobians_one = native(_lie.integrate_jacobians_one, "_integrate_jacobians_one",
-                                  globals(), inputs=(2, 3))
+                                  globals(), inputs=(1, 2))
 _difference_jacobians_one = native(_lie.difference_jacobians_one,
-                                   "_difference_jacobians_one", globals(), inputs=(2, 3))
+                                   "_difference_jacobians_one", globals(), inputs=(1, 2))
 _integrate_transport_one = native(_lie.integrate_transport_one, "_integrate_transport_one",
-                                  globals(), inputs=(2, 3, 4))
+                                  globals(), inputs=(1, 2, 3))
 
 
 def _checked(name):
     """The *_ref entry's contract with the checks in Python (where fastargs is not
     AVAILABLE): True after calling the bound entry globals()[name] (looked up per call:
     native rebinds it on its first call) when both inputs are float64 vectors."""
-    def call(mi, mf, a, b, *rest):
+    def call(mi, a, b, *rest):
         if a.dtype is _F64 and b.dtype is _F64 and a.ndim == b.ndim == 1:
-            globals()[name](mi, mf, a, b, *rest)
+            globals()[name](mi, a, b, *rest)
             return True
         return False
     return call
@@ -182,13 +195,13 @@ def _checked(name):
 if AVAILABLE:    # the two vectors checked in the entry (kernels.fastargs), as integrate's
     _integrate_jacobians_fast = native(_lie.integrate_jacobians_ref,
                                        "_integrate_jacobians_fast", globals(), inputs=(),
-                                       refs=(2, 3))
+                                       refs=(1, 2))
     _difference_jacobians_fast = native(_lie.difference_jacobians_ref,
                                         "_difference_jacobians_fast", globals(), inputs=(),
-                                        refs=(2, 3))
+                                        refs=(1, 2))
     _integrate_transport_fast = native(_lie.integrate_transport_ref,
-                                       "_integrate_transport_fast", globals(), inputs=(4,),
-                                       refs=(2, 3))
+                                       "_integrate_transport_fast", globals(), inputs=(3,),
+                                       refs=(1, 2))
 else:
     _integrate_jacobians_fast = _checked("_integrate_jacobians_one")
     _difference_jacobians_fast = _checked("_difference_jacobians_one")
@@ -210,13 +223,11 @@ def integrate_jacobians(model, q, v):
         n = model.nv
         dq = _empty((n, n))
         dv = _empty((n, n))
-        if _integrate_jacobians_fast(model.mi, model.mf, q, v, dq, dv):
+        if _integrate_jacobians_fast(model.mi, q, v, dq, dv):
             return _new(IntegrateJacobians, (dq, dv))
     except _FAST_MISS:
         pass
-    return _jacobians(model, _lie.integrate_jacobians_one,
-                      (_lie.integrate_jacobians_batch, _lie.integrate_jacobians_parallel),
-                      [("q", q, model.nq), ("v", v, model.nv)], ("q",), IntegrateJacobians)
+    return _INTEGRATE_JACOBIANS(model, q, v)
 
 
 def difference_jacobians(model, q0, q1):
@@ -231,14 +242,11 @@ def difference_jacobians(model, q0, q1):
         n = model.nv
         d0 = _empty((n, n))
         d1 = _empty((n, n))
-        if _difference_jacobians_fast(model.mi, model.mf, q0, q1, d0, d1):
+        if _difference_jacobians_fast(model.mi, q0, q1, d0, d1):
             return _new(DifferenceJacobians, (d0, d1))
     except _FAST_MISS:
         pass
-    return _jacobians(model, _lie.difference_jacobians_one,
-                      (_lie.difference_jacobians_batch, _lie.difference_jacobians_parallel),
-                      [("q0", q0, model.nq), ("q1", q1, model.nq)], ("q0", "q1"),
-                      DifferenceJacobians)
+    return _DIFFERENCE_JACOBIANS(model, q0, q1)
 
 
 def integrate_transport(model, q, v, J, argument="q"):
@@ -253,7 +261,7 @@ def integrate_transport(model, q, v, J, argument="q"):
         code = _ARGUMENTS[argument]
         if J.dtype is _F64 and J.ndim == 2:
             out = _empty(J.shape)
-            if _integrate_transport_fast(model.mi, model.mf, q, v, J, code, out):
+            if _integrate_transport_fast(model.mi, q, v, J, code, out):
                 return out
     except (KeyError, *_FAST_MISS):
         pass
@@ -265,7 +273,7 @@ def integrate_transport(model, q, v, J, argument="q"):
     named = [("q", q, model.nq), ("v", v, model.nv)]
     if on_device(q, v, J):
         raise TypeError(_ON_DEVICE)
-    (q, v), _, nb, mf = prepare(model, None, named, wants_fext=False)
+    (q, v), _, nb, _ = prepare(model, None, named, wants_fext=False)
     J = np.asarray(J)
     lead = () if nb is None else (nb,)        # J's batch axis must be q's and v's
     if J.ndim != len(lead) + 2 or J.shape[:-1] != lead + (model.nv,):
@@ -278,15 +286,14 @@ def integrate_transport(model, q, v, J, argument="q"):
     if dtype not in SUPPORTED:
         dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
     q, v = q.astype(dtype, copy=False), v.astype(dtype, copy=False)
-    mf = model.mf32 if dtype == np.float32 else model.mf
     J = np.ascontiguousarray(J, dtype=dtype)
     out = np.empty(J.shape, dtype)
     try:
         if nb is None:
-            _lie.integrate_transport_one(model.mi, mf, q, v, J, code, out)
+            _lie.integrate_transport_one(model.mi, q, v, J, code, out)
         else:
             policy.run(model, _lie.integrate_transport_batch, _lie.integrate_transport_parallel,
-                       nb, (model.mi, mf, q, v, J, out), (code,))
+                       nb, (model.mi, q, v, J, out), (code,))
     except ValueError:
         raise explain(model, [("q", q), ("v", v), ("J", J)], None, ("q",)) from None
     return out
@@ -295,22 +302,3 @@ def integrate_transport(model, q, v, J, argument="q"):
 _ON_DEVICE = ("rbdiff's configuration functions run on the CPU: pass NumPy arrays (copy "
               "device arrays to the host first)")
 
-
-def _jacobians(model, one, batched, named, configurations, result):
-    """Validate (equal batch axes), then run ``one`` or the batch pair ``batched`` into two
-    new (nv, nv) or (B, nv, nv) arrays; explain a refusal precisely."""
-    if on_device(*(x for _, x, _ in named)):
-        raise TypeError(_ON_DEVICE)
-    arrays, _, nb, mf = prepare(model, None, named, wants_fext=False)
-    shape = (model.nv, model.nv) if nb is None else (nb, model.nv, model.nv)
-    a = np.empty(shape, arrays[0].dtype)
-    b = np.empty(shape, arrays[0].dtype)
-    try:
-        if nb is None:
-            one(model.mi, mf, *arrays, a, b)
-        else:
-            policy.run(model, *batched, nb, (model.mi, mf, *arrays, a, b))
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None,
-                      configurations) from None
-    return _new(result, (a, b))

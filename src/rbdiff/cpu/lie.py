@@ -3,9 +3,8 @@ single calls (``*_one``, no scratch: the blocks live in registers) and batches
 (``*_batch`` serial with ``check``, ``*_parallel`` over chunks), as cpu/single.py and
 cpu/batch.py. No math here.
 
-Arguments: the model's (mi, mf) (mf is not read: the configuration space is mi's
-alone; it is taken so these entries share the dynamics functions' calling convention),
-the inputs, then (single) the options and the outputs, or (batch) the outputs, the
+Arguments: the model's mi (the configuration space is mi's alone: declare.py's
+model_args="configuration", as integrate's entries), the inputs, then (single) the options and the outputs, or (batch) the outputs, the
 options and ``check`` / ``nchunks``. Outputs are allocated by the caller; the Jacobians
 are zeroed by the kernels before their blocks are written."""
 
@@ -64,7 +63,7 @@ def transport_ok(mi, J, argument, Jout):
 
 
 @fast_entry
-def integrate_jacobians_one(mi, mf, q, v, Jq, Jv):
+def integrate_jacobians_one(mi, q, v, Jq, Jv):
     """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v."""
     velocity_state_ok(mi, q, v)
     square_ok(mi, Jq)
@@ -73,7 +72,7 @@ def integrate_jacobians_one(mi, mf, q, v, Jq, Jv):
 
 
 @fast_entry
-def difference_jacobians_one(mi, mf, q0, q1, J0, J1):
+def difference_jacobians_one(mi, q0, q1, J0, J1):
     """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1."""
     pair_ok(mi, q0, q1)
     square_ok(mi, J0)
@@ -82,7 +81,7 @@ def difference_jacobians_one(mi, mf, q0, q1, J0, J1):
 
 
 @fast_entry
-def integrate_transport_one(mi, mf, q, v, J, argument, Jout):
+def integrate_transport_one(mi, q, v, J, argument, Jout):
     """Jout (nv, k) = (d integrate(q, v) / d q or / d v) J, J (nv, k)."""
     velocity_state_ok(mi, q, v)
     transport_ok(mi, J, argument, Jout)
@@ -90,29 +89,29 @@ def integrate_transport_one(mi, mf, q, v, J, argument, Jout):
 
 
 @fast_entry
-def integrate_jacobians_ref(mi, mf, q, v, Jq, Jv):
+def integrate_jacobians_ref(mi, q, v, Jq, Jv):
     """integrate_jacobians_one for the fast path, q and v REF (as integrate_transport_ref)."""
     ok_q, q = float64_vector(q, Jq)
     ok_v, v = float64_vector(v, Jq)
     if not (ok_q and ok_v):
         return False
-    integrate_jacobians_one(mi, mf, q, v, Jq, Jv)
+    integrate_jacobians_one(mi, q, v, Jq, Jv)
     return True
 
 
 @fast_entry
-def difference_jacobians_ref(mi, mf, q0, q1, J0, J1):
+def difference_jacobians_ref(mi, q0, q1, J0, J1):
     """difference_jacobians_one for the fast path, q0 and q1 REF."""
     ok_0, q0 = float64_vector(q0, J0)
     ok_1, q1 = float64_vector(q1, J0)
     if not (ok_0 and ok_1):
         return False
-    difference_jacobians_one(mi, mf, q0, q1, J0, J1)
+    difference_jacobians_one(mi, q0, q1, J0, J1)
     return True
 
 
 @fast_entry
-def integrate_transport_ref(mi, mf, q, v, J, argument, Jout):
+def integrate_transport_ref(mi, q, v, J, argument, Jout):
     """integrate_transport_one for rbd.integrate_transport's fast path: q and v any
     objects (kernels.fastargs.REF); False, computing nothing, unless both are float64
     1-D ndarrays (as cpu.single.integrate_ref); then True, or ValueError."""
@@ -120,7 +119,7 @@ def integrate_transport_ref(mi, mf, q, v, J, argument, Jout):
     ok_v, v = float64_vector(v, Jout)
     if not (ok_q and ok_v):
         return False
-    integrate_transport_one(mi, mf, q, v, J, argument, Jout)
+    integrate_transport_one(mi, q, v, J, argument, Jout)
     return True
 
 
@@ -141,7 +140,7 @@ def batch_transport_ok(mi, q, v, J, argument):
 
 
 @entry
-def integrate_jacobians_batch(mi, mf, q, v, Jq, Jv, check):
+def integrate_jacobians_batch(mi, q, v, Jq, Jv, check):
     if check:
         batch_tangent_ok(mi, q, v)
     for b in range(q.shape[0]):
@@ -149,15 +148,15 @@ def integrate_jacobians_batch(mi, mf, q, v, Jq, Jv, check):
 
 
 @pentry
-def integrate_jacobians_parallel(mi, mf, q, v, Jq, Jv, nchunks):
+def integrate_jacobians_parallel(mi, q, v, Jq, Jv, nchunks):
     batch_tangent_ok(mi, q, v)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        integrate_jacobians_batch(mi, mf, q[lo:hi], v[lo:hi], Jq[lo:hi], Jv[lo:hi], False)
+        integrate_jacobians_batch(mi, q[lo:hi], v[lo:hi], Jq[lo:hi], Jv[lo:hi], False)
 
 
 @entry
-def difference_jacobians_batch(mi, mf, q0, q1, J0, J1, check):
+def difference_jacobians_batch(mi, q0, q1, J0, J1, check):
     if check:
         batch_configurations_ok(mi, q0)
         batch_configurations_ok(mi, q1)
@@ -166,17 +165,17 @@ def difference_jacobians_batch(mi, mf, q0, q1, J0, J1, check):
 
 
 @pentry
-def difference_jacobians_parallel(mi, mf, q0, q1, J0, J1, nchunks):
+def difference_jacobians_parallel(mi, q0, q1, J0, J1, nchunks):
     batch_configurations_ok(mi, q0)
     batch_configurations_ok(mi, q1)
     for c in prange(nchunks):
         lo, hi = chunk(q0.shape[0], nchunks, c)
-        difference_jacobians_batch(mi, mf, q0[lo:hi], q1[lo:hi], J0[lo:hi], J1[lo:hi],
+        difference_jacobians_batch(mi, q0[lo:hi], q1[lo:hi], J0[lo:hi], J1[lo:hi],
                                    False)
 
 
 @entry
-def integrate_transport_batch(mi, mf, q, v, J, Jout, argument, check):
+def integrate_transport_batch(mi, q, v, J, Jout, argument, check):
     if check:
         batch_transport_ok(mi, q, v, J, argument)
     for b in range(q.shape[0]):
@@ -184,9 +183,9 @@ def integrate_transport_batch(mi, mf, q, v, J, Jout, argument, check):
 
 
 @pentry
-def integrate_transport_parallel(mi, mf, q, v, J, Jout, argument, nchunks):
+def integrate_transport_parallel(mi, q, v, J, Jout, argument, nchunks):
     batch_transport_ok(mi, q, v, J, argument)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        integrate_transport_batch(mi, mf, q[lo:hi], v[lo:hi], J[lo:hi], Jout[lo:hi],
+        integrate_transport_batch(mi, q[lo:hi], v[lo:hi], J[lo:hi], Jout[lo:hi],
                                   argument, False)
