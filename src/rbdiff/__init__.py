@@ -14,7 +14,10 @@ from .api import minverse
 from .api import nonlinear_effects
 from .api import rnea
 from .configuration import difference
+from .configuration import difference_jacobians
 from .configuration import integrate
+from .configuration import integrate_jacobians
+from .configuration import integrate_transport
 from .configuration import neutral
 from .derivatives import aba_derivatives
 from .derivatives import rnea_derivatives

@@ -1,5 +1,8 @@
 """Public configuration-space functions: neutral, integrate and difference (Pinocchio's
-``neutral``, ``integrate``, ``difference``), compiled (rbdiff.kernels.configuration).
+``neutral``, ``integrate``, ``difference``), compiled (rbdiff.kernels.configuration), and
+their Lie-group Jacobians integrate_jacobians, difference_jacobians and
+integrate_transport (``dIntegrate``, ``dDifference``, ``dIntegrateTransport``;
+rbdiff.kernels.lie).
 
 Every joint is its own Lie group: revolute and prismatic coordinates add, continuous
 joints (cos, sin) rotate in SO(2), spherical joints compose unit quaternions [x, y, z, w]
@@ -18,10 +21,14 @@ rbdiff.model.configuration, with the NumPy reference of these functions.
 import numpy as np
 
 from .cpu import batch, policy, single
+from .cpu import lie as _lie
+from .declare import Function
 from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
+from .kernels.lie import ARG_Q, ARG_V
+from .results import DifferenceJacobians, IntegrateJacobians
 from .validation import F64 as _F64
-from .validation import SUPPORTED, as_array, explain, on_device
+from .validation import SUPPORTED, as_array, explain, on_device, prepare
 
 # The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
 # the compiled entry unchecked (typed fastargs.REF): it takes them only as float64 1-D
@@ -144,3 +151,154 @@ def _call(model, one, batched, named, width, configurations):
         raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None,
                       configurations) from None
     return out
+
+
+# ---- Lie-group Jacobians (rbdiff.kernels.lie) -------------------------------------------
+
+_new = tuple.__new__          # a result NamedTuple without its Python __new__
+# the general paths (declare.py): validation, dtypes, equal batch axes, errors
+_INTEGRATE_JACOBIANS = Function(
+    "integrate_jacobians", _lie.integrate_jacobians_one,
+    (_lie.integrate_jacobians_batch, _lie.integrate_jacobians_parallel),
+    (("q", "nq"), ("v", "nv")), (("nv", "nv"), ("nv", "nv")), model_args="configuration",
+    scratch="none", result=IntegrateJacobians)
+_DIFFERENCE_JACOBIANS = Function(
+    "difference_jacobians", _lie.difference_jacobians_one,
+    (_lie.difference_jacobians_batch, _lie.difference_jacobians_parallel),
+    (("q0", "nq"), ("q1", "nq")), (("nv", "nv"), ("nv", "nv")), model_args="configuration",
+    scratch="none", result=DifferenceJacobians, configurations=("q0", "q1"))
+_ARGUMENTS = {"q": ARG_Q, "v": ARG_V, "ARG0": ARG_Q, "ARG1": ARG_V}
+# Fast paths for single float64 calls, as integrate's (_FAST_MISS): natively bound *_ref
+# entries that check q and v themselves (fastargs.REF); integrate_transport asks J's
+# dtype and ndim in Python. What they do not take or refuse goes to the general path,
+# which names the problem. The *_one bindings serve where fastargs is not AVAILABLE.
+_integrate_jacobians_one = native(_lie.integrate_jacobians_one, "_integrate_jacobians_one",
+                                  globals(), inputs=(1, 2))
+_difference_jacobians_one = native(_lie.difference_jacobians_one,
+                                   "_difference_jacobians_one", globals(), inputs=(1, 2))
+_integrate_transport_one = native(_lie.integrate_transport_one, "_integrate_transport_one",
+                                  globals(), inputs=(1, 2, 3))
+
+
+def _checked(name):
+    """The *_ref entry's contract with the checks in Python (where fastargs is not
+    AVAILABLE): True after calling the bound entry globals()[name] (looked up per call:
+    native rebinds it on its first call) when both inputs are float64 vectors."""
+    def call(mi, a, b, *rest):
+        if a.dtype is _F64 and b.dtype is _F64 and a.ndim == b.ndim == 1:
+            globals()[name](mi, a, b, *rest)
+            return True
+        return False
+    return call
+
+
+if AVAILABLE:    # the two vectors checked in the entry (kernels.fastargs), as integrate's
+    _integrate_jacobians_fast = native(_lie.integrate_jacobians_ref,
+                                       "_integrate_jacobians_fast", globals(), inputs=(),
+                                       refs=(1, 2))
+    _difference_jacobians_fast = native(_lie.difference_jacobians_ref,
+                                        "_difference_jacobians_fast", globals(), inputs=(),
+                                        refs=(1, 2))
+    _integrate_transport_fast = native(_lie.integrate_transport_ref,
+                                       "_integrate_transport_fast", globals(), inputs=(3,),
+                                       refs=(1, 2))
+else:
+    _integrate_jacobians_fast = _checked("_integrate_jacobians_one")
+    _difference_jacobians_fast = _checked("_difference_jacobians_one")
+    _integrate_transport_fast = _checked("_integrate_transport_one")
+
+
+def integrate_jacobians(model, q, v):
+    """The Jacobians of q' = integrate(q, v) (Pinocchio's dIntegrate with ARG0 and ARG1):
+    IntegrateJacobians(dq, dv), dq = d q' / d q and dv = d q' / d v, each (nv, nv), from
+    the tangent space at q (a step q (+) e) to the one at q'. Block diagonal, one block
+    per joint: 1 for revolute, prismatic and continuous joints; R(v)^T and the right
+    Jacobian Jr(v) of SO(3) for spherical joints; Ad(exp(-v)) and SE(3)'s Jr(v) for a free
+    flyer (rbdiff.kernels.lie).
+
+    q (nq,) a valid configuration, v (nv,) finite, or both with the same leading batch
+    axis (B, nq), (B, nv): each (B, nv, nv). float32 and complex128 inputs give results
+    of their dtype."""
+    try:    # fast path
+        n = model.nv
+        dq = _empty((n, n))
+        dv = _empty((n, n))
+        if _integrate_jacobians_fast(model.mi, q, v, dq, dv):
+            return _new(IntegrateJacobians, (dq, dv))
+    except _FAST_MISS:
+        pass
+    return _INTEGRATE_JACOBIANS(model, q, v)
+
+
+def difference_jacobians(model, q0, q1):
+    """The Jacobians of v = difference(q0, q1) = q1 (-) q0 (Pinocchio's dDifference with
+    ARG0 and ARG1): DifferenceJacobians(dq0, dq1), each (nv, nv), against steps q0 (+) e
+    and q1 (+) e. Block diagonal: -1 and 1 for revolute, prismatic and continuous
+    joints; -Jr(-v)^-1 and Jr(v)^-1 (the inverse right Jacobians of SO(3) or SE(3) at
+    the difference v) for spherical joints and free flyers (rbdiff.kernels.lie).
+
+    q0, q1 (nq,) valid configurations, or both (B, nq): each (B, nv, nv)."""
+    try:    # fast path
+        n = model.nv
+        d0 = _empty((n, n))
+        d1 = _empty((n, n))
+        if _difference_jacobians_fast(model.mi, q0, q1, d0, d1):
+            return _new(DifferenceJacobians, (d0, d1))
+    except _FAST_MISS:
+        pass
+    return _DIFFERENCE_JACOBIANS(model, q0, q1)
+
+
+def integrate_transport(model, q, v, J, argument="q"):
+    """(d integrate(q, v) / d q) J (argument "q") or (d integrate(q, v) / d v) J (argument
+    "v"), without forming the Jacobian (Pinocchio's dIntegrateTransport with ARG0 or ARG1,
+    which are accepted too): each joint's block of integrate_jacobians times that joint's
+    rows of J.
+
+    q (nq,), v (nv,), J (nv, k): (nv, k); or a batch with the same leading axis on all
+    three, q (B, nq), v (B, nv), J (B, nv, k): (B, nv, k)."""
+    try:    # fast path
+        code = _ARGUMENTS[argument]
+        if J.dtype is _F64 and J.ndim == 2:
+            out = _empty(J.shape)
+            if _integrate_transport_fast(model.mi, q, v, J, code, out):
+                return out
+    except (KeyError, *_FAST_MISS):
+        pass
+    name = getattr(argument, "name", argument)      # pin.ARG0 / pin.ARG1: an enum's name
+    code = _ARGUMENTS.get(name) if isinstance(name, str) else None
+    if code is None:
+        raise ValueError(f'argument: expected "q" or "v" (or pin.ARG0, pin.ARG1), got '
+                         f"{argument!r}")
+    named = [("q", q, model.nq), ("v", v, model.nv)]
+    if on_device(q, v, J):
+        raise TypeError(_ON_DEVICE)
+    (q, v), _, nb, _ = prepare(model, None, named, wants_fext=False)
+    J = np.asarray(J)
+    lead = () if nb is None else (nb,)        # J's batch axis must be q's and v's
+    if J.ndim != len(lead) + 2 or J.shape[:-1] != lead + (model.nv,):
+        want = ", ".join(map(str, lead + (model.nv, "k")))
+        raise ValueError(f"J: expected shape ({want}) (q, v: {q.shape}, {v.shape}), got "
+                         f"{J.shape}")
+    if J.dtype.kind not in "biufc":
+        raise TypeError(f"J: expected a real or complex numeric array, got dtype {J.dtype}")
+    dtype = np.result_type(q, J)
+    if dtype not in SUPPORTED:
+        dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
+    q, v = q.astype(dtype, copy=False), v.astype(dtype, copy=False)
+    J = np.ascontiguousarray(J, dtype=dtype)
+    out = np.empty(J.shape, dtype)
+    try:
+        if nb is None:
+            _lie.integrate_transport_one(model.mi, q, v, J, code, out)
+        else:
+            policy.run(model, _lie.integrate_transport_batch, _lie.integrate_transport_parallel,
+                       nb, (model.mi, q, v, J, out), (code,))
+    except ValueError:
+        raise explain(model, [("q", q), ("v", v), ("J", J)], None, ("q",)) from None
+    return out
+
+
+_ON_DEVICE = ("rbdiff's configuration functions run on the CPU: pass NumPy arrays (copy "
+              "device arrays to the host first)")
+

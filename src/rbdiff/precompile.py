@@ -97,11 +97,21 @@ def _configuration(rbd, m, s, b=""):
     rbd.difference(m, q, rbd.integrate(m, q, v))
 
 
+def _lie(rbd, m, s, b=""):
+    """The Lie-group Jacobians; integrate_transport's J (nv, k) is no declared input."""
+    q, v = s[b + "q"], s[b + "v"]
+    rbd.integrate_jacobians(m, q, v)
+    rbd.difference_jacobians(m, q, rbd.integrate(m, q, v))
+    J = np.ones(q.shape[:-1] + (m.nv, 2), q.dtype)
+    rbd.integrate_transport(m, q, v, J, "q")
+
+
 # the public functions a job calls, where they are not the job's name
 CALLS_OF = {"rnea": ("rnea", "nonlinear_effects", "gravity"),
             "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                            "frame_jacobian"),
-            "configuration": ("integrate", "difference")}
+            "configuration": ("integrate", "difference"),
+            "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport")}
 
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
 # "[batch]" jobs call with a leading batch axis (their "[parallel]" twins, below, on the
@@ -132,6 +142,8 @@ JOBS = {
     "kinematics[batch]": (1, lambda rbd, m, s: _kinematics(rbd, m, s, "b")),
     "configuration": (1, _configuration),
     "configuration[batch]": (1, lambda rbd, m, s: _configuration(rbd, m, s, "b")),
+    "lie": (1, _lie),
+    "lie[batch]": (1, lambda rbd, m, s: _lie(rbd, m, s, "b")),
     "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),

@@ -61,6 +61,22 @@ class ABASecondOrderDerivatives(NamedTuple):
     d2qdd_dtaudq: np.ndarray
 
 
+class IntegrateJacobians(NamedTuple):
+    """Jacobians of q' = integrate(q, v) on the configuration Lie group, each (nv, nv)
+    or (B, nv, nv): dq = d q' / d q (tangent space at q to the one at q'), dv = d q' / d v
+    (Pinocchio's dIntegrate ARG0, ARG1)."""
+    dq: np.ndarray
+    dv: np.ndarray
+
+
+class DifferenceJacobians(NamedTuple):
+    """Jacobians of v = difference(q0, q1), each (nv, nv) or (B, nv, nv): dq0 = d v / d q0,
+    dq1 = d v / d q1, in the tangent spaces at q0 and q1 (Pinocchio's dDifference ARG0,
+    ARG1)."""
+    dq0: np.ndarray
+    dq1: np.ndarray
+
+
 @dataclasses.dataclass(init=False, eq=False, repr=False)
 class KinematicsDerivatives:
     """Partial derivatives of every joint's spatial velocity and acceleration: dv_dq,

@@ -224,17 +224,27 @@ def difference_so2(q0, q1, iq, iv, v):
 
 
 @helper
-def difference_so3(q0, q1, iq, iv, v):
+def log_so3(q0, q1, iq):
+    """(w, d): w = log(conj(quat0) quat1) of the quaternions at q0[iq:iq + 4], q1[iq:iq + 4],
+    and d, V(w)^-1's coefficient (log_coefficients)."""
     x, y, z, w = quat_mul(-q0[iq], -q0[iq + 1], -q0[iq + 2], q0[iq + 3],
                           q1[iq], q1[iq + 1], q1[iq + 2], q1[iq + 3])
-    k, _ = log_coefficients(x, y, z, w)
-    v[iv] = k * x
-    v[iv + 1] = k * y
-    v[iv + 2] = k * z
+    k, d = log_coefficients(x, y, z, w)
+    return k * x, k * y, k * z, d
 
 
 @helper
-def difference_se3(q0, q1, iq, iv, v):
+def difference_so3(q0, q1, iq, iv, v):
+    wx, wy, wz, _ = log_so3(q0, q1, iq)
+    v[iv] = wx
+    v[iv + 1] = wy
+    v[iv + 2] = wz
+
+
+@helper
+def log_se3(q0, q1, iq):
+    """(nu, w, d): the twist [nu, w] = log(M0^-1 M1) of the free flyers at q0[iq:iq + 7],
+    q1[iq:iq + 7], and d, V(w)^-1's coefficient (log_coefficients)."""
     ax, ay, az, aw = -q0[iq + 3], -q0[iq + 4], -q0[iq + 5], q0[iq + 6]     # conj(quat0)
     px, py, pz = quat_rotate(ax, ay, az, aw, q1[iq] - q0[iq], q1[iq + 1] - q0[iq + 1],
                              q1[iq + 2] - q0[iq + 2])                     # R0^T (p1 - p0)
@@ -244,9 +254,17 @@ def difference_se3(q0, q1, iq, iv, v):
     cx = wy * pz - wz * py                  # w x p
     cy = wz * px - wx * pz
     cz = wx * py - wy * px
-    v[iv] = px - 0.5 * cx + d * (wy * cz - wz * cy)
-    v[iv + 1] = py - 0.5 * cy + d * (wz * cx - wx * cz)
-    v[iv + 2] = pz - 0.5 * cz + d * (wx * cy - wy * cx)
+    return (px - 0.5 * cx + d * (wy * cz - wz * cy),
+            py - 0.5 * cy + d * (wz * cx - wx * cz),
+            pz - 0.5 * cz + d * (wx * cy - wy * cx), wx, wy, wz, d)
+
+
+@helper
+def difference_se3(q0, q1, iq, iv, v):
+    nx, ny, nz, wx, wy, wz, _ = log_se3(q0, q1, iq)
+    v[iv] = nx
+    v[iv + 1] = ny
+    v[iv + 2] = nz
     v[iv + 3] = wx
     v[iv + 4] = wy
     v[iv + 5] = wz

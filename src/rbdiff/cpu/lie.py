@@ -1,0 +1,191 @@
+"""Entry points of the Lie-group Jacobians of integrate and difference (kernels/lie.py):
+single calls (``*_one``, no scratch: the blocks live in registers) and batches
+(``*_batch`` serial with ``check``, ``*_parallel`` over chunks), as cpu/single.py and
+cpu/batch.py. No math here.
+
+Arguments: the model's mi (the configuration space is mi's alone: declare.py's
+model_args="configuration", as integrate's entries), the inputs, then (single) the options and the outputs, or (batch) the outputs, the
+options and ``check`` / ``nchunks``. Outputs are allocated by the caller; the Jacobians
+are zeroed by the kernels before their blocks are written."""
+
+from numba import prange
+
+from ..kernels.checks import configuration_ok, vector_finite
+from ..kernels.fastargs import float64_vector
+from ..kernels.jit import entry, fast_entry, helper, pentry
+from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
+from .batch import chunk
+from .checks import (BAD_Q, BAD_SHAPE, batch_configurations_ok, batch_tangent_ok,
+                     velocity_state_ok)
+
+BAD_ARGUMENT = "argument: not 0 (q) or 1 (v)"
+BAD_MATRIX = "J: not finite"
+
+
+@helper
+def square_ok(mi, J):
+    """J is (nv, nv)."""
+    if J.shape[0] != mi[0, 2] or J.shape[1] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+
+
+@helper
+def pair_ok(mi, q0, q1):
+    """difference's inputs: lengths right, q0 and q1 valid configurations."""
+    if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1]:
+        raise ValueError(BAD_SHAPE)
+    if not (configuration_ok(mi, q0) and configuration_ok(mi, q1)):
+        raise ValueError(BAD_Q)
+
+
+@helper
+def matrix_finite(J):
+    """Every entry of J (n, k) finite: vector_finite row by row (branch-free, unlike
+    checks.rows_finite's x.flat, which cost a 50 x 50 transport half its time)."""
+    ok = True
+    for r in range(J.shape[0]):
+        ok &= vector_finite(J[r])
+    return ok
+
+
+@helper
+def transport_ok(mi, J, argument, Jout):
+    """J (nv, k) finite, Jout of J's shape, argument a code of kernels.lie."""
+    if J.shape[0] != mi[0, 2] or Jout.shape[0] != J.shape[0] or Jout.shape[1] != J.shape[1]:
+        raise ValueError(BAD_SHAPE)
+    if argument < 0 or argument > ARG_V:
+        raise ValueError(BAD_ARGUMENT)
+    if not matrix_finite(J):
+        raise ValueError(BAD_MATRIX)
+
+
+# ---- single calls ----------------------------------------------------------------------
+
+
+@fast_entry
+def integrate_jacobians_one(mi, q, v, Jq, Jv):
+    """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v."""
+    velocity_state_ok(mi, q, v)
+    square_ok(mi, Jq)
+    square_ok(mi, Jv)
+    integrate_jacobians(mi, q, v, Jq, Jv)
+
+
+@fast_entry
+def difference_jacobians_one(mi, q0, q1, J0, J1):
+    """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1."""
+    pair_ok(mi, q0, q1)
+    square_ok(mi, J0)
+    square_ok(mi, J1)
+    difference_jacobians(mi, q0, q1, J0, J1)
+
+
+@fast_entry
+def integrate_transport_one(mi, q, v, J, argument, Jout):
+    """Jout (nv, k) = (d integrate(q, v) / d q or / d v) J, J (nv, k)."""
+    velocity_state_ok(mi, q, v)
+    transport_ok(mi, J, argument, Jout)
+    integrate_transport(mi, q, v, J, argument, Jout)
+
+
+@fast_entry
+def integrate_jacobians_ref(mi, q, v, Jq, Jv):
+    """integrate_jacobians_one for the fast path, q and v REF (as integrate_transport_ref)."""
+    ok_q, q = float64_vector(q, Jq)
+    ok_v, v = float64_vector(v, Jq)
+    if not (ok_q and ok_v):
+        return False
+    integrate_jacobians_one(mi, q, v, Jq, Jv)
+    return True
+
+
+@fast_entry
+def difference_jacobians_ref(mi, q0, q1, J0, J1):
+    """difference_jacobians_one for the fast path, q0 and q1 REF."""
+    ok_0, q0 = float64_vector(q0, J0)
+    ok_1, q1 = float64_vector(q1, J0)
+    if not (ok_0 and ok_1):
+        return False
+    difference_jacobians_one(mi, q0, q1, J0, J1)
+    return True
+
+
+@fast_entry
+def integrate_transport_ref(mi, q, v, J, argument, Jout):
+    """integrate_transport_one for rbd.integrate_transport's fast path: q and v any
+    objects (kernels.fastargs.REF); False, computing nothing, unless both are float64
+    1-D ndarrays (as cpu.single.integrate_ref); then True, or ValueError."""
+    ok_q, q = float64_vector(q, Jout)
+    ok_v, v = float64_vector(v, Jout)
+    if not (ok_q and ok_v):
+        return False
+    integrate_transport_one(mi, q, v, J, argument, Jout)
+    return True
+
+
+# ---- batches ---------------------------------------------------------------------------
+
+
+@entry
+def batch_transport_ok(mi, q, v, J, argument):
+    """The batch's q (B, nq) valid, v (B, nv) and J (B, nv, k) finite, argument a code."""
+    batch_tangent_ok(mi, q, v)
+    if J.shape[0] != q.shape[0] or J.shape[1] != mi[0, 2]:
+        raise ValueError(BAD_SHAPE)
+    if argument < 0 or argument > ARG_V:
+        raise ValueError(BAD_ARGUMENT)
+    for b in range(J.shape[0]):
+        if not matrix_finite(J[b]):
+            raise ValueError(BAD_MATRIX)
+
+
+@entry
+def integrate_jacobians_batch(mi, q, v, Jq, Jv, check):
+    if check:
+        batch_tangent_ok(mi, q, v)
+    for b in range(q.shape[0]):
+        integrate_jacobians(mi, q[b], v[b], Jq[b], Jv[b])
+
+
+@pentry
+def integrate_jacobians_parallel(mi, q, v, Jq, Jv, nchunks):
+    batch_tangent_ok(mi, q, v)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        integrate_jacobians_batch(mi, q[lo:hi], v[lo:hi], Jq[lo:hi], Jv[lo:hi], False)
+
+
+@entry
+def difference_jacobians_batch(mi, q0, q1, J0, J1, check):
+    if check:
+        batch_configurations_ok(mi, q0)
+        batch_configurations_ok(mi, q1)
+    for b in range(q0.shape[0]):
+        difference_jacobians(mi, q0[b], q1[b], J0[b], J1[b])
+
+
+@pentry
+def difference_jacobians_parallel(mi, q0, q1, J0, J1, nchunks):
+    batch_configurations_ok(mi, q0)
+    batch_configurations_ok(mi, q1)
+    for c in prange(nchunks):
+        lo, hi = chunk(q0.shape[0], nchunks, c)
+        difference_jacobians_batch(mi, q0[lo:hi], q1[lo:hi], J0[lo:hi], J1[lo:hi],
+                                   False)
+
+
+@entry
+def integrate_transport_batch(mi, q, v, J, Jout, argument, check):
+    if check:
+        batch_transport_ok(mi, q, v, J, argument)
+    for b in range(q.shape[0]):
+        integrate_transport(mi, q[b], v[b], J[b], argument, Jout[b])
+
+
+@pentry
+def integrate_transport_parallel(mi, q, v, J, Jout, argument, nchunks):
+    batch_transport_ok(mi, q, v, J, argument)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        integrate_transport_batch(mi, q[lo:hi], v[lo:hi], J[lo:hi], Jout[lo:hi],
+                                  argument, False)
