@@ -46,9 +46,26 @@ def body_rates(i, ws):
     hi = ymul(Y, vi)
     st6(hi, ws[i, W_HC:W_HC + 6])
     st6(tadd(ymul(Y, ld6(ws[i, W_A:W_A + 6])), fcr(vi, hi)), ws[i, W_FC:W_FC + 6])
-    Yd = inertia_rate(Y, vi)
-    for k in range(13):
-        ws[i, W_IDC + k] = Yd[k]
+    st13(inertia_rate(Y, vi), ws[i, W_IDC:W_IDC + 13])
+
+
+@helper
+def st13(t, x):
+    """x = t for a 13-tuple (constant indices: its entries' types may differ, as float32
+    and float64 under float32 inputs)."""
+    x[0] = t[0]
+    x[1] = t[1]
+    x[2] = t[2]
+    x[3] = t[3]
+    x[4] = t[4]
+    x[5] = t[5]
+    x[6] = t[6]
+    x[7] = t[7]
+    x[8] = t[8]
+    x[9] = t[9]
+    x[10] = t[10]
+    x[11] = t[11]
+    x[12] = t[12]
 
 
 @helper
