@@ -11,15 +11,41 @@ formulas), the entry points in cpu/centroidal.py; batches equal a loop of single
 bit for bit.
 """
 
+import weakref
+
 import numpy as np
 
 from .cpu import centroidal as cc
 from .cpu import policy
+from .kernels.jit import native
 from .kernels.workspace import single_call_scratch
 from .model.layout import MF_MASS
 from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
                       CentroidalDynamicsDerivatives, CentroidalMomentum)
+from .validation import F64 as _F64
 from .validation import explain, prepare
+
+# Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: natively bound
+# entries on the model's scratch (model._ws); any miss (another dtype or ndim, a refused
+# input, a massless model) takes the general path, which names the problem.
+_FAST_MISS = (AttributeError, TypeError, ValueError)
+_empty = np.empty
+_new = tuple.__new__          # a result NamedTuple without its Python __new__
+_S3 = (3,)
+_S6 = (6,)
+_S0 = ()
+_com_q = native(cc.center_of_mass_one, "_com_q", globals(), inputs=(2,))
+_com_qv = native(cc.center_of_mass_one, "_com_qv", globals(), inputs=(2, 3))
+_com_qva = native(cc.center_of_mass_one, "_com_qva", globals())
+_com_jacobian_one = native(cc.com_jacobian_one, "_com_jacobian_one", globals(), inputs=(2,))
+_centroidal_map_one = native(cc.centroidal_map_one, "_centroidal_map_one", globals(),
+                             inputs=(2,))
+_momentum_qv = native(cc.centroidal_momentum_one, "_momentum_qv", globals(), inputs=(2, 3))
+_momentum_qva = native(cc.centroidal_momentum_one, "_momentum_qva", globals())
+_derivatives_one = native(cc.centroidal_derivatives_one, "_derivatives_one", globals())
+_kinetic_one = native(cc.kinetic_energy_one, "_kinetic_one", globals(), inputs=(2, 3))
+_potential_one = native(cc.potential_energy_one, "_potential_one", globals(), inputs=(2,))
+_MASS = weakref.WeakKeyDictionary()     # model -> total mass (models are immutable)
 
 
 def _no_com(model):
@@ -60,7 +86,11 @@ def _scalar(x):
 
 def total_mass(model):
     """Total mass of the model's bodies (float), Pinocchio's computeTotalMass."""
-    return float(np.sum(model.mf[1:, MF_MASS]))
+    try:
+        return _MASS[model]
+    except KeyError:
+        m = _MASS[model] = float(np.sum(model.mf[1:, MF_MASS]))
+        return m
 
 
 def center_of_mass(model, q, v=None, a=None):
@@ -72,6 +102,24 @@ def center_of_mass(model, q, v=None, a=None):
 
     q (nq,), v and a (nv,) or None (a needs v); a leading batch axis (B, nq), (B, nv)
     gives (B, 3) each. ValueError when the model's total mass is zero."""
+    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
+        if q.dtype is _F64 and q.ndim == 1:
+            c = _empty(_S3)
+            if v is None:
+                if a is None:
+                    _com_q(model.mi, model.mf, q, None, None, model._ws, c, None, None)
+                    return c
+            elif v.dtype is _F64 and v.ndim == 1:
+                vc = _empty(_S3)
+                if a is None:
+                    _com_qv(model.mi, model.mf, q, v, None, model._ws, c, vc, None)
+                    return _new(CenterOfMassVelocity, (c, vc))
+                if a.dtype is _F64 and a.ndim == 1:
+                    ac = _empty(_S3)
+                    _com_qva(model.mi, model.mf, q, v, a, model._ws, c, vc, ac)
+                    return _new(CenterOfMassAcceleration, (c, vc, ac))
+    except _FAST_MISS:
+        pass
     if a is not None and v is None:
         v = np.zeros_like(np.asarray(a))
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
@@ -91,6 +139,13 @@ def com_jacobian(model, q):
     space, so that vcom = J v (Pinocchio's jacobianCenterOfMass). Column k of a dof of
     joint j is [IC_j S_k]_lin / M (IC_j the composite inertia of j's subtree). A batch q
     (B, nq) gives (B, 3, nv). ValueError when the model's total mass is zero."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            J = _empty((3, model.nv))
+            _com_jacobian_one(model.mi, model.mf, q, model._ws, J)
+            return J
+    except _FAST_MISS:
+        pass
     return _call(model, cc.com_jacobian_one, (cc.com_jacobian_batch,
                                               cc.com_jacobian_parallel),
                  [("q", q, model.nq)], [(3, model.nv)])[0]
@@ -102,6 +157,13 @@ def centroidal_momentum_matrix(model, q):
     computeCentroidalMap, and ccrba's data.Ag). Column k of a dof of joint j is
     IC_j S_k moved to the com. A batch q (B, nq) gives (B, 6, nv). ValueError when the
     model's total mass is zero."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            Ag = _empty(model._sJ)
+            _centroidal_map_one(model.mi, model.mf, q, model._ws, Ag)
+            return Ag
+    except _FAST_MISS:
+        pass
     return _call(model, cc.centroidal_map_one, (cc.centroidal_map_batch,
                                                 cc.centroidal_map_parallel),
                  [("q", q, model.nq)], [(6, model.nv)])[0]
@@ -117,6 +179,18 @@ def centroidal_momentum(model, q, v, a=None):
 
     q (nq,), v and a (nv,); a leading batch axis gives (B, 6). ValueError when the
     model's total mass is zero."""
+    try:
+        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
+            h = _empty(_S6)
+            if a is None:
+                _momentum_qv(model.mi, model.mf, q, v, None, model._ws, h, None)
+                return h
+            if a.dtype is _F64 and a.ndim == 1:
+                hd = _empty(_S6)
+                _momentum_qva(model.mi, model.mf, q, v, a, model._ws, h, hd)
+                return _new(CentroidalMomentum, (h, hd))
+    except _FAST_MISS:
+        pass
     named = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
     h, hdot = _call(model, cc.centroidal_momentum_one,
                     (cc.centroidal_momentum_batch, cc.centroidal_momentum_parallel),
@@ -133,7 +207,15 @@ def centroidal_dynamics_derivatives(model, q, v, a):
     about. Analytical, one forward and one backward pass (kernels/centroidal_derivatives.py).
     A batch (B, nq), (B, nv) gives (B, 6, nv) each. ValueError when the model's total
     mass is zero."""
-    s = (6, model.nv)
+    s = model._sJ
+    try:
+        if (q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64
+                and q.ndim == v.ndim == a.ndim == 1):
+            out = (_empty(s), _empty(s), _empty(s), _empty(s))
+            _derivatives_one(model.mi, model.mf, q, v, a, model._ws, *out)
+            return _new(CentroidalDynamicsDerivatives, out)
+    except _FAST_MISS:
+        pass
     return CentroidalDynamicsDerivatives(*_call(
         model, cc.centroidal_derivatives_one,
         (cc.centroidal_derivatives_batch, cc.centroidal_derivatives_parallel),
@@ -144,6 +226,13 @@ def kinetic_energy(model, q, v):
     """Kinetic energy 0.5 v^T M(q) v (armature included), a scalar (Pinocchio's
     computeKineticEnergy(model, data, q, v)): 0.5 sum_i v_i . Y_i v_i + 0.5 sum_k
     armature_k v_k^2. A batch (B, nq), (B, nv) gives (B,)."""
+    try:
+        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
+            e = _empty(_S0)
+            _kinetic_one(model.mi, model.mf, q, v, model._ws, e)
+            return e[()]
+    except _FAST_MISS:
+        pass
     return _scalar(_call(model, cc.kinetic_energy_one,
                          (cc.kinetic_energy_batch, cc.kinetic_energy_parallel),
                          [("q", q, model.nq), ("v", v, model.nv)], [()])[0])
@@ -153,6 +242,13 @@ def potential_energy(model, q):
     """Gravitational potential energy -sum_i m_i g . c_i, a scalar (Pinocchio's
     computePotentialEnergy(model, data, q)), with g = model.gravity. A batch (B, nq)
     gives (B,)."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            e = _empty(_S0)
+            _potential_one(model.mi, model.mf, q, model._ws, e)
+            return e[()]
+    except _FAST_MISS:
+        pass
     return _scalar(_call(model, cc.potential_energy_one,
                          (cc.potential_energy_batch, cc.potential_energy_parallel),
                          [("q", q, model.nq)], [()])[0])
