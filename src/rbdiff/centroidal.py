@@ -33,7 +33,6 @@ _empty = np.empty
 _new = tuple.__new__          # a result NamedTuple without its Python __new__
 _S3 = (3,)
 _S6 = (6,)
-_S0 = ()
 _com_q = native(cc.center_of_mass_one, "_com_q", globals(), inputs=(2,))
 _com_qv = native(cc.center_of_mass_one, "_com_qv", globals(), inputs=(2, 3))
 _com_qva = native(cc.center_of_mass_one, "_com_qva", globals())
@@ -45,7 +44,7 @@ _momentum_qva = native(cc.centroidal_momentum_one, "_momentum_qva", globals())
 _derivatives_one = native(cc.centroidal_derivatives_one, "_derivatives_one", globals())
 _kinetic_one = native(cc.kinetic_energy_one, "_kinetic_one", globals(), inputs=(2, 3))
 _potential_one = native(cc.potential_energy_one, "_potential_one", globals(), inputs=(2,))
-_MASS = weakref.WeakKeyDictionary()     # model -> total mass (models are immutable)
+_MASS = {}       # id(model) -> total mass (models are immutable); dropped with the model
 
 
 def _no_com(model):
@@ -86,11 +85,11 @@ def _scalar(x):
 
 def total_mass(model):
     """Total mass of the model's bodies (float), Pinocchio's computeTotalMass."""
-    try:
-        return _MASS[model]
-    except KeyError:
-        m = _MASS[model] = float(np.sum(model.mf[1:, MF_MASS]))
-        return m
+    m = _MASS.get(id(model))
+    if m is None:
+        m = _MASS[id(model)] = float(np.sum(model.mf[1:, MF_MASS]))
+        weakref.finalize(model, _MASS.pop, id(model), None)
+    return m
 
 
 def center_of_mass(model, q, v=None, a=None):
@@ -228,9 +227,7 @@ def kinetic_energy(model, q, v):
     armature_k v_k^2. A batch (B, nq), (B, nv) gives (B,)."""
     try:
         if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-            e = _empty(_S0)
-            _kinetic_one(model.mi, model.mf, q, v, model._ws, e)
-            return e[()]
+            return _kinetic_one(model.mi, model.mf, q, v, model._ws, None)
     except _FAST_MISS:
         pass
     return _scalar(_call(model, cc.kinetic_energy_one,
@@ -244,9 +241,7 @@ def potential_energy(model, q):
     gives (B,)."""
     try:
         if q.dtype is _F64 and q.ndim == 1:
-            e = _empty(_S0)
-            _potential_one(model.mi, model.mf, q, model._ws, e)
-            return e[()]
+            return _potential_one(model.mi, model.mf, q, model._ws, None)
     except _FAST_MISS:
         pass
     return _scalar(_call(model, cc.potential_energy_one,

@@ -5,7 +5,7 @@ and cpu/batch.py: ``*_one`` checks one state and runs on the caller's workspace
 runs the items in order on one workspace (checking them all first when ``check``) and
 ``*_parallel`` cuts the batch into ``nchunks`` chunks, one unchecked ``*_batch`` call
 each, so results are bit-equal to the serial ones. A scalar result (an energy) is
-written to a 0-d output (single) or to (B,) (batch)."""
+written to a 0-d output (single; also returned) or to (B,) (batch)."""
 
 import numpy as np
 from numba import prange
@@ -90,17 +90,24 @@ def centroidal_derivatives_one(mi, mf, q, v, a, ws, dh_dq, dhdot_dq, dhdot_dv, d
 
 @fast_entry
 def kinetic_energy_one(mi, mf, q, v, ws, e):
-    """e: 0-d output."""
+    """The energy, returned, and written to e (0-d) unless e is None (the fast path
+    takes the return value: no output array to allocate)."""
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
-    e[()] = kinetic_energy(mi, mf, q, v, ws)
+    x = kinetic_energy(mi, mf, q, v, ws)
+    if e is not None:
+        e[()] = x
+    return x
 
 
 @fast_entry
 def potential_energy_one(mi, mf, q, ws, e):
-    """e: 0-d output."""
+    """As kinetic_energy_one."""
     configuration_checked(mi, q, ws)
-    e[()] = potential_energy(mi, mf, q, ws)
+    x = potential_energy(mi, mf, q, ws)
+    if e is not None:
+        e[()] = x
+    return x
 
 
 # ---- batches ---------------------------------------------------------------------------

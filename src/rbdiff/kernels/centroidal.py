@@ -17,7 +17,8 @@ velocity v_i and acceleration a_i (gravity excluded: the pass starts from a_0 = 
   PE         -g . H
 """
 
-from ..model.layout import MF_ARM, MF_GRAVITY, MF_H, MF_MASS, MI_IV, MI_NV, MI_PARENT
+from ..model.layout import (MF_ARM, MF_COM, MF_GRAVITY, MF_H, MF_IC, MF_MASS, MI_IV, MI_NV,
+                            MI_PARENT)
 from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
                  world_body_inertia, world_placement_joint)
 from .jit import helper, kernel
@@ -108,6 +109,45 @@ def inertia_rate(Y, v):
     return (0.0 * m, w1 * h2 - w2 * h1 + m * vl0, w2 * h0 - w0 * h2 + m * vl1,
             w0 * h1 - w1 * h0 + m * vl2,
             2.0 * c00 + d, e01, e02, e01, 2.0 * c11 + d, e12, e02, e12, 2.0 * c22 + d)
+
+
+@helper
+def body_com(mf, i, ws):
+    """Body i's centre of mass in the world, R_i c_local + p_i."""
+    R = ws[i, W_R:W_R + 9]
+    p = ws[i, W_P:W_P + 3]
+    x, y, z = mf[i, MF_COM], mf[i, MF_COM + 1], mf[i, MF_COM + 2]
+    return (R[0] * x + R[1] * y + R[2] * z + p[0], R[3] * x + R[4] * y + R[5] * z + p[1],
+            R[6] * x + R[7] * y + R[8] * z + p[2])
+
+
+@helper
+def rotational_mul(mf, i, ws, w):
+    """R_i Ic R_i^T w: body i's rotational inertia about its com, world axes, times w
+    (two rotations and a 3x3 product: cheaper than forming Y_i)."""
+    R = ws[i, W_R:W_R + 9]
+    I = mf[i, MF_IC:MF_IC + 9]
+    x = R[0] * w[0] + R[3] * w[1] + R[6] * w[2]
+    y = R[1] * w[0] + R[4] * w[1] + R[7] * w[2]
+    z = R[2] * w[0] + R[5] * w[1] + R[8] * w[2]
+    lx = I[0] * x + I[1] * y + I[2] * z
+    ly = I[3] * x + I[4] * y + I[5] * z
+    lz = I[6] * x + I[7] * y + I[8] * z
+    return (R[0] * lx + R[1] * ly + R[2] * lz, R[3] * lx + R[4] * ly + R[5] * lz,
+            R[6] * lx + R[7] * ly + R[8] * lz)
+
+
+@helper
+def com_form_mul(mf, i, ws, c, x):
+    """Y_i x for a motion x (at the world origin), from the body's mass m, world com c
+    and rotational inertia: l = m (x_lin + x_ang x c), n = c x l + R Ic R^T x_ang."""
+    m = mf[i, MF_MASS]
+    w = (x[3], x[4], x[5])
+    wc = cross3(w, c)
+    l = (m * (x[0] + wc[0]), m * (x[1] + wc[1]), m * (x[2] + wc[2]))
+    cl = cross3(c, l)
+    r = rotational_mul(mf, i, ws, w)
+    return (l[0], l[1], l[2], cl[0] + r[0], cl[1] + r[1], cl[2] + r[2])
 
 
 @helper
@@ -227,15 +267,14 @@ def centroidal_momentum(mi, mf, q, v, a, ws, hg, dhg):
     for i in range(1, n + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         velocity_joint(mi, i, v, ws)
-        world_body_inertia(mf, i, ws)
-        Y = ld13(ws[i, W_Y:W_Y + 13])
         vi = ld6(ws[i, W_V:W_V + 6])
-        hi = ymul(Y, vi)
+        ci = body_com(mf, i, ws)
+        hi = com_form_mul(mf, i, ws, ci, vi)
         h = (h[0] + hi[0], h[1] + hi[1], h[2] + hi[2], h[3] + hi[3], h[4] + hi[4],
              h[5] + hi[5])
         if a is not None:
             acceleration_joint(mi, i, a, ws)
-            fa = ymul(Y, ld6(ws[i, W_A:W_A + 6]))
+            fa = com_form_mul(mf, i, ws, ci, ld6(ws[i, W_A:W_A + 6]))
             fb = fcr(vi, hi)
             f = (f[0] + fa[0] + fb[0], f[1] + fa[1] + fb[1], f[2] + fa[2] + fb[2],
                  f[3] + fa[3] + fb[3], f[4] + fa[4] + fb[4], f[5] + fa[5] + fb[5])
@@ -258,9 +297,8 @@ def kinetic_energy(mi, mf, q, v, ws):
     for i in range(1, mi[0, 0] + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         velocity_joint(mi, i, v, ws)
-        world_body_inertia(mf, i, ws)
         vi = ld6(ws[i, W_V:W_V + 6])
-        f = ymul(ld13(ws[i, W_Y:W_Y + 13]), vi)
+        f = com_form_mul(mf, i, ws, body_com(mf, i, ws), vi)
         e += vi[0] * f[0] + vi[1] * f[1] + vi[2] * f[2] + vi[3] * f[3] + vi[4] * f[4] \
             + vi[5] * f[5]
         iv = mi[i, MI_IV]
