@@ -76,6 +76,21 @@ def _kinematics_derivatives(rbd, m, s, b=""):
     rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints - 1)
 
 
+def _centroidal(rbd, m, s, b=""):
+    q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
+    rbd.total_mass(m)
+    rbd.center_of_mass(m, q)
+    rbd.center_of_mass(m, q, v)
+    rbd.center_of_mass(m, q, v, a)
+    rbd.com_jacobian(m, q)
+    rbd.centroidal_momentum_matrix(m, q)
+    rbd.centroidal_momentum(m, q, v)
+    rbd.centroidal_momentum(m, q, v, a)
+    rbd.centroidal_dynamics_derivatives(m, q, v, a)
+    rbd.kinetic_energy(m, q, v)
+    rbd.potential_energy(m, q)
+
+
 def _trajopt(rbd, m, s):
     """rbdiff.trajopt's compiled backward pass and rollouts (a fixed-base model of its
     own: trajopt refuses the fixture's free flyer)."""
@@ -127,6 +142,8 @@ JOBS = {
     "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
+    "centroidal": (2, _centroidal),
+    "centroidal[batch]": (2, lambda rbd, m, s: _centroidal(rbd, m, s, "b")),
     "trajopt": (3, _trajopt),
 }
 
@@ -166,6 +183,9 @@ CALLS = {
     "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                    "frame_jacobian"),
     "configuration": ("integrate", "difference"),
+    "centroidal": ("total_mass", "center_of_mass", "com_jacobian",
+                   "centroidal_momentum_matrix", "centroidal_momentum",
+                   "centroidal_dynamics_derivatives", "kinetic_energy", "potential_energy"),
     **{j: ("jax",) for j in JOBS if j.startswith("jax:")},
 }
 
