@@ -13,6 +13,14 @@ from .api import gravity
 from .api import minverse
 from .api import nonlinear_effects
 from .api import rnea
+from .centroidal import center_of_mass
+from .centroidal import centroidal_dynamics_derivatives
+from .centroidal import centroidal_momentum
+from .centroidal import centroidal_momentum_matrix
+from .centroidal import com_jacobian
+from .centroidal import kinetic_energy
+from .centroidal import potential_energy
+from .centroidal import total_mass
 from .configuration import difference
 from .configuration import difference_jacobians
 from .configuration import integrate

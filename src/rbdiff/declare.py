@@ -62,10 +62,13 @@ class Function:
 
     name        the public name (error messages, rbdiff.dask, rbdiff compile)
     one         the single entry; ``batch``: its (serial, parallel) pair
-    inputs      ((name, "nq" | "nv"), ...) in call order; the first is the configuration
-                checked for unit quaternions (``configurations`` names others too)
+    inputs      ((name, "nq" | "nv"[, "optional"]), ...) in call order; the first is the
+                configuration checked for unit quaternions (``configurations`` names others
+                too); an optional input may be None, and the entries then get None
     outputs     each output's shape, with size tokens "nq", "nv", "njoints", "nframes";
-                ``block``: all outputs share one shape and one allocation (a view each)
+                ``block``: all outputs share one shape and one allocation (a view each);
+                ``needs``: per output, the optional input it is computed from (None: always),
+                so an output is None, and the entries get None, when that input is
     fext        the entries take external forces (njoints, 6) after the inputs
     scratch     what a single call is given before its outputs: nothing, a workspace,
                 or a workspace and M^-1's force scratch (cpu.scratch)
@@ -74,24 +77,28 @@ class Function:
                 refused with a message naming the function)
     params      ((keyword, resolver), ...): the public keywords that become the entries'
                 integer options (resolver(model, value) -> int), for the generic wrappers
+    errors      {an entry's ValueError message: make(model) -> the exception to raise}, for
+                refusals the input checks cannot explain (a massless model)
     variant     another route of a function declared already (method="chain_rule"): kept
                 as "name[variant]", so the generic wrappers see one declaration per name
     """
 
     __slots__ = ("name", "one", "batch", "inputs", "outputs", "model_args", "fext",
                  "scratch", "result", "gpu", "configurations", "options_last", "block",
-                 "params", "public")
+                 "params", "public", "needs", "errors")
 
     def __init__(self, name, one, batch, inputs, outputs, model_args="dynamics", fext=False,
                  scratch="workspace", result=None, gpu=None, configurations=None,
-                 options_last=False, block=False, params=(), variant=None):
+                 options_last=False, block=False, params=(), variant=None, needs=None,
+                 errors=None):
         if model_args not in _MODEL_ARGS:
             raise ValueError(f"model_args: expected one of {_MODEL_ARGS}, got {model_args!r}")
         if scratch not in _SCRATCH:
             raise ValueError(f"scratch: expected one of {_SCRATCH}, got {scratch!r}")
-        for _, size in inputs:
-            if size not in ("nq", "nv"):
-                raise ValueError(f"{name}: an input's size is 'nq' or 'nv', got {size!r}")
+        for spec in inputs:
+            if spec[1] not in ("nq", "nv") or spec[2:] not in ((), ("optional",)):
+                raise ValueError(f"{name}: an input is (name, 'nq' | 'nv'[, 'optional']), "
+                                 f"got {spec!r}")
         for shape in outputs:
             for t in shape:
                 if not (type(t) is int or t in _SIZES):
@@ -106,6 +113,8 @@ class Function:
         self.configurations = configurations or (inputs[0][0],)
         self.options_last, self.block, self.params = options_last, block, tuple(params)
         self.public = None
+        self.needs = tuple(needs) if needs is not None else (None,) * len(outputs)
+        self.errors = dict(errors or {})
         DECLARED[name if variant is None else f"{name}[{variant}]"] = self
 
     def shapes(self, model):
@@ -120,12 +129,13 @@ class Function:
         fmf = model.frame_mf32 if dtype == np.float32 else model.frame_mf
         return (model.mi, mf, model.frame_parents, fmf)
 
-    def _allocate(self, model, lead, dtype):
+    def _allocate(self, model, lead, dtype, given):
         shapes = self.shapes(model)
         if self.block:
             whole = np.empty((len(shapes),) + lead + shapes[0], dtype)
             return tuple(whole[k] for k in range(len(shapes)))
-        return tuple(np.empty(lead + s, dtype) for s in shapes)
+        return tuple(None if need is not None and need not in given
+                     else np.empty(lead + s, dtype) for s, need in zip(shapes, self.needs))
 
     def _wrap(self, outs):
         if self.result is not None:     # a NamedTuple without its Python __new__
@@ -145,14 +155,17 @@ class Function:
                                 "(copy device arrays to the host first)")
             return gpu_call(self.gpu, model, *xs, *((fext,) if self.fext else ()),
                             **({} if out is None else {"out": out}))
-        named = [(n, x, getattr(model, s)) for (n, s), x in zip(self.inputs, xs)]
+        named = [(spec[0], x, getattr(model, spec[1])) for spec, x in zip(self.inputs, xs)
+                 if x is not None or len(spec) == 2]    # a required None: prepare names it
         arrays, f, nb, mf = prepare(model, fext, named, wants_fext=self.fext)
+        given = {n: x for (n, _, _), x in zip(named, arrays)}
+        inputs = [given.get(spec[0]) for spec in self.inputs]
         dt = arrays[0].dtype
         lead = () if nb is None else (nb,)
-        outs = (self._allocate(model, lead, dt) if out is None
+        outs = (self._allocate(model, lead, dt, given) if out is None
                 else caller_outputs(out, [lead + s for s in self.shapes(model)], dt,
                                     getattr(self.result, "_fields", None)))
-        args = (*self._model_args(model, mf, dt), *arrays) + ((f,) if self.fext else ())
+        args = (*self._model_args(model, mf, dt), *inputs) + ((f,) if self.fext else ())
         try:
             if nb is None:
                 if self.options_last:
@@ -166,6 +179,9 @@ class Function:
                 policy.run(model, *policy.fast_or(self.batch, dt), nb, args + outs,
                            options if batch_options is None else batch_options)
         except ValueError as e:
+            make = self.errors.get(str(e))
+            if make is not None:
+                raise make(model) from None
             raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
                           self.configurations, error=e) from None
         return self._wrap(outs)

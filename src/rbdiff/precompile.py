@@ -78,6 +78,21 @@ def _kinematics_derivatives(rbd, m, s, b=""):
     rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints - 1)
 
 
+def _centroidal(rbd, m, s, b=""):
+    q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
+    rbd.total_mass(m)
+    rbd.center_of_mass(m, q)
+    rbd.center_of_mass(m, q, v)
+    rbd.center_of_mass(m, q, v, a)
+    rbd.com_jacobian(m, q)
+    rbd.centroidal_momentum_matrix(m, q)
+    rbd.centroidal_momentum(m, q, v)
+    rbd.centroidal_momentum(m, q, v, a)
+    rbd.centroidal_dynamics_derivatives(m, q, v, a)
+    rbd.kinetic_energy(m, q, v)
+    rbd.potential_energy(m, q)
+
+
 def _trajopt(rbd, m, s):
     """rbdiff.trajopt's compiled backward pass and rollouts (a fixed-base model of its
     own: trajopt refuses the fixture's free flyer)."""
@@ -111,7 +126,12 @@ CALLS_OF = {"rnea": ("rnea", "nonlinear_effects", "gravity"),
             "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
                            "frame_jacobian"),
             "configuration": ("integrate", "difference"),
-            "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport")}
+            "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport"),
+            # every combination of the optional v and a (each its own specialisation)
+            "centroidal": ("total_mass", "center_of_mass", "com_jacobian",
+                           "centroidal_momentum_matrix", "centroidal_momentum",
+                           "centroidal_dynamics_derivatives", "kinetic_energy",
+                           "potential_energy")}
 
 # job name -> (relative cost, for longest-first scheduling; calls of public functions).
 # "[batch]" jobs call with a leading batch axis (their "[parallel]" twins, below, on the
@@ -147,6 +167,8 @@ JOBS = {
     "kinematics_derivatives": (2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s)),
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
+    "centroidal": (2, _centroidal),
+    "centroidal[batch]": (2, lambda rbd, m, s: _centroidal(rbd, m, s, "b")),
     "trajopt": (3, _trajopt),
 }
 

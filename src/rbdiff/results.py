@@ -192,3 +192,35 @@ class FrameAccelerationDerivatives(NamedTuple):
     da_dq: np.ndarray
     da_dv: np.ndarray
     da_da: np.ndarray
+
+
+# centroidal
+
+class CenterOfMassVelocity(NamedTuple):
+    """rbd.center_of_mass(model, q, v): com and its velocity, (3,) each (or (B, 3))."""
+    com: np.ndarray
+    vcom: np.ndarray
+
+
+class CenterOfMassAcceleration(NamedTuple):
+    """rbd.center_of_mass(model, q, v, a): com, its velocity and acceleration, (3,) each
+    (or (B, 3))."""
+    com: np.ndarray
+    vcom: np.ndarray
+    acom: np.ndarray
+
+
+class CentroidalMomentum(NamedTuple):
+    """rbd.centroidal_momentum(model, q, v, a): h and dh/dt, (6,) each (or (B, 6))
+    [linear, angular] about the centre of mass, world axes."""
+    h: np.ndarray
+    hdot: np.ndarray
+
+
+class CentroidalDynamicsDerivatives(NamedTuple):
+    """Partial derivatives of the centroidal momentum h(q, v) and of its rate
+    hdot(q, v, a), each (6, nv) or (B, 6, nv)."""
+    dh_dq: np.ndarray
+    dhdot_dq: np.ndarray
+    dhdot_dv: np.ndarray
+    dhdot_da: np.ndarray

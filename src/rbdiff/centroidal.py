@@ -1,0 +1,228 @@
+"""Centre of mass, centroidal momentum, energies and the centroidal dynamics derivatives
+(Pinocchio's computeTotalMass, centerOfMass, jacobianCenterOfMass, computeCentroidalMap,
+computeCentroidalMomentum(TimeVariation), computeCentroidalDynamicsDerivatives,
+computeKineticEnergy, computePotentialEnergy).
+
+Every function takes one state (q of shape (nq,), ...) or a batch with a leading axis
+(q of shape (B, nq), ...) and returns the same leading axis; float64, float32 and
+complex128 (complex step) inputs compute in their own type. The math is in
+kernels/centroidal.py and kernels/centroidal_derivatives.py (their docstrings give the
+formulas), the entry points in cpu/centroidal.py; batches equal a loop of single calls
+bit for bit.
+"""
+
+import weakref
+
+import numpy as np
+
+from .cpu import centroidal as cc
+from .declare import Function
+from .kernels.jit import native
+from .model.layout import MF_MASS
+from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
+                      CentroidalDynamicsDerivatives, CentroidalMomentum)
+from .validation import F64 as _F64
+
+# Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: natively bound
+# entries on the model's scratch (model._ws); any miss (another dtype or ndim, a refused
+# input, a massless model) takes the general path, which names the problem.
+_FAST_MISS = (AttributeError, TypeError, ValueError)
+_empty = np.empty
+_new = tuple.__new__          # a result NamedTuple without its Python __new__
+_S3 = (3,)
+_S6 = (6,)
+_com_q = native(cc.center_of_mass_one, "_com_q", globals(), inputs=(2,))
+_com_qv = native(cc.center_of_mass_one, "_com_qv", globals(), inputs=(2, 3))
+_com_qva = native(cc.center_of_mass_one, "_com_qva", globals())
+_com_jacobian_one = native(cc.com_jacobian_one, "_com_jacobian_one", globals(), inputs=(2,))
+_centroidal_map_one = native(cc.centroidal_map_one, "_centroidal_map_one", globals(),
+                             inputs=(2,))
+_momentum_qv = native(cc.centroidal_momentum_one, "_momentum_qv", globals(), inputs=(2, 3))
+_momentum_qva = native(cc.centroidal_momentum_one, "_momentum_qva", globals())
+_derivatives_one = native(cc.centroidal_derivatives_one, "_derivatives_one", globals())
+_kinetic_one = native(cc.kinetic_energy_one, "_kinetic_one", globals(), inputs=(2, 3))
+_potential_one = native(cc.potential_energy_one, "_potential_one", globals(), inputs=(2,))
+_MASS = {}       # id(model) -> total mass (models are immutable); dropped with the model
+
+
+def _no_com(model):
+    return ValueError(f"the model has no centre of mass: its total mass is "
+                      f"{total_mass(model)!r} (every body is massless)")
+
+
+_Q = (("q", "nq"),)
+_QV = _Q + (("v", "nv"),)
+_QVA = _QV + (("a", "nv"),)
+_OPT_VA = _Q + (("v", "nv", "optional"), ("a", "nv", "optional"))
+
+
+def _declare(name, entry, inputs, outputs, needs=None):
+    """The general path of centroidal function ``name`` (declare.py) on the cpu/centroidal
+    entries ``entry``_one / _batch / _parallel."""
+    return Function(name, getattr(cc, entry + "_one"),
+                    (getattr(cc, entry + "_batch"), getattr(cc, entry + "_parallel")),
+                    inputs, outputs, needs=needs, errors={cc.NO_COM: _no_com})
+
+
+_COM = _declare("center_of_mass", "center_of_mass", _OPT_VA, ((3,),) * 3, (None, "v", "a"))
+_COM_J = _declare("com_jacobian", "com_jacobian", _Q, ((3, "nv"),))
+_AG = _declare("centroidal_momentum_matrix", "centroidal_map", _Q, ((6, "nv"),))
+_H = _declare("centroidal_momentum", "centroidal_momentum", _QV + _OPT_VA[2:],
+              ((6,),) * 2, (None, "a"))
+_CD = _declare("centroidal_dynamics_derivatives", "centroidal_derivatives", _QVA,
+               ((6, "nv"),) * 4)
+_KE = _declare("kinetic_energy", "kinetic_energy", _QV, ((),))
+_PE = _declare("potential_energy", "potential_energy", _Q, ((),))
+
+
+def _scalar(x):
+    """A 0-d result as a NumPy scalar; a batch's (B,) array as it is."""
+    return x[()] if x.ndim == 0 else x
+
+
+def total_mass(model):
+    """Total mass of the model's bodies (float), Pinocchio's computeTotalMass."""
+    m = _MASS.get(id(model))
+    if m is None:
+        m = _MASS[id(model)] = float(np.sum(model.mf[1:, MF_MASS]))
+        weakref.finalize(model, _MASS.pop, id(model), None)
+    return m
+
+
+def center_of_mass(model, q, v=None, a=None):
+    """Centre of mass of the whole model in the world frame, com (3,) (Pinocchio's
+    centerOfMass(model, data, q): data.com[0]); with v, CenterOfMassVelocity(com, vcom);
+    with v and a, CenterOfMassAcceleration(com, vcom, acom) (data.vcom[0], data.acom[0]:
+    the time derivatives of com, gravity excluded). M com = sum_i m_i c_i,
+    M vcom = sum_i [Y_i v_i]_lin, M acom = sum_i [Y_i a_i]_lin + w_i x [Y_i v_i]_lin.
+
+    q (nq,), v and a (nv,) or None (a needs v); a leading batch axis (B, nq), (B, nv)
+    gives (B, 3) each. ValueError when the model's total mass is zero."""
+    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
+        if q.dtype is _F64 and q.ndim == 1:
+            c = _empty(_S3)
+            if v is None:
+                if a is None:
+                    _com_q(model.mi, model.mf, q, None, None, model._ws, c, None, None)
+                    return c
+            elif v.dtype is _F64 and v.ndim == 1:
+                vc = _empty(_S3)
+                if a is None:
+                    _com_qv(model.mi, model.mf, q, v, None, model._ws, c, vc, None)
+                    return _new(CenterOfMassVelocity, (c, vc))
+                if a.dtype is _F64 and a.ndim == 1:
+                    ac = _empty(_S3)
+                    _com_qva(model.mi, model.mf, q, v, a, model._ws, c, vc, ac)
+                    return _new(CenterOfMassAcceleration, (c, vc, ac))
+    except _FAST_MISS:
+        pass
+    if a is not None and v is None:
+        v = np.zeros_like(np.asarray(a))
+    com, vcom, acom = _COM(model, q, v, a)
+    if v is None:
+        return com
+    if a is None:
+        return CenterOfMassVelocity(com, vcom)
+    return CenterOfMassAcceleration(com, vcom, acom)
+
+
+def com_jacobian(model, q):
+    """Jacobian of the centre of mass, (3, nv), world frame: d com / dq in the tangent
+    space, so that vcom = J v (Pinocchio's jacobianCenterOfMass). Column k of a dof of
+    joint j is [IC_j S_k]_lin / M (IC_j the composite inertia of j's subtree). A batch q
+    (B, nq) gives (B, 3, nv). ValueError when the model's total mass is zero."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            J = _empty((3, model.nv))
+            _com_jacobian_one(model.mi, model.mf, q, model._ws, J)
+            return J
+    except _FAST_MISS:
+        pass
+    return _COM_J(model, q)
+
+
+def centroidal_momentum_matrix(model, q):
+    """Centroidal momentum matrix Ag (6, nv): h = Ag v, [linear; angular] momentum about
+    the centre of mass, world axes (Orin, Goswami & Lee 2013; Pinocchio's
+    computeCentroidalMap, and ccrba's data.Ag). Column k of a dof of joint j is
+    IC_j S_k moved to the com. A batch q (B, nq) gives (B, 6, nv). ValueError when the
+    model's total mass is zero."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            Ag = _empty(model._sJ)
+            _centroidal_map_one(model.mi, model.mf, q, model._ws, Ag)
+            return Ag
+    except _FAST_MISS:
+        pass
+    return _AG(model, q)
+
+
+def centroidal_momentum(model, q, v, a=None):
+    """Centroidal momentum h = Ag(q) v (6,) [linear; angular] about the centre of mass,
+    world axes (Pinocchio's computeCentroidalMomentum: data.hg); with a,
+    CentroidalMomentum(h, hdot) with hdot = dh/dt (6,)
+    (computeCentroidalMomentumTimeVariation: data.dhg). As Pinocchio's dhg, hdot excludes
+    gravity: it is the rate of h along (q, v, a), which the net external wrench equals
+    only once the weight M g is added to it.
+
+    q (nq,), v and a (nv,); a leading batch axis gives (B, 6). ValueError when the
+    model's total mass is zero."""
+    try:
+        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
+            h = _empty(_S6)
+            if a is None:
+                _momentum_qv(model.mi, model.mf, q, v, None, model._ws, h, None)
+                return h
+            if a.dtype is _F64 and a.ndim == 1:
+                hd = _empty(_S6)
+                _momentum_qva(model.mi, model.mf, q, v, a, model._ws, h, hd)
+                return _new(CentroidalMomentum, (h, hd))
+    except _FAST_MISS:
+        pass
+    h, hdot = _H(model, q, v, a)
+    return h if a is None else CentroidalMomentum(h, hdot)
+
+
+def centroidal_dynamics_derivatives(model, q, v, a):
+    """Partial derivatives of the centroidal momentum h(q, v) and of its rate
+    hdot(q, v, a) (centroidal_momentum), CentroidalDynamicsDerivatives(dh_dq, dhdot_dq,
+    dhdot_dv, dhdot_da), each (6, nv) (Pinocchio's computeCentroidalDynamicsDerivatives,
+    which returns the same four; dhdot_da = dh_dv = Ag). q-derivatives are taken in the
+    tangent space and include the motion of the centre of mass the momentum is taken
+    about. Analytical, one forward and one backward pass (kernels/centroidal_derivatives.py).
+    A batch (B, nq), (B, nv) gives (B, 6, nv) each. ValueError when the model's total
+    mass is zero."""
+    s = model._sJ
+    try:
+        if (q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64
+                and q.ndim == v.ndim == a.ndim == 1):
+            out = (_empty(s), _empty(s), _empty(s), _empty(s))
+            _derivatives_one(model.mi, model.mf, q, v, a, model._ws, *out)
+            return _new(CentroidalDynamicsDerivatives, out)
+    except _FAST_MISS:
+        pass
+    return CentroidalDynamicsDerivatives(*_CD(model, q, v, a))
+
+
+def kinetic_energy(model, q, v):
+    """Kinetic energy 0.5 v^T M(q) v (armature included), a scalar (Pinocchio's
+    computeKineticEnergy(model, data, q, v)): 0.5 sum_i v_i . Y_i v_i + 0.5 sum_k
+    armature_k v_k^2. A batch (B, nq), (B, nv) gives (B,)."""
+    try:
+        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
+            return _kinetic_one(model.mi, model.mf, q, v, model._ws, None)
+    except _FAST_MISS:
+        pass
+    return _scalar(_KE(model, q, v))
+
+
+def potential_energy(model, q):
+    """Gravitational potential energy -sum_i m_i g . c_i, a scalar (Pinocchio's
+    computePotentialEnergy(model, data, q)), with g = model.gravity. A batch (B, nq)
+    gives (B,)."""
+    try:
+        if q.dtype is _F64 and q.ndim == 1:
+            return _potential_one(model.mi, model.mf, q, model._ws, None)
+    except _FAST_MISS:
+        pass
+    return _scalar(_PE(model, q))
