@@ -48,7 +48,14 @@ def _calls(model, q, v, a, fext):
             ("frame_placements", (q,), {}), ("frame_placement", (q, frame), {}),
             ("frame_jacobian", (q, frame), {"reference": "world"}),
             ("kinematics_derivatives", (q, v, a), {}),
-            ("kinematics_derivatives", (q, v, a), {"joint": model.njoints - 1})]
+            ("kinematics_derivatives", (q, v, a), {"joint": model.njoints - 1}),
+            # the declared functions' generic wrappers (rbdiff.declare)
+            ("frame_velocity", (q, v, frame, "world"), {}),
+            ("frame_acceleration_derivatives", (q, v, a, frame), {"classical": True}),
+            ("center_of_mass", (q,), {}), ("center_of_mass", (q, v, a), {}),
+            ("centroidal_momentum", (q, v), {}),
+            ("centroidal_dynamics_derivatives", (q, v, a), {}),
+            ("kinetic_energy", (q, v), {}), ("integrate_jacobians", (q, v), {})]
 
 
 def _lazy(x):

@@ -56,21 +56,22 @@ _QVA = _QV + (("a", "nv"),)
 _OPT_VA = _Q + (("v", "nv", "optional"), ("a", "nv", "optional"))
 
 
-def _declare(name, entry, inputs, outputs, needs=None):
+def _declare(name, entry, inputs, outputs, needs=None, result=None):
     """The general path of centroidal function ``name`` (declare.py) on the cpu/centroidal
     entries ``entry``_one / _batch / _parallel."""
     return Function(name, getattr(cc, entry + "_one"),
                     (getattr(cc, entry + "_batch"), getattr(cc, entry + "_parallel")),
-                    inputs, outputs, needs=needs, errors={cc.NO_COM: _no_com})
+                    inputs, outputs, needs=needs, result=result, errors={cc.NO_COM: _no_com})
 
 
-_COM = _declare("center_of_mass", "center_of_mass", _OPT_VA, ((3,),) * 3, (None, "v", "a"))
+_COM = _declare("center_of_mass", "center_of_mass", _OPT_VA, ((3,),) * 3, (None, "v", "a"),
+                {2: CenterOfMassVelocity, 3: CenterOfMassAcceleration})
 _COM_J = _declare("com_jacobian", "com_jacobian", _Q, ((3, "nv"),))
 _AG = _declare("centroidal_momentum_matrix", "centroidal_map", _Q, ((6, "nv"),))
 _H = _declare("centroidal_momentum", "centroidal_momentum", _QV + _OPT_VA[2:],
-              ((6,),) * 2, (None, "a"))
+              ((6,),) * 2, (None, "a"), {2: CentroidalMomentum})
 _CD = _declare("centroidal_dynamics_derivatives", "centroidal_derivatives", _QVA,
-               ((6, "nv"),) * 4)
+               ((6, "nv"),) * 4, result=CentroidalDynamicsDerivatives)
 _KE = _declare("kinetic_energy", "kinetic_energy", _QV, ((),))
 _PE = _declare("potential_energy", "potential_energy", _Q, ((),))
 
@@ -118,12 +119,7 @@ def center_of_mass(model, q, v=None, a=None):
         pass
     if a is not None and v is None:
         v = np.zeros_like(np.asarray(a))
-    com, vcom, acom = _COM(model, q, v, a)
-    if v is None:
-        return com
-    if a is None:
-        return CenterOfMassVelocity(com, vcom)
-    return CenterOfMassAcceleration(com, vcom, acom)
+    return _COM(model, q, v, a)
 
 
 def com_jacobian(model, q):
@@ -179,8 +175,7 @@ def centroidal_momentum(model, q, v, a=None):
                 return _new(CentroidalMomentum, (h, hd))
     except _FAST_MISS:
         pass
-    h, hdot = _H(model, q, v, a)
-    return h if a is None else CentroidalMomentum(h, hdot)
+    return _H(model, q, v, a)
 
 
 def centroidal_dynamics_derivatives(model, q, v, a):
@@ -201,7 +196,7 @@ def centroidal_dynamics_derivatives(model, q, v, a):
             return _new(CentroidalDynamicsDerivatives, out)
     except _FAST_MISS:
         pass
-    return CentroidalDynamicsDerivatives(*_CD(model, q, v, a))
+    return _CD(model, q, v, a)
 
 
 def kinetic_energy(model, q, v):

@@ -137,7 +137,9 @@ def _call(name, model, named, outs, options=None, result=None):
                 parts[k].append(da.from_delayed(task[k], (rows,) + s, dtype=dtype))
         lo += rows
     got = [None if s is None else da.concatenate(p, axis=0) for p, s in zip(parts, outs)]
-    return got[0] if result is None else result(*got)
+    if result is not None:
+        return result(*got)
+    return got[0] if len(got) == 1 else tuple(got)
 
 
 def _fext(model, fext):
@@ -153,14 +155,20 @@ def _lazy(name):
     position or keyword, checked now with the resolver the NumPy function uses."""
     fn = DECLARED[name]
     keys = [k for k, _ in fn.params]
+    inputs = [spec[0] + ("=None" if len(spec) == 3 else "") for spec in fn.inputs]
 
     def lazy(model, *args, **kwargs):
         n = len(fn.inputs)
-        if len(args) < n:
-            raise TypeError(f"{name}: expected the inputs "
-                            f"{', '.join(k for k, _ in fn.inputs)}")
-        xs, rest = args[:n], list(args[n:])
-        named = [(k, x, (getattr(model, size),)) for (k, size), x in zip(fn.inputs, xs)]
+        required = sum(len(spec) == 2 for spec in fn.inputs)
+        if len(args) < required:
+            raise TypeError(f"{name}: expected the inputs {', '.join(inputs)}")
+        xs, rest = list(args[:n]), list(args[n:])
+        xs += [kwargs.pop(spec[0], None) for spec in fn.inputs[len(xs):]]
+        named = [(spec[0], x, (getattr(model, spec[1]),)) for spec, x in zip(fn.inputs, xs)]
+        given = {spec[0] for spec, x in zip(fn.inputs, xs) if x is not None}
+        # outputs of an optional input not given are not returned (center_of_mass(q))
+        outs = [shape for shape, need in zip(fn.shapes(model), fn.needs)
+                if need is None or need in given]
         if fn.fext:
             fext = rest.pop(0) if rest else kwargs.pop("fext", None)
             named.append(_fext(model, fext))
@@ -173,11 +181,11 @@ def _lazy(name):
         for k, resolver in fn.params:
             if k in options:
                 resolver(model, options[k])     # a bad frame or reference fails now
-        return _call(name, model, named, fn.shapes(model), options, fn.result)
+        return _call(name, model, named, outs, options, fn.result_type(len(outs)))
 
     lazy.__name__ = lazy.__qualname__ = name
     lazy.__doc__ = (f"Lazy rbd.{name}: one call of it per chunk of the batch axis "
-                    f"(inputs {', '.join(k for k, _ in fn.inputs)}"
+                    f"(inputs {', '.join(inputs)}"
                     f"{', fext' if fn.fext else ''}{''.join(', ' + k for k in keys)}).")
     return lazy
 

@@ -72,7 +72,8 @@ class Function:
     fext        the entries take external forces (njoints, 6) after the inputs
     scratch     what a single call is given before its outputs: nothing, a workspace,
                 or a workspace and M^-1's force scratch (cpu.scratch)
-    result      a NamedTuple type for several outputs (else a tuple; one output: the array)
+    result      a NamedTuple type for several outputs (else a tuple; one output: the array),
+                or {number of outputs computed: type} where optional inputs decide it
     gpu         the rbdiff.gpu function of the same call, or None (a device array is then
                 refused with a message naming the function)
     params      ((keyword, resolver), ...): the public keywords that become the entries'
@@ -137,11 +138,19 @@ class Function:
         return tuple(None if need is not None and need not in given
                      else np.empty(lead + s, dtype) for s, need in zip(shapes, self.needs))
 
+    def result_type(self, n):
+        """The result type of ``n`` computed outputs (``result`` may map counts to types:
+        center_of_mass(q, v) and (q, v, a) return different records), or None."""
+        return self.result.get(n) if isinstance(self.result, dict) else self.result
+
     def _wrap(self, outs):
-        if self.result is not None:     # a NamedTuple without its Python __new__
-            if issubclass(self.result, tuple):
-                return tuple.__new__(self.result, outs)
-            return self.result(*outs)
+        if any(o is None for o in outs):    # outputs of optional inputs not given
+            outs = tuple(o for o in outs if o is not None)
+        result = self.result_type(len(outs))
+        if result is not None:          # a NamedTuple without its Python __new__
+            if issubclass(result, tuple):
+                return tuple.__new__(result, outs)
+            return result(*outs)
         return outs[0] if len(outs) == 1 else outs
 
     def __call__(self, model, *xs, fext=None, options=(), batch_options=None, out=None):
@@ -164,7 +173,8 @@ class Function:
         lead = () if nb is None else (nb,)
         outs = (self._allocate(model, lead, dt, given) if out is None
                 else caller_outputs(out, [lead + s for s in self.shapes(model)], dt,
-                                    getattr(self.result, "_fields", None)))
+                                    getattr(self.result_type(len(self.outputs)), "_fields",
+                                            None)))
         args = (*self._model_args(model, mf, dt), *inputs) + ((f,) if self.fext else ())
         try:
             if nb is None:
@@ -197,7 +207,9 @@ def caller_outputs(out, shapes, dt, names=None):
     output shapes and the computed dtype, one per output, none overlapping another."""
     names = names or [f"output {k}" for k in range(len(shapes))]
     if not (isinstance(out, (tuple, list)) and len(out) == len(shapes)):
-        raise TypeError(f"out: expected a tuple of {len(shapes)} arrays "
+        count = ("one", "two", "three", "four", "five")[len(shapes) - 1] \
+            if len(shapes) <= 5 else str(len(shapes))
+        raise TypeError(f"out: expected a tuple of {count} arrays "
                         f"({', '.join(names)}), got {type(out).__name__}")
     for name, o, shape in zip(names, out, shapes):
         if type(o) is not np.ndarray:

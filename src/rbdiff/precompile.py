@@ -183,7 +183,8 @@ def _declared_job(name, b=""):
     def job(rbd, m, s):
         fn = DECLARED[name]
         xs = [s[b + ("q" if size == "nq" else "v")] for _, size in fn.inputs]
-        getattr(rbd, name)(m, *xs, **{k: _SAMPLES[k](m) for k, _ in fn.params})
+        getattr(rbd, name)(m, *xs, **{k: _SAMPLES[k](m) for k, _ in fn.params
+                                      if k in _SAMPLES})      # others: their defaults
     return job
 
 

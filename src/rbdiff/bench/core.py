@@ -167,7 +167,7 @@ class _NoBar:
         pass
 
 
-def run(robots=ROBOTS, quick=False, progress=True):
+def run(robots=ROBOTS, quick=False, progress=True, only=None):
     """All measurements as a JSON-ready dict: "results" (one row per robot and
     algorithm; times in seconds per call, median over rounds and min), "skipped"
     ([{robot, reason}]), "overhead" and the settings and library versions."""
@@ -191,6 +191,8 @@ def run(robots=ROBOTS, quick=False, progress=True):
                 continue
             q, v, a = random_state(model, pm, rng)
             for alg, (ours, theirs, post) in calls(model, pm, q, v, a).items():
+                if only and not alg.startswith(tuple(only)):
+                    continue
                 bar.set_postfix_str(f"{robot} {alg}")
                 out["results"].append(bench_pair(robot, model, alg, ours, theirs, post,
                                                  settings))
@@ -255,11 +257,13 @@ def main(argv=None):
                    help="fewer and shorter rounds (noisier, ~4x faster)")
     p.add_argument("--json", metavar="PATH", help="also write the raw numbers as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--only", nargs="+", metavar="PREFIX",
+                   help="only the rows whose name starts with one of these (e.g. frame_ com)")
     args = p.parse_args(argv)
     unknown = [r for r in args.robots if r not in robot_names()]
     if unknown:
         p.error(f"unknown robot(s) {', '.join(unknown)}; known: {', '.join(robot_names())}")
-    out = run(args.robots, quick=args.quick, progress=not args.no_progress)
+    out = run(args.robots, quick=args.quick, progress=not args.no_progress, only=args.only)
     print(format_table(out))
     if args.json:
         with open(args.json, "w") as f:
