@@ -48,9 +48,6 @@ kinetic_energy(model, q, v).
   (contract.py): XLA dots would count flops, and PjRt's CPU client hands any
   computation of 1000 estimated flops or more to a worker thread (tens of us per call
   on a busy machine), which dominated small jitted gradients.
-- The contact kinematics call rbdiff's NumPy API through jax.pure_callback (host.py),
-  not FFI handlers: tens of microseconds more per call, nothing to compile, and a NaN
-  input raises at run time with the NumPy API's message.
 - CUDA arrays: not yet run on rbdiff.gpu; a function traced for a GPU device raises
   (no silent host copy).
 
@@ -66,7 +63,7 @@ except ImportError as err:          # pragma: no cover (the extra is installed i
     raise ImportError("rbdiff.jax needs JAX: pip install 'rbdiff[jax]'") from err
 
 from ..derivatives import ABADerivatives, RNEADerivatives
-from ..results import reference_name
+from ..results import REFERENCE_CODES, reference_name
 from .rules import Rules
 
 __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
@@ -244,7 +241,8 @@ def frame_placement(model, q, frame):
 
 
 def _reference(reference):
-    return reference_name(reference)      # ValueError naming the accepted spellings
+    """The kernel code of ``reference`` (reference_name: an error naming the spellings)."""
+    return REFERENCE_CODES[reference_name(reference)]
 
 
 def frame_velocity(model, q, v, frame, reference="local"):

@@ -15,12 +15,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from . import calls
 from .contract import contract
-from .host import HostCalls
-from .. import motion_partials as MP
 from .tangent_map import tangent_matrix_function
 from . import configuration
 from .configuration import retract
@@ -205,8 +202,6 @@ class Rules:
         self.nonlinear_effects, self.gravity = nonlinear_effects, gravity
         self.rnea_d, self.aba_d, self.rnea_so, self.aba_so = rnea_d, aba_d, rnea_so, aba_so
         self._kernel, self._e, self.tangent_matrix = kernel, e, tangent_matrix
-        self._retract = (lambda q: q) if m.nq == m.nv else retract_m
-        self._host = HostCalls(m)
         # jitted as a unit: eagerly, JAX would compile each of their ~100 small ops on
         # its own (seconds on a first call); under an outer jit this is transparent
         self.integrate = jax.jit(functools.partial(configuration.integrate, m))
@@ -237,35 +232,32 @@ class Rules:
         self._frames[frame] = placement
         return placement
 
-    # ---- contact kinematics (issue 24): host calls (host.py) of the NumPy API; first
-    # derivatives from rbdiff.motion_partials (true ones, q in the tangent space)
+    # ---- contact kinematics (issue 24): a value kernel and a partials kernel each (ffi.py:
+    # the value and its true first partials, q in the tangent space, as
+    # rbdiff.motion_partials); a second derivative raises
 
-    def _contact(self, name, value, partials, shape, options=()):
-        """The differentiable function ``name`` of the per-item arrays (q first):
-        value(model, *x, *options) of per-item ``shape``; its JVP from partials(model,
-        *x, *options) = (value, d/dq (tangent), d/dx...); a second derivative raises."""
-        key = (name, options)
+    def _contact(self, name, shape, static=()):
+        """The differentiable function ``name`` of the per-item arrays (q first), of
+        per-item ``shape``, with the frame options ``static``."""
+        key = (name, static)
         f = self._frames.get(key)
         if f is not None:
             return f
-        host, e, retract, nv = self._host, self._e, self._retract, self.model.nv
+        kernel, e = self._kernel, self._e
 
         @jax.custom_jvp
-        def partial_d(q, *xs):
-            n = 1 + len(xs)
-            return host(name + "_partials", partials, (shape,) + (shape + (nv,),) * n,
-                        retract(q), *xs, options=options)
-        partial_d.defjvp(_no_rule(f"a second derivative of {name}"))
+        def partials(q, *xs):
+            return kernel(name + "_partials", q, *xs, static=static)
+        partials.defjvp(_no_rule(f"a second derivative of {name}"))
 
         @jax.custom_jvp
         def f(q, *xs):
-            return host(name, lambda *a: (value(*a),), (shape,), retract(q), *xs,
-                        options=options)[0]
+            return kernel(name, q, *xs, static=static)[0]
 
         @f.defjvp
         def _(primals, tangents):
             (q, *xs), (dq, *dxs) = primals, tangents
-            out, *D = partial_d(q, *xs)
+            out, *D = partials(q, *xs)
             t = _apply(D[0], e(q, dq))
             for Dk, dx in zip(D[1:], dxs):
                 t = t + _apply(Dk, dx)
@@ -275,37 +267,32 @@ class Rules:
         return f
 
     def frame_velocity(self, frame, reference):
-        return self._contact("frame_velocity", _numpy("frame_velocity"), MP.frame_velocity,
-                             (6,), (frame, reference))
+        """reference: the kernel code (results.REFERENCE_CODES)."""
+        return self._contact("frame_velocity", (6,), (frame, reference))
 
     def frame_acceleration(self, frame, reference, classical):
-        return self._contact("frame_acceleration", _numpy("frame_acceleration"),
-                             MP.frame_acceleration, (6,), (frame, reference, classical))
+        return self._contact("frame_acceleration", (6,), (frame, reference, int(classical)))
 
     def center_of_mass(self):
-        return self._contact("center_of_mass", _numpy("center_of_mass"), MP.center_of_mass,
-                             (3,))
+        return self._contact("center_of_mass", (3,))
 
     def centroidal_momentum(self):
-        return self._contact("centroidal_momentum", _numpy("centroidal_momentum"),
-                             MP.centroidal_momentum, (6,))
+        return self._contact("centroidal_momentum", (6,))
 
     def kinetic_energy(self):
-        return self._contact("kinetic_energy", _numpy("kinetic_energy"), MP.kinetic_energy,
-                             ())
+        return self._contact("kinetic_energy", ())
 
     def potential_energy(self):
-        """V(q); its gradient is gravity(q) (the FFI kernel above, whose own rule is
-        rnea's), so its Hessian is analytical too."""
+        """V(q); its gradient is gravity(q) (the rule above, itself differentiable with
+        rnea's kernels), so its Hessian is analytical too."""
         f = self._frames.get("potential_energy")
         if f is not None:
             return f
-        host, e, retract, gravity = self._host, self._e, self._retract, self.gravity
+        kernel, e, gravity = self._kernel, self._e, self.gravity
 
         @jax.custom_jvp
         def f(q):
-            return host("potential_energy", lambda *a: (_numpy("potential_energy")(*a),),
-                        ((),), retract(q))[0]
+            return kernel("potential_energy", q)[0]
 
         @f.defjvp
         def _(primals, tangents):
@@ -314,12 +301,6 @@ class Rules:
 
         self._frames["potential_energy"] = f
         return f
-
-
-def _numpy(name):
-    """rbdiff's NumPy function ``name``, looked up at call time (tests count its calls)."""
-    import rbdiff
-    return lambda *a: np.asarray(getattr(rbdiff, name)(*a))
 
 
 def _apply(D, x):
