@@ -226,6 +226,30 @@ def test_vmap_and_jit_are_one_batched_kernel_call():
                                                                                  v.shape)))
 
 
+def test_parallel_entries_equal_serial_bit_for_bit():
+    """policy.forced("parallel") at trace time: the handlers' parallel entries (where the
+    threading layer allows them; center_of_mass's slot has None-typed arguments) give the
+    serial results bit for bit."""
+    from rbdiff.cpu import policy
+    m, frame = _model("solo12")
+    q, v, a = _state(m, seed=8, batch=16)
+    rbd.rnea(m, q, v, a)            # starts Numba's threading layer (jax calls._chunks)
+    fns = [lambda q_, v_, a_: rj.center_of_mass(m, q_),
+           lambda q_, v_, a_: rj.frame_acceleration(m, q_, v_, a_, frame,
+                                                    "local_world_aligned"),
+           lambda q_, v_, a_: rj.kinetic_energy(m, q_, v_)]
+    out = {}
+    for mode in ("serial", "parallel"):
+        with policy.forced(mode):
+            gs = [jax.jit(jax.vmap(jax.jacrev(g, argnums=(0, 1, 2)))) for g in fns]
+            for g in gs:
+                g(q, v, a)          # traced under the mode
+        out[mode] = [[np.asarray(x) for x in g(q, v, a)] for g in gs]
+    for s, p in zip(out["serial"], out["parallel"]):
+        for x, y in zip(s, p):
+            assert np.array_equal(x, y)
+
+
 def test_float32_without_x64():
     m, frame = _model("tree")
     q, v, a = _state(m)
