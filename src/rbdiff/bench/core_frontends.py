@@ -10,10 +10,12 @@ the same partials (bench/core.py's PAIR_MODULES convention: ``calls(model, pm, q
   (q.grad, v.grad), what a learning loop runs.
 - Pinocchio: compute + getters (computeForwardKinematicsDerivatives +
   getFrame*Derivatives, jacobianCenterOfMass, computeCentroidalDynamicsDerivatives,
-  computeGeneralizedGravity), plus the weighted sum for the torch rows. Its tangent
+  computeGeneralizedGravity; for the kinetic energy's gradient, which Pinocchio has no
+  getter for, the same route as rbdiff's: computeRNEADerivatives(q, 0, v) less
+  computeGeneralizedGravityDerivatives, contracted with v, and M v), plus the weighted
+  sum for the torch rows. Its tangent
   q-derivatives are mapped to the ambient coordinates the front ends differentiate in
   (rbdiff.model.tangent.tangent_of_ambient) in ``post``, which is not timed.
-kinetic_energy's gradient has no Pinocchio getter: its rows are rbdiff's alone.
 Rows are left out when JAX or PyTorch is not installed.
 """
 
@@ -113,6 +115,12 @@ def _theirs(model, pm, q, v, a, fid):
     def gravity():
         return pin.computeGeneralizedGravity(pm, pd, q)
 
+    def ke_gradient():
+        dtau_dq, _, M = pin.computeRNEADerivatives(pm, pd, q, np.zeros(model.nv), v)
+        dg = pin.computeGeneralizedGravityDerivatives(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return np.concatenate([0.5 * v @ (dtau_dq - dg), M @ v])
+
     def fv_backward():
         pin.forwardKinematics(pm, pd, q, v)
         pin.getFrameVelocity(pm, pd, fid, pin.LOCAL)
@@ -132,6 +140,7 @@ def _theirs(model, pm, q, v, a, fid):
                 partial(pin.jacobianCenterOfMass, pm, pd, q), lambda J: ambient(J)),
             "jax.jacrev(centroidal_momentum)": (h_d, cat),
             "jax.grad(potential_energy)": (gravity, lambda g: ambient(np.array(g)[None])),
+            "jax.grad(kinetic_energy)": (ke_gradient, lambda g: ambient(g[None])),
             "torch.frame_velocity+backward": (fv_backward, qamb),
             "torch.centroidal_momentum+backward": (h_backward, qamb)}
 
@@ -144,4 +153,4 @@ def calls(model, pm, q, v, a):
     if pm is None:
         return {k: (f, None, None) for k, f in ours.items()}
     theirs = _theirs(model, pm, q, v, a, fid)
-    return {k: (f, *theirs.get(k, (None, None))) for k, f in ours.items()}
+    return {k: (f, *theirs[k]) for k, f in ours.items()}
