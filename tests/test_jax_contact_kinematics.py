@@ -159,7 +159,7 @@ def test_potential_energy_hessian():
     to central second differences of the NumPy potential energy; its gravity Jacobian is
     rnea_derivatives' dtau_dq at v = a = 0."""
     m, _frame = _model("tree")
-    q, v, a = _state(m, seed=3)
+    q, _v, _a = _state(m, seed=3)
     z = np.zeros(m.nv)
     V = lambda e: rj.potential_energy(m, rj.integrate(m, q, e))
     H = np.asarray(jax.jacfwd(jax.grad(V))(jnp.zeros(m.nv)))
@@ -252,7 +252,7 @@ def test_parallel_entries_equal_serial_bit_for_bit():
 
 def test_float32_without_x64():
     m, frame = _model("tree")
-    q, v, a = _state(m)
+    q, v, _a = _state(m)
     with jax.enable_x64(False):
         q32, v32 = np.float32(q), np.float32(v)
         out = jax.jit(lambda *x: rj.frame_velocity(m, *x, frame, "world"))(q32, v32)
@@ -266,7 +266,7 @@ def test_float32_without_x64():
 def test_bad_input():
     m, frame = _model("tree")
     q, v, a = _state(m)
-    with pytest.raises(ValueError, match=r"v: expected shape \(%d,\)" % m.nv):
+    with pytest.raises(ValueError, match=rf"v: expected shape \({m.nv},\)"):
         jax.eval_shape(lambda v_: rj.frame_velocity(m, q, v_, frame), v[:-1])
     with pytest.raises(ValueError, match="q: expected shape"):
         rj.center_of_mass(m, q[:-1])

@@ -142,7 +142,7 @@ def test_values_and_jacobians_through_integrate(name):
         _near(f(toff, tv, ta), value(q, v, a))
         want = partials(q, v, a)[1:]
         for jac in (jacfwd, jacrev):
-            J = jac(lambda e, v_, a_: f(rt.integrate(m, tq, e), v_, a_),
+            J = jac(lambda e, v_, a_, f=f: f(rt.integrate(m, tq, e), v_, a_),
                     argnums=tuple(range(n)))(e0, tv, ta)
             for Jk, Wk in zip(J, want):
                 scale = max(1.0, float(np.max(np.abs(Wk))))
@@ -163,7 +163,8 @@ def test_gradcheck_reverse_and_forward(name):
     q = _off_manifold(m, q)
     for label, f, _value, _p, n in _cases(m, frame):
         xs = _t(q, v, a, requires_grad=True)[:n]
-        g = lambda *x, f=f: f(*x, *_t(v, a)[len(x) - 1:])
+        def g(*x, f=f):
+            return f(*x, *_t(v, a)[len(x) - 1:])
         assert gradcheck(g, xs, check_forward_ad=True), label
         out = g(*xs)
         w = torch.linspace(-1, 1, out.numel(), dtype=T64).reshape(out.shape)
@@ -191,7 +192,7 @@ def test_potential_energy_second_order_and_others_refuse():
         with pytest.raises(RuntimeError, match="differentiable once"):
             torch.autograd.grad(sum(g.sum() for g in gs), xs)
         with pytest.raises(RuntimeError, match="differentiable once"):
-            hessian(lambda x: f(x, tv.detach(), ta.detach()).sum())(tq.detach())
+            hessian(lambda x, f=f: f(x, tv.detach(), ta.detach()).sum())(tq.detach())
 
 
 def test_vmap_is_one_batched_call(monkeypatch):
@@ -215,8 +216,8 @@ def test_vmap_is_one_batched_call(monkeypatch):
 
 def test_float32():
     m, frame = MODELS["tree"]
-    q, v, a = _state(m, seed=7)
-    tq, tv, ta = _t(q, v, a, dtype=torch.float32, requires_grad=True)
+    q, v, _a = _state(m, seed=7)
+    tq, tv = _t(q, v, dtype=torch.float32, requires_grad=True)
     out = rt.frame_velocity(m, tq, tv, frame, "world")
     assert out.dtype == torch.float32
     _near(out, rbd.frame_velocity(m, q, v, frame, "world"), 1e-5, 1e-5)

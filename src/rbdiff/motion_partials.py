@@ -20,8 +20,8 @@ for a free flyer, whose body-twist coordinates add Euler-Poincare terms).
 
 import numpy as np
 
-from . import centroidal as _c
 from . import api as _api
+from . import centroidal as _c
 from . import derivatives as _d
 from . import frame_motion as _fm
 from .results import reference_name

@@ -44,6 +44,7 @@ def _jax_rows(model, q, v, a, name):
         return {}
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+
     import rbdiff.jax as rj
 
     def jac(f, argnums):
