@@ -11,14 +11,13 @@ formulas), the entry points in cpu/centroidal.py; batches equal a loop of single
 bit for bit.
 """
 
-import weakref
-
 import numpy as np
 
 from .cpu import centroidal as cc
 from .declare import Function
 from .kernels.jit import native
 from .model.layout import MF_MASS
+from .model.model import Model
 from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
                       CentroidalDynamicsDerivatives, CentroidalMomentum)
 from .validation import F64 as _F64
@@ -42,7 +41,8 @@ _momentum_qva = native(cc.centroidal_momentum_one, "_momentum_qva", globals())
 _derivatives_one = native(cc.centroidal_derivatives_one, "_derivatives_one", globals())
 _kinetic_one = native(cc.kinetic_energy_one, "_kinetic_one", globals(), inputs=(2, 3))
 _potential_one = native(cc.potential_energy_one, "_potential_one", globals(), inputs=(2,))
-_MASS = {}       # id(model) -> total mass (models are immutable); dropped with the model
+# the total mass, summed once per model (models are immutable): one attribute load a call
+Model.cache("_total_mass", lambda m: float(np.sum(m.mf[1:, MF_MASS])))
 
 
 def _no_com(model):
@@ -83,11 +83,7 @@ def _scalar(x):
 
 def total_mass(model):
     """Total mass of the model's bodies (float), Pinocchio's computeTotalMass."""
-    m = _MASS.get(id(model))
-    if m is None:
-        m = _MASS[id(model)] = float(np.sum(model.mf[1:, MF_MASS]))
-        weakref.finalize(model, _MASS.pop, id(model), None)
-    return m
+    return model._total_mass
 
 
 def center_of_mass(model, q, v=None, a=None):
