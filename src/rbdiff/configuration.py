@@ -28,7 +28,7 @@ from .kernels.jit import native
 from .kernels.lie import ARG_Q, ARG_V
 from .results import DifferenceJacobians, IntegrateJacobians
 from .validation import F64 as _F64
-from .validation import SUPPORTED, as_array, explain, on_device, prepare
+from .validation import SUPPORTED, explain, on_device, prepare
 
 # The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
 # the compiled entry unchecked (typed fastargs.REF): it takes them only as float64 1-D
@@ -67,6 +67,17 @@ else:
     _difference_fast = _difference_checked
 
 
+# the general paths (declare.py): a single argument is broadcast along the other's batch
+_INTEGRATE = Function("integrate", single.integrate_one,
+                      (batch.integrate_batch, batch.integrate_parallel),
+                      (("q", "nq"), ("v", "nv")), (("nq",),), model_args="configuration",
+                      scratch="none", broadcast=True)
+_DIFFERENCE = Function("difference", single.difference_one,
+                       (batch.difference_batch, batch.difference_parallel),
+                       (("q0", "nq"), ("q1", "nq")), (("nv",),), model_args="configuration",
+                       scratch="none", broadcast=True, configurations=("q0", "q1"))
+
+
 def neutral(model):
     """The neutral configuration (nq,): zeros, (cos, sin) = (1, 0) for continuous joints,
     identity quaternions [0, 0, 0, 1] for spherical joints and free flyers (Pinocchio's
@@ -90,8 +101,7 @@ def integrate(model, q, v):
             return qout
     except _FAST_MISS:
         pass
-    return _call(model, single.integrate_one, (batch.integrate_batch, batch.integrate_parallel),
-                 [("q", q, model.nq), ("v", v, model.nv)], model.nq, ("q",))
+    return _INTEGRATE(model, q, v)
 
 
 def difference(model, q0, q1):
@@ -108,49 +118,7 @@ def difference(model, q0, q1):
             return v
     except _FAST_MISS:
         pass
-    return _call(model, single.difference_one,
-                 (batch.difference_batch, batch.difference_parallel),
-                 [("q0", q0, model.nq), ("q1", q1, model.nq)], model.nv, ("q0", "q1"))
-
-
-def _prepare(named):
-    """The arguments as C-contiguous arrays of one supported dtype, a single one
-    broadcast along the other's batch axis; and the batch size (None: single)."""
-    arrays = [as_array(x, n, name) for name, x, n in named]
-    dtype = np.result_type(*arrays)
-    if dtype not in SUPPORTED:
-        dtype = np.dtype(np.complex128) if dtype.kind == "c" else _F64
-    nb = None
-    for (name, _, _), x in zip(named, arrays):
-        if x.ndim == 2:
-            if nb is None:
-                nb, first = x.shape[0], name
-            elif x.shape[0] != nb:
-                raise ValueError(f"{name}: batch size {x.shape[0]} differs from "
-                                 f"{first}'s {nb}")
-    if nb is not None:
-        arrays = [x if x.ndim == 2 else np.broadcast_to(x, (nb, x.shape[0])) for x in arrays]
-    return [np.ascontiguousarray(x, dtype=dtype) for x in arrays], nb
-
-
-def _call(model, one, batched, named, width, configurations):
-    """Validate, then run the single entry ``one`` or the batch pair ``batched`` =
-    (serial, parallel) (cpu.policy picks) into a new (width,) or (B, width) array;
-    explain a refusal precisely."""
-    if on_device(*(x for _, x, _ in named)):
-        raise TypeError("rbdiff's configuration functions run on the CPU: pass NumPy "
-                        "arrays (copy device arrays to the host first)")
-    arrays, nb = _prepare(named)
-    out = np.empty(width if nb is None else (nb, width), arrays[0].dtype)
-    try:
-        if nb is None:
-            one(model.mi, *arrays, out)
-        else:
-            policy.run(model, *batched, nb, (model.mi, *arrays, out))
-    except ValueError:
-        raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], None,
-                      configurations) from None
-    return out
+    return _DIFFERENCE(model, q0, q1)
 
 
 # ---- Lie-group Jacobians (rbdiff.kernels.lie) -------------------------------------------

@@ -28,7 +28,7 @@ from .cpu import policy
 from .cpu.scratch import single_call_scratch
 from .model.lookup import frame_index, joint_index
 from .results import REFERENCE_CODES, reference_name
-from .validation import explain, gpu_call, on_device, prepare
+from .validation import explain, gpu_call, on_device, prepare, prepare_broadcast
 
 __all__ = ["Function", "DECLARED", "frame_index", "joint_index", "reference_code",
            "reference_option"]
@@ -78,6 +78,7 @@ class Function:
                 refused with a message naming the function)
     params      ((keyword, resolver), ...): the public keywords that become the entries'
                 integer options (resolver(model, value) -> int), for the generic wrappers
+    broadcast   a single input is broadcast along another's batch axis (integrate(q, V))
     errors      {an entry's ValueError message: make(model) -> the exception to raise}, for
                 refusals the input checks cannot explain (a massless model)
     variant     another route of a function declared already (method="chain_rule"): kept
@@ -86,12 +87,12 @@ class Function:
 
     __slots__ = ("name", "one", "batch", "inputs", "outputs", "model_args", "fext",
                  "scratch", "result", "gpu", "configurations", "options_last", "block",
-                 "params", "public", "needs", "errors")
+                 "params", "public", "needs", "errors", "broadcast")
 
     def __init__(self, name, one, batch, inputs, outputs, model_args="dynamics", fext=False,
                  scratch="workspace", result=None, gpu=None, configurations=None,
                  options_last=False, block=False, params=(), variant=None, needs=None,
-                 errors=None):
+                 errors=None, broadcast=False):
         if model_args not in _MODEL_ARGS:
             raise ValueError(f"model_args: expected one of {_MODEL_ARGS}, got {model_args!r}")
         if scratch not in _SCRATCH:
@@ -116,6 +117,7 @@ class Function:
         self.public = None
         self.needs = tuple(needs) if needs is not None else (None,) * len(outputs)
         self.errors = dict(errors or {})
+        self.broadcast = broadcast
         DECLARED[name if variant is None else f"{name}[{variant}]"] = self
 
     def shapes(self, model):
@@ -166,7 +168,8 @@ class Function:
                             **({} if out is None else {"out": out}))
         named = [(spec[0], x, getattr(model, spec[1])) for spec, x in zip(self.inputs, xs)
                  if x is not None or len(spec) == 2]    # a required None: prepare names it
-        arrays, f, nb, mf = prepare(model, fext, named, wants_fext=self.fext)
+        arrays, f, nb, mf = (prepare_broadcast(model, named) if self.broadcast
+                             else prepare(model, fext, named, wants_fext=self.fext))
         given = {n: x for (n, _, _), x in zip(named, arrays)}
         inputs = [given.get(spec[0]) for spec in self.inputs]
         dt = arrays[0].dtype

@@ -125,6 +125,27 @@ def prepare(model, fext, named, wants_fext=True):
     return arrays, f, batch, mf
 
 
+def prepare_broadcast(model, named):
+    """prepare() for functions whose single argument is broadcast along the other's batch
+    axis (integrate, difference): C-contiguous arrays of one supported dtype, no fext."""
+    arrays = [as_array(x, n, name) for name, x, n in named]
+    dtype = np.result_type(*arrays)
+    if dtype not in SUPPORTED:
+        dtype = np.dtype(np.complex128) if dtype.kind == "c" else F64
+    nb = None
+    for (name, _, _), x in zip(named, arrays):
+        if x.ndim == 2:
+            if nb is None:
+                nb, first = x.shape[0], name
+            elif x.shape[0] != nb:
+                raise ValueError(f"{name}: batch size {x.shape[0]} differs from "
+                                 f"{first}'s {nb}")
+    if nb is not None:
+        arrays = [x if x.ndim == 2 else np.broadcast_to(x, (nb, x.shape[0])) for x in arrays]
+    arrays = [np.ascontiguousarray(x, dtype=dtype) for x in arrays]
+    return arrays, None, nb, model.mf32 if dtype == np.float32 else model.mf
+
+
 def explain(model, named, fext, configurations=None, error=None):
     """The precise reason a compiled entry point refused its input. ``configurations``:
     the names in ``named`` that are configurations (default: the first one, q); ``error``:

@@ -86,32 +86,6 @@ def at_com(c, f):
 
 
 @helper
-def inertia_rate(Y, v):
-    """Ydot = v x* Y - Y v x, the rate of a world inertia moving with v, compact (its
-    mass entry is 0): hdot = w x h + m v_lin, Iodot = C + C^T + 2 (v_lin . h) E with
-    C = [w]x Io - h v_lin^T."""
-    vl0, vl1, vl2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    m, h0, h1, h2 = Y[0], Y[1], Y[2], Y[3]
-    i0, i1, i2, i3, i4, i5, i6, i7, i8 = Y[4], Y[5], Y[6], Y[7], Y[8], Y[9], Y[10], Y[11], Y[12]
-    c00 = -w2 * i3 + w1 * i6 - h0 * vl0
-    c01 = -w2 * i4 + w1 * i7 - h0 * vl1
-    c02 = -w2 * i5 + w1 * i8 - h0 * vl2
-    c10 = w2 * i0 - w0 * i6 - h1 * vl0
-    c11 = w2 * i1 - w0 * i7 - h1 * vl1
-    c12 = w2 * i2 - w0 * i8 - h1 * vl2
-    c20 = -w1 * i0 + w0 * i3 - h2 * vl0
-    c21 = -w1 * i1 + w0 * i4 - h2 * vl1
-    c22 = -w1 * i2 + w0 * i5 - h2 * vl2
-    d = 2.0 * (vl0 * h0 + vl1 * h1 + vl2 * h2)
-    e01 = c01 + c10
-    e02 = c02 + c20
-    e12 = c12 + c21
-    return (0.0 * m, w1 * h2 - w2 * h1 + m * vl0, w2 * h0 - w0 * h2 + m * vl1,
-            w0 * h1 - w1 * h0 + m * vl2,
-            2.0 * c00 + d, e01, e02, e01, 2.0 * c11 + d, e12, e02, e12, 2.0 * c22 + d)
-
-
-@helper
 def body_com(mf, i, ws):
     """Body i's centre of mass in the world, R_i c_local + p_i."""
     R = ws[i, W_R:W_R + 9]

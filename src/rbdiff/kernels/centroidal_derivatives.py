@@ -10,7 +10,7 @@ rigidly: for a body i in it, dY_i/dq_m = xi x* Y_i - Y_i xi x, and (kinematics_d
   da_i/dqd_m = (v_j + v_lambda - v_i) x xi.
 Each is the rigid-motion rate (xi x v_i, xi x a_i) plus a part common to the subtree, so
 with the body rates h_i = Y_i v_i, f_i = Y_i a_i + v_i x* h_i and Ydot_i = v_i x* Y_i -
-Y_i v_i x (centroidal.inertia_rate), summed over j's subtree into IC_j, HC_j, FC_j and
+Y_i v_i x (spatial.inertia_rate), summed over j's subtree into IC_j, HC_j, FC_j and
 IDC_j (the backward pass), the derivatives of hO and fO (about the world origin) are
   dhO/dq_m = xi x* HC_j + IC_j u
   dfO/dq_m = xi x* FC_j + IC_j (a_lambda x xi + v_lambda x u) + IDC_j u + u x* HC_j
@@ -23,7 +23,8 @@ linear momentum (for hg) or its rate (for dhg).
 """
 
 from ..model.layout import MI_IV, MI_NV, MI_PARENT
-from .centroidal import at_com, cross3, inertia_rate, motion_pass, total_first_moment
+from .centroidal import at_com, cross3, motion_pass, total_first_moment
+from .spatial import inertia_rate
 from .fk import world_body_inertia
 from .jit import helper, kernel
 from .kinematics_derivatives import store_column

@@ -27,7 +27,8 @@ from .armature import armature_bias_jacobian, armature_diagonal
 from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
                  world_body_inertia)
 from .jit import helper, kernel
-from .spatial import add6, add13, axpy6, force_act, force_cross, inertia_mul, motion_cross
+from .spatial import (add6, add13, axpy6, force_act, force_cross, inertia_mul, inertia_rate,
+                      motion_cross)
 from .workspace import D_S, W_A, W_F, W_IA, W_P, W_R, W_T, W_V, W_VJ, W_Y
 
 # joint rows: IC lives in W_Y, f in W_F; BC (12) in the articulated-inertia columns
@@ -49,32 +50,20 @@ def body_bias_inertia(Y, v, Yv, BC):
 
     With Y = [[m, -[h]], [[h], Io]]: the lower-right block is
     C + C^T + 2 (vl.h) E - [n]x, C = [w]x Io - h vl^T, n the angular part of Y v."""
-    vl0, vl1, vl2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    h0, h1, h2 = Y[1], Y[2], Y[3]
-    i0, i1, i2, i3, i4, i5, i6, i7, i8 = Y[4], Y[5], Y[6], Y[7], Y[8], Y[9], Y[10], Y[11], Y[12]
-    c00 = -w2 * i3 + w1 * i6 - h0 * vl0
-    c01 = -w2 * i4 + w1 * i7 - h0 * vl1
-    c02 = -w2 * i5 + w1 * i8 - h0 * vl2
-    c10 = w2 * i0 - w0 * i6 - h1 * vl0
-    c11 = w2 * i1 - w0 * i7 - h1 * vl1
-    c12 = w2 * i2 - w0 * i8 - h1 * vl2
-    c20 = -w1 * i0 + w0 * i3 - h2 * vl0
-    c21 = -w1 * i1 + w0 * i4 - h2 * vl1
-    c22 = -w1 * i2 + w0 * i5 - h2 * vl2
-    d = 2.0 * (vl0 * h0 + vl1 * h1 + vl2 * h2)
+    r = inertia_rate(Y, v)      # its lower-right block: C + C^T + 2 (vl.h) E
     n0, n1, n2 = Yv[3], Yv[4], Yv[5]
     BC[0] = Yv[0]
     BC[1] = Yv[1]
     BC[2] = Yv[2]
-    BC[3] = 2.0 * c00 + d
-    BC[4] = c01 + c10 + n2
-    BC[5] = c02 + c20 - n1
-    BC[6] = c10 + c01 - n2
-    BC[7] = 2.0 * c11 + d
-    BC[8] = c12 + c21 + n0
-    BC[9] = c20 + c02 + n1
-    BC[10] = c21 + c12 - n0
-    BC[11] = 2.0 * c22 + d
+    BC[3] = r[4]
+    BC[4] = r[5] + n2
+    BC[5] = r[6] - n1
+    BC[6] = r[7] - n2
+    BC[7] = r[8]
+    BC[8] = r[9] + n0
+    BC[9] = r[10] + n1
+    BC[10] = r[11] - n0
+    BC[11] = r[12]
 
 
 @helper
