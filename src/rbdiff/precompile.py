@@ -189,7 +189,8 @@ def _declared_job(name, b=""):
 
 
 _COVERED = {f for j in JOBS for f in (CALLS_OF.get(j.split("[")[0]) or (j.split("[")[0],))}
-for _name in [n for n in DECLARED if "[" not in n and n not in _COVERED]:
+for _name in [n for n in DECLARED if "[" not in n and n not in _COVERED
+              and not DECLARED[n].sizes]:     # call-supplied sizes: a job of its own
     JOBS[_name] = (1, _declared_job(_name))
     JOBS[_name + "[batch]"] = (1, _declared_job(_name, "b"))
 
