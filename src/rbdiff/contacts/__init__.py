@@ -307,3 +307,56 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
                                  sizes={"nc": nc})
     except DependentContacts as e:
         _raise_dependent(e, model, q, contacts)
+
+
+_cdd_one = native(cc.contact_dynamics_derivatives_one, "_cdd_one", globals(),
+                  inputs=(4, 5, 6))
+_CONTACT_DYNAMICS_D = Function(
+    "contact_dynamics_derivatives", cc.contact_dynamics_derivatives_one,
+    (cc.contact_dynamics_derivatives_batch, cc.contact_dynamics_derivatives_parallel),
+    (("q", "nq"), ("v", "nv"), ("tau", "nv")), (("nv", "nv"),) * 3 + (("nc", "nv"),) * 3,
+    model_args="frames", fext=True, result=ContactDynamicsDerivatives, sizes=("nc",),
+    errors=_errors())
+
+
+def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
+    """Partial derivatives of contact_dynamics(model, q, v, tau, contacts, fext=fext)
+    (without damping): ContactDynamicsDerivatives(dqdd_dq, dqdd_dv, dqdd_dtau (nv, nv),
+    dforces_dq, dforces_dv, dforces_dtau (nc, nv)), q derivatives in the tangent space.
+
+    Analytical (Carpentier & Mansard 2018; kernels/contact_dynamics.py): the KKT system
+    differentiated with its solution held, i.e. the RNEA derivatives at qdd with the
+    contact forces applied to their bodies (through aba_derivatives: -M^-1 dID/dx), the
+    contact frames' LOCAL acceleration derivatives at qdd (classical for point
+    contacts) and the Baumgarte terms' derivatives, multiplied by the blocks of the KKT
+    inverse (M^-1 - Y W^-1 Y^T, Y W^-1, -W^-1 with Y = M^-1 J^T, W = J Y).
+    LOCAL_WORLD_ALIGNED forces add the rotation's derivative, w x f.
+
+    As Pinocchio's computeConstraintDynamicsDerivatives (ddq_dq, ddq_dv, ddq_dtau,
+    dlambda_dq, dlambda_dv, dlambda_dtau) after constraintDynamics. No contacts: the
+    aba_derivatives and empty (0, nv) force blocks. A batch (B, ...) gives (B, nv, nv)
+    and (B, nc, nv) blocks."""
+    try:
+        if q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1 \
+                and fext is None:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                nv = model.nv
+                out = (_empty((nv, nv)), _empty((nv, nv)), _empty((nv, nv)),
+                       _empty((nc, nv)), _empty((nc, nv)), _empty((nc, nv)))
+                _cdd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
+                         None, cint, cflt, model._ws, *out)
+                return _new(ContactDynamicsDerivatives, out)
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    if nc == 0:
+        from ..derivatives import aba_derivatives
+        d = aba_derivatives(model, q, v, tau, fext)
+        z = np.zeros(d[0].shape[:-2] + (0, model.nv), d[0].dtype)
+        return ContactDynamicsDerivatives(*d, z, z.copy(), z.copy())
+    try:
+        return _CONTACT_DYNAMICS_D(model, q, v, tau, fext=fext, options=(cint, cflt),
+                                   sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)

@@ -17,7 +17,8 @@ import numpy as np
 from numba import prange
 
 from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI_REF,
-                                        CI_ROW, CI_WIDTH, contact_dynamics)
+                                        CI_ROW, CI_WIDTH, contact_dynamics,
+                                        contact_dynamics_derivatives)
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -135,4 +136,67 @@ def contact_dynamics_parallel(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces
         bad[c] = contact_dynamics_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
                                         tau[lo:hi], fext[lo:hi], qdd[lo:hi],
                                         forces[lo:hi], cint, cflt, damping, False)
+    dependent_found(bad.max(), True)
+
+
+# ---- contact dynamics derivatives ------------------------------------------------------
+
+
+@entry
+def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
+                                     dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+    state_ok(mi, q, v, tau, fext)
+    workspace_ok(mi, ws)
+    nc = df_dq.shape[0]
+    qdd = np.empty(mi[0, 2], q.dtype)
+    forces = np.empty(nc, q.dtype)
+    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
+    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
+                                       F, Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd,
+                                       forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                                       df_dtau)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
+
+
+@entry
+def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
+                                       dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint, cflt,
+                                       check):
+    nc = df_dq.shape[1]
+    qdd = np.empty(mi[0, 2], q.dtype)
+    forces = np.empty(nc, q.dtype)
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
+        contacts_ok(fparent, cint, cflt, nc, 0.0)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        r = contact_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], fext[b],
+                                         cint, cflt, ws, F, Minv, J, Y, W, lam, S3, D6, G,
+                                         fc, qdd2, qdd, forces, dqdd_dq[b],
+                                         dqdd_dv[b], dqdd_dtau[b], df_dq[b], df_dv[b],
+                                         df_dtau[b])
+        if bad < 0 and r >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
+                                          dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint,
+                                          cflt, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
+    contacts_ok(fparent, cint, cflt, df_dq.shape[1], 0.0)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = contact_dynamics_derivatives_batch(
+            mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+            dqdd_dq[lo:hi], dqdd_dv[lo:hi], dqdd_dtau[lo:hi], df_dq[lo:hi], df_dv[lo:hi],
+            df_dtau[lo:hi], cint, cflt, False)
     dependent_found(bad.max(), True)

@@ -349,3 +349,176 @@ def contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, M
     if bad < 0:
         reference_forces(fmf, cint, ws, lam, forces)
     return bad
+
+
+# ---- derivatives -----------------------------------------------------------------------
+
+@kernel
+def forces_on_joints(fmf, cint, fext, lam, fc):
+    """fc (njoints, 6) = fext (None or (0, 6): zero) plus each contact's LOCAL force lam
+    on its parent joint, in the joint's frame: (f, n) -> (Rf f, Rf n + pf x Rf f) with
+    iMf = (Rf, pf) the frame's placement."""
+    for i in range(fc.shape[0]):
+        for c in range(6):
+            fc[i, c] = 0.0
+    if fext is not None:
+        if fext.shape[0] > 0:
+            for i in range(fc.shape[0]):
+                for c in range(6):
+                    fc[i, c] = fext[i, c]
+    for k in range(cint.shape[0]):
+        j = cint[k, CI_JOINT]
+        fm = fmf[cint[k, CI_FRAME]]
+        Rf = fm[FM_R:FM_R + 9]
+        r0 = cint[k, CI_ROW]
+        f = rot(Rf, lam[r0], lam[r0 + 1], lam[r0 + 2])
+        n = (0.0 * f[0], 0.0 * f[0], 0.0 * f[0])
+        if cint[k, CI_DIM] == 6:
+            n = rot(Rf, lam[r0 + 3], lam[r0 + 4], lam[r0 + 5])
+        px, py, pz = fm[FM_P], fm[FM_P + 1], fm[FM_P + 2]
+        fc[j, 0] += f[0]
+        fc[j, 1] += f[1]
+        fc[j, 2] += f[2]
+        fc[j, 3] += n[0] + py * f[2] - pz * f[1]
+        fc[j, 4] += n[1] + pz * f[0] - px * f[2]
+        fc[j, 5] += n[2] + px * f[1] - py * f[0]
+
+
+@helper
+def log_jacobian(cflt, k, R, p):
+    """Jlog6(oMc2^-1 oMc1) (6x6 as a row-major 36-tuple is too long: returned as the two
+    3x3 blocks (A, Q) of [[A, -Q], [0, A]], kernels/lie.py's Jr^-1)."""
+    Rr, pr = relative_placement(cflt, k, R, p)
+    nx, ny, nz, wx, wy, wz, d = log6(Rr, pr)
+    return right_jacobian_inverse_se3(nx, ny, nz, wx, wy, wz, d, 0.5)
+
+
+@kernel
+def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
+    """Rows of contact k in G[0] = J A_q + d(a_c - e)/dq and G[1] = J A_v + d(a_c - e)/dv,
+    D6 = the frame's LOCAL (dv_dq, da_dq, da_dv, da_da = J6) at qdd."""
+    nv = A_q.shape[0]
+    dim = cint[k, CI_DIM]
+    r0 = cint[k, CI_ROW]
+    for r in range(dim):
+        for m in range(nv):
+            G[0, r0 + r, m] = D6[1, r, m]
+            G[1, r0 + r, m] = D6[2, r, m]
+    a = cint[k, CI_JOINT]
+    while a > 0:                # J A_x over the support dofs (J is zero elsewhere)
+        for s in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+            for r in range(r0, r0 + dim):
+                c = J[r, s]
+                for m in range(nv):
+                    G[0, r, m] += c * A_q[s, m]
+                    G[1, r, m] += c * A_v[s, m]
+        a = mi[a, MI_PARENT]
+    if not has_gains(cflt, k):
+        return
+    perr = position_error(cflt, k, dim, R, p)
+    if dim == 6:
+        A, Q = log_jacobian(cflt, k, R, p)
+    for m in range(nv):
+        j0, j1, j2 = D6[3, 0, m], D6[3, 1, m], D6[3, 2, m]
+        w0, w1, w2 = D6[3, 3, m], D6[3, 4, m], D6[3, 5, m]
+        if dim == 3:        # dperr = J_lin + perr x J_ang
+            dp = (j0 + perr[1] * w2 - perr[2] * w1, j1 + perr[2] * w0 - perr[0] * w2,
+                  j2 + perr[0] * w1 - perr[1] * w0, 0.0 * j0, 0.0 * j0, 0.0 * j0)
+        else:               # dperr = Jlog6 J6
+            dp = (A[0] * j0 + A[1] * j1 + A[2] * j2 - Q[0] * w0 - Q[1] * w1 - Q[2] * w2,
+                  A[3] * j0 + A[4] * j1 + A[5] * j2 - Q[3] * w0 - Q[4] * w1 - Q[5] * w2,
+                  A[6] * j0 + A[7] * j1 + A[8] * j2 - Q[6] * w0 - Q[7] * w1 - Q[8] * w2,
+                  A[0] * w0 + A[1] * w1 + A[2] * w2, A[3] * w0 + A[4] * w1 + A[5] * w2,
+                  A[6] * w0 + A[7] * w1 + A[8] * w2)
+        for r in range(dim):
+            kp = cflt[k, CF_KP + r]
+            kd = cflt[k, CF_KD + r]
+            G[0, r0 + r, m] += kp * dp[r] + kd * D6[0, r, m]
+            G[1, r0 + r, m] += kd * D6[3, r, m]
+
+
+@kernel
+def solve_columns(W, nc, B, sign, out):
+    """out[:, m] = sign W^-1 B[:, m] for every column (W: cholesky's factor); B and out
+    may be one array."""
+    for m in range(B.shape[1]):
+        col = out[:, m]
+        for r in range(nc):
+            col[r] = B[r, m]
+        cholesky_solve(W, nc, col)
+        for r in range(nc):
+            col[r] = sign * col[r]
+
+
+@kernel
+def add_y_times(Y, X, out):
+    """out (nv, n) += Y (nv, nc) X (nc, n)."""
+    nc = Y.shape[1]
+    for i in range(out.shape[0]):
+        for r in range(nc):
+            y = Y[i, r]
+            for m in range(out.shape[1]):
+                out[i, m] += y * X[r, m]
+
+
+@kernel
+def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
+    """LOCAL_WORLD_ALIGNED contacts: d(R f) = R df, plus w_m x (R f) in the q columns of
+    the dofs carrying the contact (w_m: dof m's world angular column)."""
+    n = mi[0, 0]
+    for k in range(cint.shape[0]):
+        if cint[k, CI_REF] != LOCAL_WORLD_ALIGNED:
+            continue
+        R, _ = contact_pose(ws, fmf, cint, k)
+        r0 = cint[k, CI_ROW]
+        for h in range(r0, r0 + cint[k, CI_DIM], 3):
+            for D in (df_dq, df_dv, df_dtau):
+                for m in range(D.shape[1]):
+                    x = rot(R, D[h, m], D[h + 1, m], D[h + 2, m])
+                    D[h, m] = x[0]
+                    D[h + 1, m] = x[1]
+                    D[h + 2, m] = x[2]
+            f0, f1, f2 = forces[h], forces[h + 1], forces[h + 2]
+            a = cint[k, CI_JOINT]
+            while a > 0:
+                for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+                    w0 = ws[n + 1 + m, D_S + 3]
+                    w1 = ws[n + 1 + m, D_S + 4]
+                    w2 = ws[n + 1 + m, D_S + 5]
+                    df_dq[h, m] += w1 * f2 - w2 * f1
+                    df_dq[h + 1, m] += w2 * f0 - w0 * f2
+                    df_dq[h + 2, m] += w0 * f1 - w1 * f0
+                a = mi[a, MI_PARENT]
+
+
+@kernel
+def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws, F,
+                                 Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
+                                 dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+    """contact_dynamics (no damping) and its six derivative blocks (module docstring);
+    -1 or the first dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as
+    contact_dynamics' and S3 (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6),
+    qdd2 (nv,)."""
+    nc = J.shape[0]
+    bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, 0.0, ws, F, Minv, J, Y,
+                        W, qdd, lam)
+    if bad >= 0:
+        return bad
+    reference_forces(fmf, cint, ws, lam, forces)
+    forces_on_joints(fmf, cint, fext, lam, fc)
+    # A_q, A_v (-M^-1 dr1/dx, the contact forces held on their bodies) and M^-1
+    aba_derivatives(mi, mf, q, v, tau, fc, ws, qdd2, S3, F, dqdd_dq, dqdd_dv, dqdd_dtau)
+    for k in range(cint.shape[0]):
+        frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, qdd, cint[k, CI_FRAME],
+                                       LOCAL, 1 if cint[k, CI_DIM] == 3 else 0, ws,
+                                       D6[0], D6[1], D6[2], D6[3])
+        R, p = contact_pose(ws, fmf, cint, k)
+        constraint_derivatives(mi, cint, cflt, k, R, p, D6, dqdd_dq, dqdd_dv, J, G)
+    solve_columns(W, nc, G[0], -1.0, df_dq)
+    solve_columns(W, nc, G[1], -1.0, df_dv)
+    solve_columns(W, nc, Y.T, -1.0, df_dtau)
+    add_y_times(Y, df_dq, dqdd_dq)
+    add_y_times(Y, df_dv, dqdd_dv)
+    add_y_times(Y, df_dtau, dqdd_dtau)
+    rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
+    return -1
