@@ -272,7 +272,7 @@ def operational_space(mi, cint, Minv, J, Y, W, damping):
         dim = cint[k, CI_DIM]
         for r in range(r0, r0 + dim):
             for c in range(r + 1):
-                W[r, c] = 0.0 * W[r, c]
+                W[r, c] = 0.0      # not 0 * W: np.empty may hold NaN
         a = cint[k, CI_JOINT]
         while a > 0:
             for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
