@@ -26,6 +26,8 @@ from .contacts import Contact
 from .contacts import DependentContacts
 from .contacts import contact_dynamics
 from .contacts import contact_dynamics_derivatives
+from .contacts import impulse_dynamics
+from .contacts import impulse_dynamics_derivatives
 from .configuration import difference_jacobians
 from .configuration import integrate
 from .configuration import integrate_jacobians

@@ -360,3 +360,100 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
                                    sizes={"nc": nc})
     except DependentContacts as e:
         _raise_dependent(e, model, q, contacts)
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+
+_id_one = native(cc.impulse_dynamics_one, "_id_one", globals(), inputs=(4, 5))
+_idd_one = native(cc.impulse_dynamics_derivatives_one, "_idd_one", globals(), inputs=(4, 5))
+
+_IMPULSE_DYNAMICS = Function(
+    "impulse_dynamics", cc.impulse_dynamics_one,
+    (cc.impulse_dynamics_batch, cc.impulse_dynamics_parallel),
+    (("q", "nq"), ("v_before", "nv")), (("nv",), ("nc",)), model_args="frames",
+    result=ImpulseDynamics, sizes=("nc",), errors=_errors())
+_IMPULSE_DYNAMICS_D = Function(
+    "impulse_dynamics_derivatives", cc.impulse_dynamics_derivatives_one,
+    (cc.impulse_dynamics_derivatives_batch, cc.impulse_dynamics_derivatives_parallel),
+    (("q", "nq"), ("v_before", "nv")), (("nv", "nv"),) * 2 + (("nc", "nv"),) * 2,
+    model_args="frames", result=ImpulseDynamicsDerivatives, sizes=("nc",), errors=_errors())
+
+
+def _restitution(r):
+    y = _number(r, "restitution", cc.BAD_RESTITUTION)
+    if y > 1.0:
+        raise ValueError(cc.BAD_RESTITUTION)
+    return y
+
+
+def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0):
+    """The velocity jump of an impact with ``contacts``: ImpulseDynamics(v_after (nv,),
+    impulses (nc,)), the impulses stacked as contact_dynamics' forces (in each contact's
+    reference), solving M (v_after - v_before) = J^T impulses, J v_after = -restitution
+    J v_before (0 <= restitution <= 1) through the same operational-space solve (M^-1
+    without M, W = J M^-1 J^T + damping I; Baumgarte gains play no part). Dependent rows
+    without damping raise DependentContacts; no contacts: v_after = v_before.
+
+    As Pinocchio's initConstraintDynamics + impulseDynamics(model, data, q, v, contact
+    models, contact datas, r_coeff) (impulses in data.impulse_c) and the older
+    impulseDynamics(q, v, J, r, damping). q (nq,), v_before (nv,); a batch gives (B, nv)
+    and (B, nc)."""
+    try:
+        if q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                vout, imp = _empty(model.nv), _empty(nc)
+                _id_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
+                        cint, cflt, float(restitution), float(damping), model._ws, vout, imp)
+                return _new(ImpulseDynamics, (vout, imp))
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    d = _number(damping, "damping", cc.BAD_DAMPING)
+    r = _restitution(restitution)
+    if nc == 0:
+        v = np.array(v_before, dtype=np.result_type(q, v_before, np.float32))
+        return ImpulseDynamics(v, np.zeros(v.shape[:-1] + (0,), v.dtype))
+    try:
+        return _IMPULSE_DYNAMICS(model, q, v_before, options=(cint, cflt, r, d),
+                                 sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)
+
+
+def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
+    """Partial derivatives of impulse_dynamics(model, q, v_before, contacts, restitution)
+    (without damping): ImpulseDynamicsDerivatives(dvafter_dq, dvafter_dv (nv, nv),
+    dimpulses_dq, dimpulses_dv (nc, nv)), q derivatives in the tangent space.
+
+    Analytical (kernels/impulse_dynamics.py): the q derivative from the RNEA derivatives
+    at v = 0, a = v_after - v_before, no gravity, the impulses applied to their bodies,
+    and the contact frames' LOCAL velocity derivatives at v_after (and v_before, times
+    restitution); the v_before derivative is K^-1 [M ; -r J]: dimpulses_dv =
+    -(1 + r) W^-1 J, dvafter_dv = I + M^-1 J^T dimpulses_dv. As Pinocchio's
+    computeImpulseDynamicsDerivatives (data.ddq_dq, ddq_dv, dlambda_dq, dlambda_dv) after
+    impulseDynamics. A batch gives (B, nv, nv) and (B, nc, nv) blocks."""
+    try:
+        if q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                nv = model.nv
+                out = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
+                _idd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
+                         cint, cflt, float(restitution), model._ws, *out)
+                return _new(ImpulseDynamicsDerivatives, out)
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    r = _restitution(restitution)
+    if nc == 0:
+        v = np.asarray(v_before)
+        dt = np.result_type(q, v, np.float32)
+        eye = np.broadcast_to(np.eye(model.nv, dtype=dt), v.shape[:-1] + (model.nv,) * 2)
+        z = np.zeros(v.shape[:-1] + (0, model.nv), dt)
+        return ImpulseDynamicsDerivatives(np.zeros_like(eye), eye.copy(), z, z.copy())
+    try:
+        return _IMPULSE_DYNAMICS_D(model, q, v_before, options=(cint, cflt, r),
+                                   sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)

@@ -19,9 +19,12 @@ from numba import prange
 from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI_REF,
                                         CI_ROW, CI_WIDTH, contact_dynamics,
                                         contact_dynamics_derivatives)
+from ..kernels.idsva import IDSVA_WIDTH
+from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
+from ..model.layout import MF_GRAVITY
 from .batch import chunk
 from .checks import batch_states_ok, dynamics_finite, state_ok, velocity_state_ok, \
     workspace_ok
@@ -199,4 +202,123 @@ def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext,
             mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
             dqdd_dq[lo:hi], dqdd_dv[lo:hi], dqdd_dtau[lo:hi], df_dq[lo:hi], df_dv[lo:hi],
             df_dtau[lo:hi], cint, cflt, False)
+    dependent_found(bad.max(), True)
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+
+
+@entry
+def impulse_dynamics_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, ws, vout,
+                         impulses):
+    velocity_state_ok(mi, q, v)
+    workspace_ok(mi, ws)
+    contacts_ok(fparent, cint, cflt, impulses.shape[0], damping)
+    restitution_ok(r)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, impulses.shape[0], q.dtype)
+    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+                           vout, impulses)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
+
+
+@entry
+def impulse_dynamics_batch(mi, mf, fparent, fmf, q, v, vout, impulses, cint, cflt, r,
+                           damping, check):
+    nc = impulses.shape[1]
+    if check:
+        batch_states_ok(mi, q, v, v, None)
+        contacts_ok(fparent, cint, cflt, nc, damping)
+        restitution_ok(r)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        x = impulse_dynamics(mi, mf, fmf, q[b], v[b], cint, r, damping, ws, F, Minv, J, Y, W,
+                             lam, vout[b], impulses[b])
+        if bad < 0 and x >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def impulse_dynamics_parallel(mi, mf, fparent, fmf, q, v, vout, impulses, cint, cflt, r,
+                              damping, nchunks):
+    batch_states_ok(mi, q, v, v, None)
+    contacts_ok(fparent, cint, cflt, impulses.shape[1], damping)
+    restitution_ok(r)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = impulse_dynamics_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                        vout[lo:hi], impulses[lo:hi], cint, cflt, r,
+                                        damping, False)
+    dependent_found(bad.max(), True)
+
+
+@entry
+def impulse_scratch(mi, mf, nc, dtype):
+    """What the impulse derivatives add to contact_scratch: mf without gravity, IDSVA's
+    workspace, S3 (3, nv, nv), D6 (2, 6, nv), G (1, nc, nv), fc (njoints, 6), dv, vout
+    (nv,), impulses (nc,)."""
+    nv = mi[0, 2]
+    mf0 = mf.copy()
+    for k in range(3):
+        mf0[0, MF_GRAVITY + k] = 0.0
+    return (mf0, np.empty((workspace_rows(mi), IDSVA_WIDTH), dtype),
+            np.empty((3, nv, nv), dtype), np.empty((2, 6, nv), dtype),
+            np.empty((1, nc, nv), dtype), np.empty((mi[0, 0] + 1, 6), dtype),
+            np.empty(nv, dtype), np.empty(nv, dtype), np.empty(nc, dtype))
+
+
+@entry
+def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, ws,
+                                     dv_dq, dv_dv, di_dq, di_dv):
+    velocity_state_ok(mi, q, v)
+    workspace_ok(mi, ws)
+    nc = di_dq.shape[0]
+    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    restitution_ok(r)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
+    bad = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F,
+                                       Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, imp,
+                                       dv_dq, dv_dv, di_dq, di_dv)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
+
+
+@entry
+def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
+                                       di_dv, cint, cflt, r, check):
+    nc = di_dq.shape[1]
+    if check:
+        batch_states_ok(mi, q, v, v, None)
+        contacts_ok(fparent, cint, cflt, nc, 0.0)
+        restitution_ok(r)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        x = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q[b], v[b], cint, r, ws,
+                                         wsd, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv,
+                                         vout, imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
+        if bad < 0 and x >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def impulse_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
+                                          di_dv, cint, cflt, r, nchunks):
+    batch_states_ok(mi, q, v, v, None)
+    contacts_ok(fparent, cint, cflt, di_dq.shape[1], 0.0)
+    restitution_ok(r)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = impulse_dynamics_derivatives_batch(
+            mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], dv_dq[lo:hi], dv_dv[lo:hi],
+            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, False)
     dependent_found(bad.max(), True)

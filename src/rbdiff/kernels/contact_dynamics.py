@@ -178,7 +178,6 @@ def has_gains(cflt, k):
 def contact_rows(mi, mf, fmf, cint, cflt, ws, J, rhs):
     """J (nc, nv): the contacts' LOCAL rows; rhs (nc,) = gamma - e (J qdd + rhs = 0),
     from drift_pass's state in ws."""
-    n = mi[0, 0]
     for r in range(J.shape[0]):
         for m in range(J.shape[1]):
             J[r, m] = 0.0
@@ -197,7 +196,19 @@ def contact_rows(mi, mf, fmf, cint, cflt, ws, J, rhs):
             perr = position_error(cflt, k, dim, R, p)
             for r in range(dim):
                 rhs[r0 + r] += cflt[k, CF_KP + r] * perr[r] + cflt[k, CF_KD + r] * vel[r]
-        a = j
+    contact_jacobian(mi, fmf, cint, ws, J)
+
+
+@kernel
+def contact_jacobian(mi, fmf, cint, ws, J):
+    """The contacts' LOCAL rows of J (nc, nv) on their supports (the other entries are
+    left as they are), from the placements and world S in ws."""
+    n = mi[0, 0]
+    for k in range(cint.shape[0]):
+        dim = cint[k, CI_DIM]
+        r0 = cint[k, CI_ROW]
+        R, p = contact_pose(ws, fmf, cint, k)
+        a = cint[k, CI_JOINT]
         while a > 0:
             for d in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
                 col = jacobian_column(ws[n + 1 + d, D_S:D_S + 6], LOCAL, R, p)
@@ -473,6 +484,8 @@ def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
         r0 = cint[k, CI_ROW]
         for h in range(r0, r0 + cint[k, CI_DIM], 3):
             for D in (df_dq, df_dv, df_dtau):
+                if D.shape[0] == 0:          # a block the caller does not have (impulses)
+                    continue
                 for m in range(D.shape[1]):
                     x = rot(R, D[h, m], D[h + 1, m], D[h + 2, m])
                     D[h, m] = x[0]
