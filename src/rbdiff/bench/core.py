@@ -36,7 +36,7 @@ ROBOTS = ("iiwa14", "panda", "hyq", "solo12", "talos_full_v2", "g1")
 ALGORITHMS = ("rnea", "crba", "aba", "minverse")      # the dynamics pairs, in calls()
 # modules with more pairs
 PAIR_MODULES = ("core_configuration", "core_kinematics", "core_derivatives", "core_lie",
-                "core_frame_motion", "core_centroidal")
+                "core_frame_motion", "core_centroidal", "core_contacts")
 TARGET = 1.5               # rbdiff / Pinocchio per-call time: the bar (the goal is 1.0)
 AGREE = 1e-8               # max|diff| allowed, relative to max(1, max|pin|)
 SEED = 0
