@@ -14,7 +14,6 @@ complex128, a batch, fext, a refused input) goes through the declared general pa
 """
 
 import math
-import weakref
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from ..declare import Function, frame_index
 from ..kernels.contact_dynamics import CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH
 from ..kernels.jit import native
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
+from ..model.model import Model
 from ..results import (ContactDynamics, ContactDynamicsDerivatives, ImpulseDynamics,
                        ImpulseDynamicsDerivatives, reference_name)
 from ..validation import F64 as _F64
@@ -131,7 +131,12 @@ class DependentContacts(ValueError):
 
 # ---- packing -----------------------------------------------------------------------------
 
-_PACKED = weakref.WeakKeyDictionary()     # model -> {contacts tuple: (cint, cflt, nc)}
+# model._contact_packs: {id(contacts): (contacts, packed)} for the objects the fast paths
+# see again and again (a caller's tuple or Contact, immutable, kept alive here so its id
+# is not reused), and
+# {contacts tuple: packed} by value for every other sequence of equal contacts
+Model.lazy("_contact_packs", lambda m: ({}, {}))
+_BY_ID_MAX = 64         # objects remembered by id per model (then by value only)
 
 
 def _as_tuple(contacts):
@@ -149,20 +154,18 @@ def _as_tuple(contacts):
 
 
 def pack(model, contacts):
-    """(cint, cflt, nc) of ``contacts`` (a Contact or a sequence) on ``model``, cached."""
-    table = _PACKED.get(model)
-    if table is None:
-        table = _PACKED[model] = {}
-    try:
-        return table[contacts]
-    except (KeyError, TypeError):
-        pass
+    """(cint, cflt, nc) of ``contacts`` (a Contact or a sequence) on ``model``, cached:
+    by the object's id first (one dictionary lookup: the fast paths), then by value."""
+    by_id, by_value = model._contact_packs
+    hit = by_id.get(id(contacts))
+    if hit is not None and hit[0] is contacts:
+        return hit[1]
     t = _as_tuple(contacts)
-    got = table.get(t)
+    got = by_value.get(t)
     if got is None:
-        got = table[t] = _pack(model, t)
-    if type(contacts) is tuple:
-        table[contacts] = got
+        got = by_value[t] = _pack(model, t)
+    if len(by_id) < _BY_ID_MAX and type(contacts) in (tuple, Contact):   # immutable only
+        by_id[id(contacts)] = (contacts, got)
     return got
 
 

@@ -14,7 +14,6 @@ Derivatives (Lambda and v+ held), x = q:
 and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-.
 """
 
-from .aba_derivatives import neg_minv_mul_tree
 from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
                                cholesky_solve, contact_jacobian, forces_on_joints,
                                operational_space, reference_forces,
@@ -86,14 +85,14 @@ def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, w
     for i in range(nv):
         D6[0, 0, i] = 0.0 * dv[0]      # a zero velocity for IDSVA (row 0 of D6: scratch)
     idsva(mi, mf0, q, D6[0, 0], dv, fc, wsd, S3[0], S3[1], S3[2])
-    neg_minv_mul_tree(mi, Minv, S3[0], S3[0], dv_dq, S3[1], S3[2, 0], S3[2, 1])
+    neg_minv_times(Minv, S3[0], dv_dq, S3[2, 0])
     for a in range(nc):
         for m in range(nv):
             G[0, a, m] = 0.0
     for k in range(cint.shape[0]):
         dim = cint[k, CI_DIM]
         r0 = cint[k, CI_ROW]
-        for w in range(2):
+        for w in range(1 if r == 0.0 else 2):       # J(q) v- only with restitution
             frame_velocity_derivatives(mi, mf, fparent, fmf, q, vout if w == 0 else v,
                                        cint[k, CI_FRAME], LOCAL, ws, D6[0], D6[1])
             c = 1.0 if w == 0 else r
@@ -123,3 +122,20 @@ def add_jacobian_times(J, A, out):
             if c != 0.0:
                 for m in range(A.shape[1]):
                     out[a, m] += c * A[s, m]
+
+
+@kernel
+def neg_minv_times(Minv, B, C, buf):
+    """C (nv, nv) = -Minv B for symmetric Minv, column by column over B's nonzero
+    entries (rows of Minv contiguous); buf: (nv,) scratch."""
+    nv = Minv.shape[0]
+    for j in range(B.shape[1]):
+        for c in range(nv):
+            buf[c] = 0.0
+        for k in range(nv):
+            b = B[k, j]
+            if b != 0.0:
+                for c in range(nv):
+                    buf[c] += b * Minv[k, c]
+        for c in range(nv):
+            C[c, j] = -buf[c]
