@@ -28,7 +28,7 @@ world angular column of dof m).
 
 Derivatives (x = q or v), the solution held, LOCAL:
     r1 = RNEA(q, v, qdd, fext + lambda on the contact joints) - tau,  r2 = a_c - e
-    A_x = -M^-1 dr1/dx               (aba_derivatives at the contact forces: its dqdd_dx)
+    A_x = -M^-1 dr1/dx               (IDSVA at qdd with the contact forces, times M^-1)
     dlambda/dx = -W^-1 (J A_x + da_c/dx - de/dx),   dqdd/dx = A_x + Y dlambda/dx
     dlambda/dtau = -W^-1 Y^T,                         dqdd/dtau = M^-1 + Y dlambda/dtau
 with da_c/dx the frame's LOCAL (classical for 3D) acceleration derivatives at qdd
@@ -41,7 +41,9 @@ import numpy as np
 
 from ..model.layout import FM_P, FM_R, MI_IV, MI_NV, MI_PARENT
 from .aba import aba
-from .aba_derivatives import aba_derivatives
+from .aba_derivatives import neg_minv_mul_tree
+from .armature import armature_bias_jacobian
+from .idsva import idsva_backward_pass, idsva_forward_pass
 from .configuration import log_coefficients
 from .fk import init_universe, placement_pass_joint, velocity_joint
 from .frame_motion import body_acceleration, classical, frame_acceleration_derivatives
@@ -519,8 +521,15 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
         return bad
     reference_forces(fmf, cint, ws, lam, forces)
     forces_on_joints(fmf, cint, fext, lam, fc)
-    # A_q, A_v (-M^-1 dr1/dx, the contact forces held on their bodies) and M^-1
-    aba_derivatives(mi, mf, q, v, tau, fc, ws, qdd2, S3, F, dqdd_dq, dqdd_dv, dqdd_dtau)
+    # A_q, A_v = -M^-1 dr1/dx (Carpentier & Mansard eq. 24 at the contact forces, held
+    # on their bodies): IDSVA at qdd, then the products with the solve's own M^-1
+    idsva_forward_pass(mi, mf, q, v, qdd, fc, ws)
+    idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
+    armature_bias_jacobian(mi, mf, v, S3[1])
+    neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])
+    for i in range(Minv.shape[0]):
+        for m in range(Minv.shape[1]):
+            dqdd_dtau[i, m] = Minv[i, m]
     for k in range(cint.shape[0]):
         frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, qdd, cint[k, CI_FRAME],
                                        LOCAL, 1 if cint[k, CI_DIM] == 3 else 0, ws,
