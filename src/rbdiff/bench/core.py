@@ -37,6 +37,9 @@ ALGORITHMS = ("rnea", "crba", "aba", "minverse")      # the dynamics pairs, in c
 # modules with more pairs
 PAIR_MODULES = ("core_configuration", "core_kinematics", "core_derivatives", "core_lie",
                 "core_frame_motion", "core_centroidal", "core_contacts")
+# rbdiff.jax / rbdiff.torch gradients against Pinocchio's derivative calls (``--frontends``:
+# they time a framework's call overhead beside the math, so they stay out of the bar's table)
+FRONTEND_MODULES = ("core_frontends",)
 TARGET = 1.5               # rbdiff / Pinocchio per-call time: the bar (the goal is 1.0)
 AGREE = 1e-8               # max|diff| allowed, relative to max(1, max|pin|)
 SEED = 0
@@ -72,12 +75,12 @@ def random_state(model, pm, rng):
         rng.normal(size=model.nv)
 
 
-def calls(model, pm, q, v, a):
+def calls(model, pm, q, v, a, frontends=False):
     """{name: (rbdiff call, Pinocchio call or None, post)} of every pair: the dynamics and
-    those of PAIR_MODULES."""
+    those of PAIR_MODULES (and FRONTEND_MODULES with ``frontends``)."""
     import importlib
     pairs = dynamics_calls(model, pm, q, v, a)
-    for name in PAIR_MODULES:
+    for name in PAIR_MODULES + (FRONTEND_MODULES if frontends else ()):
         pairs.update(importlib.import_module(f"rbdiff.bench.{name}").calls(model, pm, q, v, a))
     return pairs
 
@@ -167,7 +170,7 @@ class _NoBar:
         pass
 
 
-def run(robots=ROBOTS, quick=False, progress=True, only=None):
+def run(robots=ROBOTS, quick=False, progress=True, only=None, frontends=False):
     """All measurements as a JSON-ready dict: "results" (one row per robot and
     algorithm; times in seconds per call, median over rounds and min), "skipped"
     ([{robot, reason}]), "overhead" and the settings and library versions."""
@@ -190,7 +193,7 @@ def run(robots=ROBOTS, quick=False, progress=True, only=None):
                 bar.update()
                 continue
             q, v, a = random_state(model, pm, rng)
-            for alg, (ours, theirs, post) in calls(model, pm, q, v, a).items():
+            for alg, (ours, theirs, post) in calls(model, pm, q, v, a, frontends).items():
                 if only and not alg.startswith(tuple(only)):
                     continue
                 bar.set_postfix_str(f"{robot} {alg}")
@@ -259,11 +262,14 @@ def main(argv=None):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--only", nargs="+", metavar="PREFIX",
                    help="only the rows whose name starts with one of these (e.g. frame_ com)")
+    p.add_argument("--frontends", action="store_true",
+                   help="add the rbdiff.jax / rbdiff.torch gradient rows (core_frontends)")
     args = p.parse_args(argv)
     unknown = [r for r in args.robots if r not in robot_names()]
     if unknown:
         p.error(f"unknown robot(s) {', '.join(unknown)}; known: {', '.join(robot_names())}")
-    out = run(args.robots, quick=args.quick, progress=not args.no_progress, only=args.only)
+    out = run(args.robots, quick=args.quick, progress=not args.no_progress, only=args.only,
+              frontends=args.frontends)
     print(format_table(out))
     if args.json:
         with open(args.json, "w") as f:

@@ -86,7 +86,7 @@ def get_num_threads():
 
 _MODES = ("auto", "serial", "parallel")
 _forced = ["auto"]
-Model.lazy("_plans", lambda m: {})     # per model: entry -> Plan, made on first use
+Model.cache("_plans", lambda m: {})     # per model: entry -> Plan, each made on first use
 
 
 @contextmanager

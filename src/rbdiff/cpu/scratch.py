@@ -1,7 +1,7 @@
 """Scratch of the single-call entries (cpu/single.py): allocated here, in the layer
 that uses it, not by the model. A model gets its float64 pair for the fast paths
 (``model._ws``, ``model._F``) and the shape of a pending kinematics state
-(``model._sstate``) on first use, through Model.lazy (model/model.py)."""
+(``model._sstate``) when it is made, through Model.cache (model/model.py)."""
 
 import numpy as np
 
@@ -20,6 +20,6 @@ def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
     return (ws, np.empty((njoints, nv, 6), dtype)) if forces else (ws,)
 
 
-Model.lazy("_ws", lambda m: single_call_scratch(m.njoints, m.nv, forces=False)[0])
-Model.lazy("_F", lambda m: np.empty((m.njoints, m.nv, 6)))
-Model.lazy("_sstate", lambda m: (m.njoints + m.nv, STATE_WIDTH))   # a kinematics state
+Model.cache("_ws", lambda m: single_call_scratch(m.njoints, m.nv, forces=False)[0])
+Model.cache("_F", lambda m: np.empty((m.njoints, m.nv, 6)))
+Model.cache("_sstate", lambda m: (m.njoints + m.nv, STATE_WIDTH))   # a kinematics state

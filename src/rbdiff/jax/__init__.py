@@ -12,7 +12,10 @@ rnea(model, q, v, a), aba(model, q, v, tau), crba(model, q), minverse(model, q),
 nonlinear_effects(model, q, v), gravity(model, q), integrate(model, q, v),
 difference(model, q0, q1), frame_placement(model, q, frame), and the partials
 rnea_derivatives(model, q, v, a), aba_derivatives(model, q, v, tau) (NumPy API's
-NamedTuples; differentiable once more).
+NamedTuples; differentiable once more); the contact kinematics frame_velocity(model, q,
+v, frame, reference), frame_acceleration(model, q, v, a, frame, reference, classical),
+center_of_mass(model, q), centroidal_momentum(model, q, v), potential_energy(model, q),
+kinetic_energy(model, q, v).
 
 - Traceable under jit, vmap (nested too), grad, jacfwd, jacrev, jvp, vjp and hessian.
   Each function is a ``jax.custom_jvp`` whose rule takes its partials from rbdiff's
@@ -20,6 +23,10 @@ NamedTuples; differentiable once more).
   (rules.py): first and second derivatives of rnea, aba, nonlinear_effects and gravity
   are analytical; crba, minverse and frame_placement have first derivatives only. A
   derivative rbdiff has no kernel for raises NotImplementedError (never silent zeros).
+  The contact kinematics have first derivatives only (potential_energy: two, its
+  gradient being gravity), the true derivatives of the returned values
+  (rbdiff.motion_partials; in "local_world_aligned" not Pinocchio's origin-fixed
+  getters).
 - q is read in its ambient layout (nq) through the retraction that normalises every
   quaternion and (cos, sin) pair, so derivatives in q are right for any q, on the
   manifold or off it, and jacfwd(lambda dq: f(integrate(model, q, dq)))(0) is rbdiff's
@@ -56,11 +63,14 @@ except ImportError as err:          # pragma: no cover (the extra is installed i
     raise ImportError("rbdiff.jax needs JAX: pip install 'rbdiff[jax]'") from err
 
 from ..derivatives import ABADerivatives, RNEADerivatives
+from ..results import REFERENCE_CODES, reference_name
 from .rules import Rules
 
 __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
            "difference", "frame_placement", "rnea_derivatives", "aba_derivatives",
-           "rnea_second_order_derivatives", "aba_second_order_derivatives"]
+           "rnea_second_order_derivatives", "aba_second_order_derivatives",
+           "frame_velocity", "frame_acceleration", "center_of_mass", "centroidal_momentum",
+           "potential_energy", "kinetic_energy"]
 
 _RULES = {}     # id(model) -> (model, Rules): the model is kept alive with its rules
 
@@ -228,3 +238,58 @@ def frame_placement(model, q, frame):
     Jacobian: dT = T [J_local e]^); a second derivative raises NotImplementedError."""
     k = _frame_index(model, frame)
     return _rules(model).frame_placement(k)(*_inputs(model, ("q", q, model.nq)))
+
+
+def _reference(reference):
+    """The kernel code of ``reference`` (reference_name: an error naming the spellings)."""
+    return REFERENCE_CODES[reference_name(reference)]
+
+
+def frame_velocity(model, q, v, frame, reference="local"):
+    """Spatial velocity (..., 6) [linear, angular] of ``frame`` (a name or an index into
+    model.frames) in ``reference`` ("local", "world", "local_world_aligned"), as
+    rbd.frame_velocity; q (..., nq), v (..., nv). First derivatives only: the true ones
+    (rbd.frame_velocity_derivatives, plus [w x dp/dq; 0] in "local_world_aligned")."""
+    k, ref = _frame_index(model, frame), _reference(reference)
+    return _rules(model).frame_velocity(k, ref)(
+        *_inputs(model, ("q", q, model.nq), ("v", v, model.nv)))
+
+
+def frame_acceleration(model, q, v, a, frame, reference="local", classical=False):
+    """Spatial (``classical``: classical) acceleration (..., 6) of ``frame`` in
+    ``reference``, as rbd.frame_acceleration; q (..., nq), v, a (..., nv). First
+    derivatives only: the true ones (rbd.frame_acceleration_derivatives, plus
+    [dw/dt x dp/dq; 0] for the spatial acceleration in "local_world_aligned")."""
+    k, ref = _frame_index(model, frame), _reference(reference)
+    if not isinstance(classical, bool):
+        raise TypeError(f"classical: expected True or False, got {classical!r}")
+    return _rules(model).frame_acceleration(k, ref, classical)(
+        *_inputs(model, ("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)))
+
+
+def center_of_mass(model, q):
+    """Centre of mass (..., 3), world frame, of q (..., nq), as rbd.center_of_mass(model,
+    q). First derivative: rbd.com_jacobian."""
+    return _rules(model).center_of_mass()(*_inputs(model, ("q", q, model.nq)))
+
+
+def centroidal_momentum(model, q, v):
+    """Centroidal momentum h = Ag(q) v (..., 6) [linear, angular], as
+    rbd.centroidal_momentum(model, q, v). First derivatives: dh_dq of
+    rbd.centroidal_dynamics_derivatives, and Ag."""
+    return _rules(model).centroidal_momentum()(
+        *_inputs(model, ("q", q, model.nq), ("v", v, model.nv)))
+
+
+def potential_energy(model, q):
+    """Gravitational potential energy (...) of q (..., nq), as rbd.potential_energy.
+    Gradient gravity(q); Hessian from gravity's rule (rnea's kernels)."""
+    return _rules(model).potential_energy()(*_inputs(model, ("q", q, model.nq)))
+
+
+def kinetic_energy(model, q, v):
+    """Kinetic energy 0.5 v^T M(q) v (...) of q (..., nq), v (..., nv), as
+    rbd.kinetic_energy. First derivatives only: M v in v, 0.5 v^T dM/dq v in q
+    (rbdiff.motion_partials)."""
+    return _rules(model).kinetic_energy()(
+        *_inputs(model, ("q", q, model.nq), ("v", v, model.nv)))

@@ -21,7 +21,7 @@ from ..cpu import background
 from ..kernels.jit import harden_cache
 from . import entries
 from . import plans
-from .ffi import _KERNELS, N_MODEL, PARALLEL, SERIAL
+from .ffi import _KERNELS, N_MODEL, PARALLEL, SERIAL, pack_frame_options
 
 _TARGETS = {}
 _SIG = types.voidptr(types.voidptr)
@@ -42,7 +42,12 @@ def _compiled(fn):
 # they compile in a background child while this process compiles the kernel's own
 _DERIVATIVE = {"rnea": "rnea_derivatives", "aba": "aba_derivatives",
                "nonlinear_effects": "rnea_derivatives", "gravity": "rnea_derivatives",
-               "crba": "crba_derivatives", "frame_placement": "frame_placement_derivatives"}
+               "crba": "crba_derivatives", "frame_placement": "frame_placement_derivatives",
+               "frame_velocity": "frame_velocity_partials",
+               "frame_acceleration": "frame_acceleration_partials",
+               "center_of_mass": "center_of_mass_partials",
+               "centroidal_momentum": "centroidal_momentum_partials",
+               "kinetic_energy": "kinetic_energy_partials", "potential_energy": "gravity"}
 
 
 _WARMING = {}     # handler name -> the background child compiling it (cpu.background.warm)
@@ -65,7 +70,7 @@ def _warm_derivative(name):
     if d is None or d in _TARGETS or d in _WARMING:
         return
     own = SERIAL[d][-1]                     # e.g. aba_derivatives_batch
-    dispatcher, sig = getattr(entries.cb, own), entries.SLOTS[entries.SLOT[own]][1]
+    dispatcher, sig = entries.dispatcher(own), entries.SLOTS[entries.SLOT[own]][1]
     if sig in dispatcher.overloads or background._cached(dispatcher, sig) is not False:
         return
     job = background.warm(warm_handler, (d,), near=dispatcher)
@@ -94,8 +99,8 @@ def _target(name):
 
 
 # kernel name -> per-item output shapes ("v": (nv,), "vv": (nv, nv), "vvv": (nv, nv, nv),
-# "t": (6, nv)); the handlers in ffi.py write them in this order
-_V, _VV, _VVV, _T = "v", "vv", "vvv", "t"
+# "t": (6, nv), "c": (3, nv)); the handlers in ffi.py write them in this order
+_V, _VV, _VVV, _T, _C = "v", "vv", "vvv", "t", "c"
 _OUTPUTS = {
     "rnea": (_V,), "aba": (_V,), "crba": (_VV,), "minverse": (_VV,),
     "nonlinear_effects": (_V,), "gravity": (_V,),
@@ -106,13 +111,20 @@ _OUTPUTS = {
     "crba_derivatives": (_VV, _VVV),              # M, dM_dq
     "frame_placement": ((4, 4),),
     "frame_placement_derivatives": ((4, 4), _T),  # T, local J
+    # contact kinematics: value, then its true first partials (ffi.py)
+    "frame_velocity": ((6,),), "frame_velocity_partials": ((6,), _T, _T),
+    "frame_acceleration": ((6,),), "frame_acceleration_partials": ((6,), _T, _T, _T),
+    "center_of_mass": ((3,),), "center_of_mass_partials": ((3,), _C),
+    "centroidal_momentum": ((6,),), "centroidal_momentum_partials": ((6,), _T, _T),
+    "kinetic_energy": ((),), "kinetic_energy_partials": ((), _V, _V),
+    "potential_energy": ((),),
 }
 
 
 def out_shapes(model, name):
     """The per-item output shapes of kernel ``name``."""
     nv = model.nv
-    sizes = {_V: (nv,), _VV: (nv, nv), _VVV: (nv, nv, nv), _T: (6, nv)}
+    sizes = {_V: (nv,), _VV: (nv, nv), _VVV: (nv, nv, nv), _T: (6, nv), _C: (3, nv)}
     return [sizes[s] if isinstance(s, str) else s for s in _OUTPUTS[name]]
 
 
@@ -145,7 +157,7 @@ def call(model, name, *arrays, static=()):
     in the arrays' dtype (the handler computes in float64)."""
     lead, dtype = arrays[0].shape[:-1], arrays[0].dtype
     results = tuple(jax.ShapeDtypeStruct(lead + s, dtype) for s in out_shapes(model, name))
-    frame = static[0] if static else 0
+    frame = pack_frame_options(*static) if static else 0
     plan = plans.slot(model, name)
     return _batched(name, results, frame, plan)(*_model_operands(model), *arrays)
 

@@ -30,12 +30,15 @@ from numba.extending import intrinsic
 
 from ..cpu import background
 from ..cpu import batch as cb
+from ..cpu import centroidal as cc
+from ..cpu import frame_motion as cfm
 
 TABLE_SYMBOL = "rbdiff_jax_batch_entries"
 
 # the model's arrays are read-only (R), as rbdiff's own batched calls pass them, so both
 # callers share one compiled entry; a handler's writable views convert to them
-_A2, _A3, _A4 = (types.Array(types.float64, d, "C") for d in (2, 3, 4))
+_A1, _A2, _A3, _A4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
+_N = types.none           # an optional input or output left out (cpu/centroidal.py)
 _R1i, _R2i = (types.Array(types.int64, d, "C", readonly=True) for d in (1, 2))
 _R2 = types.Array(types.float64, 2, "C", readonly=True)
 _I, _B = types.int64, types.boolean
@@ -43,10 +46,21 @@ _DYN = (_R2i, _R2, _A2, _A2, _A2, _A3)       # mi, mf, q, v, u, fext
 _FR = (_R2i, _R2, _R1i, _R2, _A2)            # mi, mf, frame_parents, frame_mf, q
 
 
-def _pair(name, *args):
+OWNER = {}          # entry name -> the rbdiff.cpu module that defines it (else cpu.batch)
+
+
+def _pair(name, *args, module=cb):
     """(name_batch, signature), (name_parallel, signature): the serial entry takes
     ``check``, the parallel one the number of chunks."""
+    if module is not cb:
+        OWNER[f"{name}_batch"] = OWNER[f"{name}_parallel"] = module
     return [(f"{name}_batch", args + (_B,)), (f"{name}_parallel", args + (_I,))]
+
+
+def dispatcher(name):
+    """The compiled entry ``name`` (a Numba dispatcher)."""
+    return getattr(OWNER.get(name, cb), name)
+
 
 
 SLOTS = (_pair("rnea", *_DYN, _A2) + _pair("aba", *_DYN, _A2)
@@ -58,7 +72,20 @@ SLOTS = (_pair("rnea", *_DYN, _A2) + _pair("aba", *_DYN, _A2)
          + _pair("rnea_second_order", *_DYN, _A4, _A4, _A4, _A4)
          + _pair("aba_second_order", *_DYN, _A4, _A4, _A4, _A4, _I, _I)
          + _pair("frame_placement", *_FR, _A3, _I)
-         + _pair("frame_jacobian", *_FR, _A3, _I, _I))
+         + _pair("frame_jacobian", *_FR, _A3, _I, _I)
+         # contact kinematics (issue 24): frame options (frame, reference[, classical])
+         + _pair("frame_velocity", *_FR, _A2, _A2, _I, _I, module=cfm)
+         + _pair("frame_acceleration", *_FR, _A2, _A2, _A2, _I, _I, _I, module=cfm)
+         + _pair("frame_velocity_derivatives", *_FR, _A2, _A3, _A3, _I, _I, module=cfm)
+         + _pair("frame_acceleration_derivatives", *_FR, _A2, _A2, _A3, _A3, _A3, _A3, _I, _I,
+                 _I, module=cfm)
+         + _pair("center_of_mass", _R2i, _R2, _A2, _N, _N, _A2, _N, _N, module=cc)
+         + _pair("com_jacobian", _R2i, _R2, _A2, _A3, module=cc)
+         + _pair("centroidal_momentum", _R2i, _R2, _A2, _A2, _N, _A2, _N, module=cc)
+         + _pair("centroidal_derivatives", _R2i, _R2, _A2, _A2, _A2, _A3, _A3, _A3, _A3,
+                 module=cc)
+         + _pair("kinetic_energy", _R2i, _R2, _A2, _A2, _A1, module=cc)
+         + _pair("potential_energy", _R2i, _R2, _A2, _A1, module=cc))
 SLOT = {name: k for k, (name, _) in enumerate(SLOTS)}
 
 _TABLE = np.zeros(len(SLOTS), np.int64)
@@ -74,11 +101,11 @@ def prefetch(names):
     link() to load instead of compiling them in the caller."""
     for name in names:
         k = SLOT[name]
-        dispatcher, sig = getattr(cb, name), SLOTS[k][1]
-        if _TABLE[k] or name in _PREFETCH or sig in dispatcher.overloads \
-                or background._cached(dispatcher, sig) is not False:
+        dispatcher_, sig = dispatcher(name), SLOTS[k][1]
+        if _TABLE[k] or name in _PREFETCH or sig in dispatcher_.overloads \
+                or background._cached(dispatcher_, sig) is not False:
             continue
-        job = background._spawn(dispatcher, sig)
+        job = background._spawn(dispatcher_, sig)
         if job is not None:
             _PREFETCH[name] = job
 
@@ -93,13 +120,13 @@ def link_or_prefetch(names):
         k = SLOT[name]
         if _TABLE[k]:
             continue
-        dispatcher, sig = getattr(cb, name), SLOTS[k][1]
+        dispatcher_, sig = dispatcher(name), SLOTS[k][1]
         job = _PREFETCH.get(name)
         if job is not None:
             if job.poll() is not None:
                 now.append(name)
             continue
-        if sig in dispatcher.overloads or background._cached(dispatcher, sig) is not False:
+        if sig in dispatcher_.overloads or background._cached(dispatcher_, sig) is not False:
             now.append(name)
             continue
         prefetch([name])
@@ -116,13 +143,13 @@ def link(names):
         k = SLOT[name]
         if _TABLE[k]:
             continue
-        dispatcher = getattr(cb, name)
+        dispatcher_ = dispatcher(name)
         sig = SLOTS[k][1]
         job = _PREFETCH.pop(name, None)
         if job is not None:          # its compile is under way: less to wait than to do
             job.wait()
-        dispatcher.compile(sig)
-        cres = dispatcher.overloads[sig]
+        dispatcher_.compile(sig)
+        cres = dispatcher_.overloads[sig]
         addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
         if not addr:
             raise RuntimeError(f"rbdiff.jax: no native address for {name}")
@@ -143,6 +170,7 @@ def run(typingctx, slot, nch, args):
     given = tuple(types.unliteral(t) for t in args.types)
     ok = name.endswith("_batch") and len(given) == len(sig) - 1 and all(
         (g == s or g.copy(readonly=True) == s) if isinstance(s, types.Array)
+        else g == s if s == _N
         else isinstance(g, (types.Integer, types.Boolean)) for g, s in zip(given, sig))
     if not ok:
         raise errors.TypingError(f"run({name}): arguments {given}, expected {sig[:-1]}")

@@ -42,6 +42,7 @@ _EXECUTE = 3                           # XLA_FFI_ExecutionStage_EXECUTE
 _ARG_BUFFER = 1                        # XLA_FFI_ArgType_BUFFER / XLA_FFI_RetType_BUFFER
 _F32, _F64, _S32, _U32 = 11, 12, 4, 8    # XLA_FFI_DataType
 _LOCAL = REFERENCE_CODES["local"]
+_LWA = REFERENCE_CODES["local_world_aligned"]
 _AUTO_IN, _AUTO_OUT = INNER_ROUTES["auto"], OUTER_ROUTES["auto"]
 N_MODEL = 5             # mi, mf, frame_parents, frame_mf, [frame, chunks, plan, mode]
 N_OPTS = 4
@@ -355,6 +356,154 @@ def _frame_placement_d(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return run(_FJ, nch, (mi, mf, fp, fm, q, J, fr, _LOCAL))
 
 
+# ---- contact kinematics (issue 24). ``fr`` packs the frame options: frame index in its
+# low 24 bits, the reference code in bits 24-27, classical in bit 28 (pack_frame_options;
+# frame_placement's fr is the bare frame index, the same word with the others zero).
+# The *_partials kernels give a value and its true first partials, q in the tangent
+# space (rbdiff.motion_partials, whose NumPy formulas these follow).
+_FV, _FA = SLOT["frame_velocity_batch"], SLOT["frame_acceleration_batch"]
+_FV_D = SLOT["frame_velocity_derivatives_batch"]
+_FA_D = SLOT["frame_acceleration_derivatives_batch"]
+_COM, _COM_J = SLOT["center_of_mass_batch"], SLOT["com_jacobian_batch"]
+_HG, _CD = SLOT["centroidal_momentum_batch"], SLOT["centroidal_derivatives_batch"]
+_KE, _PE = SLOT["kinetic_energy_batch"], SLOT["potential_energy_batch"]
+_FRAME_BITS, _REF_SHIFT, _CLASSICAL_SHIFT = 0xFFFFFF, 24, 28
+
+
+def pack_frame_options(frame, reference=0, classical=0):
+    """The kernels' ``fr`` word of (frame index, reference code, classical)."""
+    return int(frame) | (int(reference) << _REF_SHIFT) | (int(classical) << _CLASSICAL_SHIFT)
+
+
+@cached_njit
+def _unpack(fr):
+    return fr & _FRAME_BITS, (fr >> _REF_SHIFT) & 0xF, (fr >> _CLASSICAL_SHIFT) & 1
+
+
+@cached_njit
+def _t6(o, B, nv):
+    """A flat output (B, 6 nv) as (B, 6, nv)."""
+    return o.reshape((B, 6, nv))
+
+
+@cached_njit
+def _add_w_cross(w, D, J, nv):
+    """D[b, :3, k] += w[b, 3:] x J[b, :3, k] for every item and column (flat (B, 6 nv)
+    D and J): a "local_world_aligned" spatial derivative made the true one (the origin
+    moving: J's linear rows are dp/dq there)."""
+    for b in range(w.shape[0]):
+        wx, wy, wz = w[b, 3], w[b, 4], w[b, 5]
+        for k in range(nv):
+            jx, jy, jz = J[b, k], J[b, nv + k], J[b, 2 * nv + k]
+            D[b, k] += wy * jz - wz * jy
+            D[b, nv + k] += wz * jx - wx * jz
+            D[b, 2 * nv + k] += wx * jy - wy * jx
+
+
+@cached_njit
+def _frame_velocity(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    f, ref, _c = _unpack(fr)
+    return run(_FV, nch, (mi, mf, fp, fm, q, v, o0, f, ref))
+
+
+@cached_njit
+def _frame_velocity_p(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    """(value, dv_dq, dv_dv), true in every reference."""
+    f, ref, _c = _unpack(fr)
+    B, nv = q.shape[0], _nv(mi)
+    if not run(_FV, nch, (mi, mf, fp, fm, q, v, o0, f, ref)):
+        return False
+    if not run(_FV_D, nch, (mi, mf, fp, fm, q, v, _t6(o1, B, nv), _t6(o2, B, nv), f, ref)):
+        return False
+    if ref == _LWA:
+        _add_w_cross(o0, o1, o2, nv)
+    return True
+
+
+@cached_njit
+def _frame_acceleration(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    f, ref, c = _unpack(fr)
+    return run(_FA, nch, (mi, mf, fp, fm, q, v, u, o0, f, ref, c))
+
+
+@cached_njit
+def _frame_acceleration_p(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    """(value, da_dq, da_dv, da_da), true in every reference."""
+    f, ref, c = _unpack(fr)
+    B, nv = q.shape[0], _nv(mi)
+    if not run(_FA, nch, (mi, mf, fp, fm, q, v, u, o0, f, ref, c)):
+        return False
+    dv_dq = np.empty((B, 6, nv))
+    if not run(_FA_D, nch, (mi, mf, fp, fm, q, v, u, dv_dq, _t6(o1, B, nv), _t6(o2, B, nv),
+                            _t6(o3, B, nv), f, ref, c)):
+        return False
+    if ref == _LWA and c == 0:
+        _add_w_cross(o0, o1, o3, nv)
+    return True
+
+
+@cached_njit
+def _center_of_mass(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    return run(_COM, nch, (mi, mf, q, None, None, o0, None, None))
+
+
+@cached_njit
+def _center_of_mass_p(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    """(com, com_jacobian)."""
+    if not run(_COM, nch, (mi, mf, q, None, None, o0, None, None)):
+        return False
+    return run(_COM_J, nch, (mi, mf, q, o1.reshape((q.shape[0], 3, _nv(mi)))))
+
+
+@cached_njit
+def _centroidal_momentum(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    return run(_HG, nch, (mi, mf, q, v, None, o0, None))
+
+
+@cached_njit
+def _centroidal_momentum_p(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    """(h, dh_dq, Ag): centroidal_dynamics_derivatives at a = 0 (dhdot_da = Ag)."""
+    B, nv = q.shape[0], _nv(mi)
+    if not run(_HG, nch, (mi, mf, q, v, None, o0, None)):
+        return False
+    t = np.empty((2, B, 6, nv))
+    return run(_CD, nch, (mi, mf, q, v, np.zeros((B, nv)), _t6(o1, B, nv), t[0], t[1],
+                          _t6(o2, B, nv)))
+
+
+@cached_njit
+def _kinetic_energy(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    return run(_KE, nch, (mi, mf, q, v, o0.reshape(q.shape[0])))
+
+
+@cached_njit
+def _kinetic_energy_p(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    """(T, dT_dq, dT_dv = M v): dT_dq = 0.5 v^T (dtau_dq(q, 0, v) - dtau_dq(q, 0, 0)),
+    the q-derivative of M(q) w at w = v (rbdiff.motion_partials)."""
+    B, nv = q.shape[0], _nv(mi)
+    if not run(_KE, nch, (mi, mf, q, v, o0.reshape(B))):
+        return False
+    z = np.zeros((B, nv))
+    d = np.empty((6, B, nv, nv))
+    if not run(_RNEA_D, nch, (mi, mf, q, z, v, _fx(q), d[0], d[1], d[2])):
+        return False
+    if not run(_RNEA_D, nch, (mi, mf, q, z, z, _fx(q), d[3], d[4], d[5])):
+        return False
+    for b in range(B):
+        for j in range(nv):
+            g, mv = 0.0, 0.0
+            for i in range(nv):
+                g += v[b, i] * (d[0, b, i, j] - d[3, b, i, j])
+                mv += d[2, b, j, i] * v[b, i]
+            o1[b, j], o2[b, j] = 0.5 * g, mv
+    return True
+
+
+@cached_njit
+def _potential_energy(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
+    return run(_PE, nch, (mi, mf, q, o0.reshape(q.shape[0])))
+
+
 # ---- the serial / parallel decision (plans.py: rbdiff.cpu.policy's rule at run time) ---
 _MIN_S, _UNTIMED_S, _LOSS = policy.PARALLEL_MIN_S, policy.UNTIMED_S, policy.LOSS
 _BACKOFF_MIN, _BACKOFF_MAX = policy.BACKOFF_MIN_S, policy.BACKOFF_MAX_S
@@ -458,7 +607,10 @@ def _kernel_of(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 
 
 _BY_NUMBER = (_rnea, _aba, _crba, _minverse, _nonlinear_effects, _gravity, _rnea_d, _aba_d,
-              _rnea_so, _aba_so, _crba_d, _frame_placement, _frame_placement_d)
+              _rnea_so, _aba_so, _crba_d, _frame_placement, _frame_placement_d,
+              _frame_velocity, _frame_velocity_p, _frame_acceleration, _frame_acceleration_p,
+              _center_of_mass, _center_of_mass_p, _centroidal_momentum,
+              _centroidal_momentum_p, _kinetic_energy, _kinetic_energy_p, _potential_energy)
 
 
 # the handlers, one a kernel: C functions XLA calls (module-level, so Numba caches them);
@@ -530,6 +682,61 @@ def _h_frame_placement_d(frame):
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
+def _h_frame_velocity(frame):
+    _serve(_addr(frame), 13, 2, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_velocity_p(frame):
+    _serve(_addr(frame), 14, 2, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_acceleration(frame):
+    _serve(_addr(frame), 15, 3, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_frame_acceleration_p(frame):
+    _serve(_addr(frame), 16, 3, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_center_of_mass(frame):
+    _serve(_addr(frame), 17, 1, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_center_of_mass_p(frame):
+    _serve(_addr(frame), 18, 1, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_centroidal_momentum(frame):
+    _serve(_addr(frame), 19, 2, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_centroidal_momentum_p(frame):
+    _serve(_addr(frame), 20, 2, 1)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_kinetic_energy(frame):
+    _serve(_addr(frame), 21, 2, 0)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_kinetic_energy_p(frame):
+    _serve(_addr(frame), 22, 2, 0)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_potential_energy(frame):
+    _serve(_addr(frame), 23, 1, 0)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
 _KERNELS = {
     "rnea": _h_rnea,
     "aba": _h_aba,
@@ -544,6 +751,17 @@ _KERNELS = {
     "crba_derivatives": _h_crba_d,
     "frame_placement": _h_frame_placement,
     "frame_placement_derivatives": _h_frame_placement_d,
+    "frame_velocity": _h_frame_velocity,
+    "frame_velocity_partials": _h_frame_velocity_p,
+    "frame_acceleration": _h_frame_acceleration,
+    "frame_acceleration_partials": _h_frame_acceleration_p,
+    "center_of_mass": _h_center_of_mass,
+    "center_of_mass_partials": _h_center_of_mass_p,
+    "centroidal_momentum": _h_centroidal_momentum,
+    "centroidal_momentum_partials": _h_centroidal_momentum_p,
+    "kinetic_energy": _h_kinetic_energy,
+    "kinetic_energy_partials": _h_kinetic_energy_p,
+    "potential_energy": _h_potential_energy,
 }
 
 # the rbdiff.cpu.batch entries each handler calls, serial and parallel (entries.link)
@@ -555,6 +773,18 @@ _PAIRS = {"rnea": ("rnea",), "aba": ("aba",), "crba": ("crba",),
           "aba_second_order_derivatives": ("aba_second_order",),
           "crba_derivatives": ("crba", "rnea_second_order"),
           "frame_placement": ("frame_placement",),
-          "frame_placement_derivatives": ("frame_placement", "frame_jacobian")}
+          "frame_placement_derivatives": ("frame_placement", "frame_jacobian"),
+          "frame_velocity": ("frame_velocity",),
+          "frame_velocity_partials": ("frame_velocity", "frame_velocity_derivatives"),
+          "frame_acceleration": ("frame_acceleration",),
+          "frame_acceleration_partials": ("frame_acceleration",
+                                          "frame_acceleration_derivatives"),
+          "center_of_mass": ("center_of_mass",),
+          "center_of_mass_partials": ("center_of_mass", "com_jacobian"),
+          "centroidal_momentum": ("centroidal_momentum",),
+          "centroidal_momentum_partials": ("centroidal_momentum", "centroidal_derivatives"),
+          "kinetic_energy": ("kinetic_energy",),
+          "kinetic_energy_partials": ("kinetic_energy", "rnea_derivatives"),
+          "potential_energy": ("potential_energy",)}
 SERIAL = {k: tuple(f"{p}_batch" for p in pairs) for k, pairs in _PAIRS.items()}
 PARALLEL = {k: tuple(f"{p}_parallel" for p in pairs) for k, pairs in _PAIRS.items()}

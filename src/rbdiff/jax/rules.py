@@ -231,3 +231,81 @@ class Rules:
 
         self._frames[frame] = placement
         return placement
+
+    # ---- contact kinematics (issue 24): a value kernel and a partials kernel each (ffi.py:
+    # the value and its true first partials, q in the tangent space, as
+    # rbdiff.motion_partials); a second derivative raises
+
+    def _contact(self, name, shape, static=()):
+        """The differentiable function ``name`` of the per-item arrays (q first), of
+        per-item ``shape``, with the frame options ``static``."""
+        key = (name, static)
+        f = self._frames.get(key)
+        if f is not None:
+            return f
+        kernel, e = self._kernel, self._e
+
+        @jax.custom_jvp
+        def partials(q, *xs):
+            return kernel(name + "_partials", q, *xs, static=static)
+        partials.defjvp(_no_rule(f"a second derivative of {name}"))
+
+        @jax.custom_jvp
+        def f(q, *xs):
+            return kernel(name, q, *xs, static=static)[0]
+
+        @f.defjvp
+        def _(primals, tangents):
+            (q, *xs), (dq, *dxs) = primals, tangents
+            out, *D = partials(q, *xs)
+            t = _apply(D[0], e(q, dq))
+            for Dk, dx in zip(D[1:], dxs):
+                t = t + _apply(Dk, dx)
+            return out, t
+
+        self._frames[key] = f
+        return f
+
+    def frame_velocity(self, frame, reference):
+        """reference: the kernel code (results.REFERENCE_CODES)."""
+        return self._contact("frame_velocity", (6,), (frame, reference))
+
+    def frame_acceleration(self, frame, reference, classical):
+        return self._contact("frame_acceleration", (6,), (frame, reference, int(classical)))
+
+    def center_of_mass(self):
+        return self._contact("center_of_mass", (3,))
+
+    def centroidal_momentum(self):
+        return self._contact("centroidal_momentum", (6,))
+
+    def kinetic_energy(self):
+        return self._contact("kinetic_energy", ())
+
+    def potential_energy(self):
+        """V(q); its gradient is gravity(q) (the rule above, itself differentiable with
+        rnea's kernels), so its Hessian is analytical too."""
+        f = self._frames.get("potential_energy")
+        if f is not None:
+            return f
+        kernel, e, gravity = self._kernel, self._e, self.gravity
+
+        @jax.custom_jvp
+        def f(q):
+            return kernel("potential_energy", q)[0]
+
+        @f.defjvp
+        def _(primals, tangents):
+            (q,), (dq,) = primals, tangents
+            return f(q), _apply(gravity(q), e(q, dq))
+
+        self._frames["potential_energy"] = f
+        return f
+
+
+def _apply(D, x):
+    """D (..., *s, nv) x (..., nv) -> (..., *s): a Jacobian (s = (m,)) or a gradient
+    (s = ()) along a tangent, as one custom call."""
+    if D.ndim == x.ndim:
+        return _mv(D[..., None, :], x)[..., 0]
+    return _mv(D, x)

@@ -142,7 +142,8 @@ def _notice(dispatcher):
     # a process that imported the ahead-of-time compiler is compiling on purpose
     if not COMPILE_NOTICE or "rbdiff.precompile" in sys.modules:
         return
-    py = dispatcher.py_func
+    # a CFunc (rbdiff.jax's FFI handlers) keeps its Python function as _pyfunc
+    py = getattr(dispatcher, "py_func", None) or dispatcher._pyfunc
     try:
         warn_user(
             f"rbdiff: compiling {py.__module__}.{py.__qualname__} (not in Numba's cache "

@@ -244,6 +244,7 @@ class Model:
         self._skd = (n + 1, 6, self.nv)
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
+        self._attach_caches()
 
     def _pack(self):
         n = self.njoints - 1
@@ -351,26 +352,28 @@ class Model:
         return (f"rbdiff.Model(njoints={self.njoints}, nq={self.nq}, nv={self.nv}, "
                 f"frames={len(self.frames)})")
 
-    _LAZY = {}      # attribute name -> factory(model), registered by the layers above
+    _CACHES = {}    # attribute name -> make(model), registered by the layers above
 
     @classmethod
-    def lazy(cls, name, factory):
+    def cache(cls, name, make):
         """Let the layer that owns a per-model cache (cpu/scratch.py: the fast paths'
-        scratch; cpu/policy.py: batch plans) make it on first read, without the model
-        importing that layer."""
-        cls._LAZY[name] = factory
+        scratch; cpu/policy.py: batch plans) attach it to every model, without the model
+        importing that layer. Set at construction, not on first read: a class with
+        __getattr__ loses CPython's specialised attribute loads (~10-30 % of a small
+        call)."""
+        cls._CACHES[name] = make
 
-    def __getattr__(self, name):      # only for attributes not set yet
-        factory = Model._LAZY.get(name)
-        if factory is None:
-            raise AttributeError(f"'Model' object has no attribute {name!r}")
-        value = factory(self)
-        object.__setattr__(self, name, value)
-        return value
+    def _attach_caches(self):
+        for name, make in Model._CACHES.items():
+            object.__setattr__(self, name, make(self))
 
     def __getstate__(self):
-        """A pickled or copied model leaves its caches behind (made again on use)."""
-        return {k: v for k, v in self.__dict__.items() if k not in Model._LAZY}
+        """A pickled or copied model leaves its caches behind (made again on unpickling)."""
+        return {k: v for k, v in self.__dict__.items() if k not in Model._CACHES}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._attach_caches()
 
     def __setattr__(self, name, value):
         if getattr(self, "_frozen", False):

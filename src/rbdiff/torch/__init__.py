@@ -5,15 +5,20 @@ kernels (torch.autograd.Function with backward, jvp and vmap rules).
     tau = rt.rnea(model, q, v, a)       # q (..., nq) ambient, v, a (..., nv): tensors
 
 Functions (model first, then tensors, as the NumPy API): rnea, aba, crba, minverse,
-nonlinear_effects, gravity, integrate, difference, frame_placement. They work under
+nonlinear_effects, gravity, integrate, difference, frame_placement, and the contact
+kinematics frame_velocity, frame_acceleration (classical too), center_of_mass (of q),
+centroidal_momentum, potential_energy, kinetic_energy. They work under
 torch.autograd (backward, double backward, forward AD) and torch.func (grad, jacrev,
 jacfwd, jvp, vjp, vmap, hessian):
 - derivatives: backward and jvp use rnea_derivatives / aba_derivatives (and dM/dq,
   dMinv/dq from the second-order kernels for crba, minverse); second derivatives
   (double backward, hessian) use rnea_second_order_derivatives /
   aba_second_order_derivatives. Where rbdiff has no kernel for the order asked (third
-  derivatives; second derivatives of crba, minverse, frame_placement) a RuntimeError says
-  so rather than returning zeros.
+  derivatives; second derivatives of crba, minverse, frame_placement and of the contact
+  kinematics but potential_energy) a RuntimeError says so rather than returning zeros.
+  The contact kinematics' first derivatives come from rbdiff.motion_partials: the true
+  derivatives of the returned values (in "local_world_aligned" not Pinocchio's
+  origin-fixed getters).
 - q is taken in its ambient layout (nq). A function of q is evaluated at retract(q)
   (every quaternion and (cos, sin) pair divided by its norm), and its derivative in q is
   rbdiff's tangent derivative composed with the derivative of that retraction
@@ -36,14 +41,21 @@ except ImportError as e:        # pragma: no cover - exercised without torch ins
     raise ImportError("rbdiff.torch needs PyTorch: pip install 'rbdiff[torch]'") from e
 
 from .api import aba
+from .api import center_of_mass
+from .api import centroidal_momentum
 from .api import crba
+from .api import frame_acceleration
 from .api import frame_placement
+from .api import frame_velocity
 from .api import gravity
+from .api import kinetic_energy
 from .api import minverse
 from .api import nonlinear_effects
+from .api import potential_energy
 from .api import rnea
 from .configuration import difference
 from .configuration import integrate
 
 __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
-           "difference", "frame_placement"]
+           "difference", "frame_placement", "frame_velocity", "frame_acceleration",
+           "center_of_mass", "centroidal_momentum", "potential_energy", "kinetic_energy"]

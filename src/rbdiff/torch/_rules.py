@@ -13,6 +13,7 @@ dM_dq[i, j, k] = dM_ij / dq_k; d2qdd_dtaudq[i, j, k] = d^2 qdd_i / dtau_j dq_k.
 import numpy as np
 
 import rbdiff as rbd
+from rbdiff import motion_partials as MP
 
 from ._function import Level
 
@@ -140,3 +141,36 @@ FRAME_PLACEMENT = Level(
                  missing="frame_placement is differentiable once: rbdiff has no kernel for "
                          "its second derivative (no Hessian, double backward or "
                          "jacfwd(jacrev) of it)"))
+
+
+# ---- contact kinematics (issue 24): first partials from rbdiff.motion_partials (true
+# derivatives, q in the tangent space); a second derivative raises, except potential
+# energy's (its gradient is gravity, whose Levels above carry rnea's kernels)
+def _first_only(name):
+    return (f"{name} is differentiable once: rbdiff has no kernel for its second "
+            "derivative (no Hessian, double backward or jacfwd(jacrev) of it)")
+
+
+def _contact(name, value, partials, q_inputs):
+    """Levels value -> partials(m, *x, *extra)[1:] (one per input) -> a clear error."""
+    n = len(q_inputs)
+    return Level(name, lambda m, x, e: [np.asarray(value(m, *x, *e))], q_inputs,
+                 [list(range(n))],
+                 Level(f"{name}_derivatives", lambda m, x, e: list(partials(m, *x, *e)[1:]),
+                       q_inputs, missing=_first_only(name)))
+
+
+FRAME_VELOCITY = _contact("frame_velocity", lambda *x: rbd.frame_velocity(*x),
+                          MP.frame_velocity, (True, False))
+FRAME_ACCELERATION = _contact("frame_acceleration", lambda *x: rbd.frame_acceleration(*x),
+                              MP.frame_acceleration, (True, False, False))
+CENTER_OF_MASS = _contact("center_of_mass", lambda *x: rbd.center_of_mass(*x),
+                          MP.center_of_mass, (True,))
+CENTROIDAL_MOMENTUM = _contact("centroidal_momentum", lambda *x: rbd.centroidal_momentum(*x),
+                               MP.centroidal_momentum, (True, False))
+KINETIC_ENERGY = _contact("kinetic_energy", lambda *x: rbd.kinetic_energy(*x),
+                          MP.kinetic_energy, (True, False))
+# potential energy's gradient is gravity(q): its Levels (rnea's kernels) give the Hessian
+POTENTIAL_ENERGY = Level("potential_energy",
+                         lambda m, x, e: [np.asarray(rbd.potential_energy(m, x[0]))], (True,),
+                         [[0]], GRAVITY)

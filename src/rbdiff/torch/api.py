@@ -61,3 +61,69 @@ def frame_placement(model, q, frame):
     if not isinstance(frame, (str, int)):
         raise TypeError(f"frame: expected a frame name or index, got {type(frame).__name__}")
     return call(_FRAME, R.FRAME_PLACEMENT, model, frame, q)[0]
+
+
+# ---- contact kinematics (issue 24): first derivatives from rbdiff.motion_partials
+_FVEL, _FACC = build(R.FRAME_VELOCITY), build(R.FRAME_ACCELERATION)
+_COM, _H = build(R.CENTER_OF_MASS), build(R.CENTROIDAL_MOMENTUM)
+_PE, _KE = build(R.POTENTIAL_ENERGY), build(R.KINETIC_ENERGY)
+
+
+def _frame(frame):
+    if not isinstance(frame, (str, int)):
+        raise TypeError(f"frame: expected a frame name or index, got {type(frame).__name__}")
+    return frame
+
+
+def frame_velocity(model, q, v, frame, reference="local"):
+    """Spatial velocity (..., 6) [linear, angular] of ``frame`` (a name or an index) in
+    ``reference`` ("local", "world", "local_world_aligned") (rbd.frame_velocity): q (...,
+    nq), v (..., nv). First order only, from rbd.frame_velocity_derivatives (in
+    "local_world_aligned" plus [w x dp/dq; 0]: the derivative of the returned value, the
+    frame origin moving); a second derivative raises."""
+    check(model, [("q", q, "nq"), ("v", v, "nv")])
+    return call(_FVEL, R.FRAME_VELOCITY, model, (_frame(frame), reference), q, v)[0]
+
+
+def frame_acceleration(model, q, v, a, frame, reference="local", classical=False):
+    """Spatial (or, ``classical``, classical) acceleration (..., 6) of ``frame`` in
+    ``reference`` (rbd.frame_acceleration): q (..., nq), v, a (..., nv). First order only,
+    from rbd.frame_acceleration_derivatives (spatial "local_world_aligned": plus
+    [dw/dt x dp/dq; 0], the derivative of the returned value); a second derivative
+    raises."""
+    check(model, [("q", q, "nq"), ("v", v, "nv"), ("a", a, "nv")])
+    if not isinstance(classical, bool):
+        raise TypeError(f"classical: expected True or False, got {classical!r}")
+    return call(_FACC, R.FRAME_ACCELERATION, model, (_frame(frame), reference, classical),
+                q, v, a)[0]
+
+
+def center_of_mass(model, q):
+    """Centre of mass (..., 3) in the world frame (rbd.center_of_mass(model, q)): q (...,
+    nq). Derivative: rbd.com_jacobian; a second derivative raises."""
+    check(model, [("q", q, "nq")])
+    return call(_COM, R.CENTER_OF_MASS, model, (), q)[0]
+
+
+def centroidal_momentum(model, q, v):
+    """Centroidal momentum h = Ag(q) v (..., 6) [linear, angular] about the centre of mass,
+    world axes (rbd.centroidal_momentum(model, q, v)): q (..., nq), v (..., nv).
+    Derivatives: dh_dq of rbd.centroidal_dynamics_derivatives, dh_dv = Ag; a second
+    derivative raises."""
+    check(model, [("q", q, "nq"), ("v", v, "nv")])
+    return call(_H, R.CENTROIDAL_MOMENTUM, model, (), q, v)[0]
+
+
+def potential_energy(model, q):
+    """Gravitational potential energy (...) (rbd.potential_energy): q (..., nq) -> a scalar
+    per state. Gradient: gravity(q); Hessian: gravity's derivative (rnea's kernels)."""
+    check(model, [("q", q, "nq")])
+    return call(_PE, R.POTENTIAL_ENERGY, model, None, q)[0]
+
+
+def kinetic_energy(model, q, v):
+    """Kinetic energy 0.5 v^T M(q) v (...) (rbd.kinetic_energy): q (..., nq), v (..., nv)
+    -> a scalar per state. Gradients: M v in v, 0.5 v^T dM/dq v in q (two
+    rnea_derivatives calls, rbdiff.motion_partials); a second derivative raises."""
+    check(model, [("q", q, "nq"), ("v", v, "nv")])
+    return call(_KE, R.KINETIC_ENERGY, model, (), q, v)[0]
