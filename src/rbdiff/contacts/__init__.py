@@ -135,7 +135,7 @@ class DependentContacts(ValueError):
 # see again and again (a caller's tuple or Contact, immutable, kept alive here so its id
 # is not reused), and
 # {contacts tuple: packed} by value for every other sequence of equal contacts
-Model.lazy("_contact_packs", lambda m: ({}, {}))
+Model.cache("_contact_packs", lambda m: ({}, {}))
 _BY_ID_MAX = 64         # objects remembered by id per model (then by value only)
 
 
