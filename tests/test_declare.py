@@ -9,7 +9,10 @@ import rbdiff as rbd
 from rbdiff import precompile
 from rbdiff.declare import DECLARED
 
-PUBLIC = sorted(n for n in DECLARED if "[" not in n)
+# functions whose output sizes each call supplies (a contact set's rows) take arguments
+# the generic samples cannot make: their own tests cover them (tests/test_contact_dynamics.py)
+PUBLIC = sorted(n for n in DECLARED if "[" not in n and not DECLARED[n].sizes)
+SIZED = sorted(n for n in DECLARED if "[" not in n and DECLARED[n].sizes)
 
 
 def _sample(model, fn, rng, batch=None):
@@ -63,6 +66,12 @@ def test_declared_functions_follow_from_their_declaration(name):
     short[k] = short[k][:-1]
     with pytest.raises(ValueError, match=f"^{last}: expected shape"):
         public(model, *short, **kw)
+
+
+@pytest.mark.parametrize("name", SIZED)
+def test_sized_functions_are_public_with_a_compile_job(name):
+    assert getattr(rbd, name).__doc__
+    assert any(name in precompile.job_functions(j) for j in precompile.JOBS), name
 
 
 def test_dask_wraps_every_declared_function():

@@ -22,6 +22,12 @@ from .centroidal import kinetic_energy
 from .centroidal import potential_energy
 from .centroidal import total_mass
 from .configuration import difference
+from .contacts import Contact
+from .contacts import DependentContacts
+from .contacts import contact_dynamics
+from .contacts import contact_dynamics_derivatives
+from .contacts import impulse_dynamics
+from .contacts import impulse_dynamics_derivatives
 from .configuration import difference_jacobians
 from .configuration import integrate
 from .configuration import integrate_jacobians

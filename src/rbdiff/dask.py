@@ -279,7 +279,8 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
 
 
 # the declared functions written above by hand keep their wrappers (method keywords)
-for _name in [n for n in DECLARED if "[" not in n and n not in globals()]:
+for _name in [n for n in DECLARED if "[" not in n and n not in globals()
+              and not DECLARED[n].sizes]:     # call-supplied output sizes: no generic wrapper
     globals()[_name] = _lazy(_name)
-__all__ = sorted(n for n in DECLARED if "[" not in n) + ["integrate", "difference",
-                                                         "forward_kinematics"]
+__all__ = sorted(n for n in DECLARED if "[" not in n and not DECLARED[n].sizes) + [
+    "integrate", "difference", "forward_kinematics"]

@@ -50,10 +50,13 @@ def reference_option(model, reference):
     return reference_code(reference)
 
 
-def _size(model, token):
-    """A shape token's value on ``model`` ("nframes": len(model.frames))."""
+def _size(model, token, sizes=None):
+    """A shape token's value on ``model`` ("nframes": len(model.frames)), or in the call's
+    ``sizes`` for a token the function declares call-supplied ("nc")."""
     if type(token) is int:
         return token
+    if sizes is not None and token in sizes:
+        return sizes[token]
     return len(model.frames) if token == "nframes" else getattr(model, token)
 
 
@@ -83,16 +86,19 @@ class Function:
                 refusals the input checks cannot explain (a massless model)
     variant     another route of a function declared already (method="chain_rule"): kept
                 as "name[variant]", so the generic wrappers see one declaration per name
+    sizes       output size tokens each call supplies (``sizes={"nc": 12}`` in the call:
+                a contact set's constraint rows); the generic wrappers (rbdiff.dask,
+                rbdiff compile) skip a function that has any
     """
 
     __slots__ = ("name", "one", "batch", "inputs", "outputs", "model_args", "fext",
                  "scratch", "result", "gpu", "configurations", "options_last", "block",
-                 "params", "public", "needs", "errors", "broadcast")
+                 "params", "public", "needs", "errors", "broadcast", "sizes")
 
     def __init__(self, name, one, batch, inputs, outputs, model_args="dynamics", fext=False,
                  scratch="workspace", result=None, gpu=None, configurations=None,
                  options_last=False, block=False, params=(), variant=None, needs=None,
-                 errors=None, broadcast=False):
+                 errors=None, broadcast=False, sizes=()):
         if model_args not in _MODEL_ARGS:
             raise ValueError(f"model_args: expected one of {_MODEL_ARGS}, got {model_args!r}")
         if scratch not in _SCRATCH:
@@ -103,7 +109,7 @@ class Function:
                                  f"got {spec!r}")
         for shape in outputs:
             for t in shape:
-                if not (type(t) is int or t in _SIZES):
+                if not (type(t) is int or t in _SIZES or t in sizes):
                     raise ValueError(f"{name}: output size {t!r} is not an int or one of "
                                      f"{_SIZES}")
         if block and len(set(map(tuple, outputs))) != 1:
@@ -118,11 +124,13 @@ class Function:
         self.needs = tuple(needs) if needs is not None else (None,) * len(outputs)
         self.errors = dict(errors or {})
         self.broadcast = broadcast
+        self.sizes = tuple(sizes)
         DECLARED[name if variant is None else f"{name}[{variant}]"] = self
 
-    def shapes(self, model):
-        """The output shapes on ``model`` (without a batch axis)."""
-        return [tuple(_size(model, t) for t in s) for s in self.outputs]
+    def shapes(self, model, sizes=None):
+        """The output shapes on ``model`` (without a batch axis); ``sizes``: the values of
+        the call-supplied tokens."""
+        return [tuple(_size(model, t, sizes) for t in s) for s in self.outputs]
 
     def _model_args(self, model, mf, dtype):
         if self.model_args == "configuration":
@@ -132,8 +140,8 @@ class Function:
         fmf = model.frame_mf32 if dtype == np.float32 else model.frame_mf
         return (model.mi, mf, model.frame_parents, fmf)
 
-    def _allocate(self, model, lead, dtype, given):
-        shapes = self.shapes(model)
+    def _allocate(self, model, lead, dtype, given, sizes=None):
+        shapes = self.shapes(model, sizes)
         if self.block:
             whole = np.empty((len(shapes),) + lead + shapes[0], dtype)
             return tuple(whole[k] for k in range(len(shapes)))
@@ -155,11 +163,15 @@ class Function:
             return result(*outs)
         return outs[0] if len(outs) == 1 else outs
 
-    def __call__(self, model, *xs, fext=None, options=(), batch_options=None, out=None):
+    def __call__(self, model, *xs, fext=None, options=(), batch_options=None, out=None,
+                 sizes=None):
         """The general path: validate ``xs`` (the declared inputs, in order) and ``fext``,
         run the single entry or the batch pair with the integer ``options`` (the batch
         pair gets ``batch_options`` where they differ), and return new outputs, or the
-        caller's ``out`` (a tuple of arrays of the output shapes and dtype)."""
+        caller's ``out`` (a tuple of arrays of the output shapes and dtype). ``sizes``:
+        the values of the declared call-supplied size tokens."""
+        if set(self.sizes) - set(sizes or ()):
+            raise TypeError(f"{self.name}: the call must give sizes for {self.sizes}")
         if on_device(*xs, fext):
             if self.gpu is None:
                 raise TypeError(f"{self.name} runs on the CPU only: pass NumPy arrays "
@@ -174,8 +186,8 @@ class Function:
         inputs = [given.get(spec[0]) for spec in self.inputs]
         dt = arrays[0].dtype
         lead = () if nb is None else (nb,)
-        outs = (self._allocate(model, lead, dt, given) if out is None
-                else caller_outputs(out, [lead + s for s in self.shapes(model)], dt,
+        outs = (self._allocate(model, lead, dt, given, sizes) if out is None
+                else caller_outputs(out, [lead + s for s in self.shapes(model, sizes)], dt,
                                     getattr(self.result_type(len(self.outputs)), "_fields",
                                             None)))
         args = (*self._model_args(model, mf, dt), *inputs) + ((f,) if self.fext else ())

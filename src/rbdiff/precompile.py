@@ -78,6 +78,23 @@ def _kinematics_derivatives(rbd, m, s, b=""):
     rbd.kinematics_derivatives(m, q, v, a, joint=m.njoints - 1)
 
 
+def _contacts(rbd, m, s, b=""):
+    """The contact and impulse entries, on a point contact at the model's last frame on
+    a moving joint (a set the sample model cannot hold still is refused after the
+    entry compiled: that is all a compile job needs)."""
+    q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
+    frame = max(range(len(m.frames)), key=lambda k: (m.frames[k].parent, k))
+    cs = (rbd.Contact(frame, "3d"),)
+    for call in (lambda: rbd.contact_dynamics(m, q, v, a, cs),
+                 lambda: rbd.contact_dynamics_derivatives(m, q, v, a, cs),
+                 lambda: rbd.impulse_dynamics(m, q, v, cs),
+                 lambda: rbd.impulse_dynamics_derivatives(m, q, v, cs)):
+        try:
+            call()
+        except rbd.DependentContacts:
+            pass
+
+
 def _centroidal(rbd, m, s, b=""):
     q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
     rbd.total_mass(m)
@@ -128,6 +145,8 @@ CALLS_OF = {"rnea": ("rnea", "nonlinear_effects", "gravity"),
             "configuration": ("integrate", "difference"),
             "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport"),
             # every combination of the optional v and a (each its own specialisation)
+            "contacts": ("contact_dynamics", "contact_dynamics_derivatives",
+                         "impulse_dynamics", "impulse_dynamics_derivatives"),
             "centroidal": ("total_mass", "center_of_mass", "com_jacobian",
                            "centroidal_momentum_matrix", "centroidal_momentum",
                            "centroidal_dynamics_derivatives", "kinetic_energy",
@@ -168,6 +187,8 @@ JOBS = {
     "kinematics_derivatives[batch]": (
         2, lambda rbd, m, s: _kinematics_derivatives(rbd, m, s, "b")),
     "centroidal": (2, _centroidal),
+    "contacts": (3, _contacts),
+    "contacts[batch]": (3, lambda rbd, m, s: _contacts(rbd, m, s, "b")),
     "centroidal[batch]": (2, lambda rbd, m, s: _centroidal(rbd, m, s, "b")),
     "trajopt": (3, _trajopt),
 }
@@ -189,7 +210,8 @@ def _declared_job(name, b=""):
 
 
 _COVERED = {f for j in JOBS for f in (CALLS_OF.get(j.split("[")[0]) or (j.split("[")[0],))}
-for _name in [n for n in DECLARED if "[" not in n and n not in _COVERED]:
+for _name in [n for n in DECLARED if "[" not in n and n not in _COVERED
+              and not DECLARED[n].sizes]:     # call-supplied sizes: a job of its own
     JOBS[_name] = (1, _declared_job(_name))
     JOBS[_name + "[batch]"] = (1, _declared_job(_name, "b"))
 

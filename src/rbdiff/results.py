@@ -224,3 +224,34 @@ class CentroidalDynamicsDerivatives(NamedTuple):
     dhdot_dq: np.ndarray
     dhdot_dv: np.ndarray
     dhdot_da: np.ndarray
+
+
+class ContactDynamics(NamedTuple):
+    """contact_dynamics' solution: qdd (nv,) and the stacked contact forces (nc,), 3 per
+    point contact and 6 per surface contact, each in its contact's reference."""
+    qdd: np.ndarray
+    forces: np.ndarray
+
+
+class ContactDynamicsDerivatives(NamedTuple):
+    """Partial derivatives of contact_dynamics: dqdd_* (nv, nv), dforces_* (nc, nv)."""
+    dqdd_dq: np.ndarray
+    dqdd_dv: np.ndarray
+    dqdd_dtau: np.ndarray
+    dforces_dq: np.ndarray
+    dforces_dv: np.ndarray
+    dforces_dtau: np.ndarray
+
+
+class ImpulseDynamics(NamedTuple):
+    """impulse_dynamics' solution: v_after (nv,) and the stacked impulses (nc,)."""
+    v_after: np.ndarray
+    impulses: np.ndarray
+
+
+class ImpulseDynamicsDerivatives(NamedTuple):
+    """Partial derivatives of impulse_dynamics: dvafter_* (nv, nv), dimpulses_* (nc, nv)."""
+    dvafter_dq: np.ndarray
+    dvafter_dv: np.ndarray
+    dimpulses_dq: np.ndarray
+    dimpulses_dv: np.ndarray

@@ -1,0 +1,462 @@
+"""Contacts: their descriptions (:class:`Contact`), contact dynamics and impulse dynamics
+and their first-order derivatives (kernels/contact_dynamics.py, kernels/impulse_dynamics.py;
+entries in cpu/contacts.py).
+
+A set of contacts is an argument, not model state: the same model serves every contact
+phase. A tuple of contacts is packed once per model into two small tables the kernels
+read (cint: frame, dimension, reference, first row, parent joint; cflt: Kp, Kd, the
+reference placement), cached by the tuple; the tables travel to the entries as options
+and the number of constraint rows as the declared size token "nc" (declare.py).
+
+Single float64 calls take a fast path as frame_motion.py's: the packing found in the
+cache, a natively bound entry on the model's workspace; anything else (float32,
+complex128, a batch, fext, a refused input) goes through the declared general path.
+"""
+
+import math
+
+import numpy as np
+
+from ..cpu import contacts as cc
+from ..declare import Function, frame_index
+from ..kernels.contact_dynamics import CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH
+from ..kernels.jit import native
+from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
+from ..model.model import Model
+from ..results import (ContactDynamics, ContactDynamicsDerivatives, ImpulseDynamics,
+                       ImpulseDynamicsDerivatives, reference_name)
+from ..validation import F64 as _F64
+
+__all__ = ["Contact", "DependentContacts", "contact_dynamics",
+           "contact_dynamics_derivatives", "impulse_dynamics",
+           "impulse_dynamics_derivatives"]
+
+_KINDS = {"3d": 3, "6d": 6}
+_REFS = {"local": LOCAL, "local_world_aligned": LOCAL_WORLD_ALIGNED}
+
+
+class Contact:
+    """A rigid contact on a frame of the model: a point contact (``kind="3d"``: the
+    frame's origin cannot move; 3 force rows) or a surface contact (``"6d"``: the frame
+    cannot move; 6 rows, force then moment). ``frame``: a frame name or an index into
+    model.frames (resolved per model; a frame on the universe is refused).
+    ``reference``: where the constraint and its force are expressed, "local" (the
+    contact frame) or "local_world_aligned" (at its origin, world axes); "world" is
+    refused, as Pinocchio does. ``gains=(kp, kd)``: Baumgarte gains on the position and
+    velocity error, each a number >= 0 or one per row (3 for "3d", 6 for "6d"), in the
+    contact frame; ``placement``: the reference placement (4x4 world pose of where the
+    contact frame should be; None: the identity, Pinocchio's default).
+
+    Pinocchio: ``RigidConstraintModel(CONTACT_3D | CONTACT_6D, model, frame.parentJoint,
+    frame.placement, LOCAL | LOCAL_WORLD_ALIGNED)`` with joint2 the universe at
+    ``placement`` (its ``joint2_placement``), ``corrector.Kp = kp``, ``corrector.Kd = kd``:
+    with a = J qdd + gamma the constraint's acceleration, a = -Kp perr - Kd verr (3D:
+    perr = R^T (p - p2), verr the frame origin's velocity; 6D: perr = log6(oMc2^-1 oMc1),
+    verr the frame's spatial velocity; all LOCAL, rotated to the reference).
+    Crocoddyl: ContactModel3D / ContactModel6D(state, frame id, xref, (kp, kd)) with the
+    same frame and type (Crocoddyl's LOCAL / LOCAL_WORLD_ALIGNED reference).
+
+    Immutable and hashable: a tuple of contacts keys the packing cache."""
+
+    __slots__ = ("frame", "kind", "reference", "gains", "placement", "_key")
+
+    def __init__(self, frame, kind="3d", reference="local", gains=(0.0, 0.0),
+                 placement=None):
+        k = str(kind).lower() if isinstance(kind, str) else kind
+        if k not in _KINDS:
+            raise ValueError(f"Contact kind: expected '3d' (a point contact) or '6d' (a "
+                             f"surface contact), got {kind!r}")
+        ref = reference_name(reference)
+        if ref == "world":
+            raise ValueError("Contact reference: 'world' is not a contact reference (as in "
+                             "Pinocchio's constraintDynamics): use 'local' or "
+                             "'local_world_aligned'")
+        if isinstance(frame, (bool, np.bool_)) or not isinstance(frame, (str, int,
+                                                                         np.integer)):
+            raise TypeError(f"Contact frame: expected a frame name or an index, got {frame!r}")
+        dim = _KINDS[k]
+        try:
+            kp, kd = gains
+        except (TypeError, ValueError):
+            raise ValueError(f"Contact gains: expected (kp, kd), got {gains!r}") from None
+        g = tuple(_gain(x, dim, name) for x, name in ((kp, "kp"), (kd, "kd")))
+        if placement is not None:
+            T = np.asarray(placement, dtype=float)
+            R = T[:3, :3] if T.shape == (4, 4) else None
+            if R is None or not np.all(np.isfinite(T)) or \
+                    not np.allclose(R @ R.T, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
+                raise ValueError("Contact placement: expected a 4x4 homogeneous transform "
+                                 "with a rotation block, or None")
+            placement = tuple(float(x) for x in T[:3].ravel())
+        object.__setattr__(self, "frame", frame if isinstance(frame, str) else int(frame))
+        object.__setattr__(self, "kind", k)
+        object.__setattr__(self, "reference", ref)
+        object.__setattr__(self, "gains", g)
+        object.__setattr__(self, "placement", placement)
+        object.__setattr__(self, "_key", (self.frame, k, ref, g, placement))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Contact is immutable")
+
+    def __eq__(self, other):
+        return type(other) is Contact and other._key == self._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return (f"Contact({self.frame!r}, kind={self.kind!r}, reference={self.reference!r}"
+                + (f", gains={self.gains!r}" if any(any(x) for x in self.gains) else "")
+                + (", placement=..." if self.placement is not None else "") + ")")
+
+    @property
+    def dim(self):
+        """The contact's constraint rows: 3 or 6."""
+        return _KINDS[self.kind]
+
+
+def _gain(x, dim, name):
+    a = np.asarray(x, dtype=float)
+    if a.ndim == 0:
+        a = np.full(dim, float(a))
+    if a.shape != (dim,) or not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError(f"Contact gains: {name} must be a finite number >= 0 or {dim} of "
+                         f"them, got {x!r}")
+    return tuple(float(v) for v in a)
+
+
+class DependentContacts(ValueError):
+    """Contacts whose constraint rows are linearly dependent (J M^-1 J^T singular)."""
+
+
+# ---- packing -----------------------------------------------------------------------------
+
+# model._contact_packs: {id(contacts): (contacts, packed)} for the objects the fast paths
+# see again and again (a caller's tuple or Contact, immutable, kept alive here so its id
+# is not reused), and
+# {contacts tuple: packed} by value for every other sequence of equal contacts
+Model.cache("_contact_packs", lambda m: ({}, {}))
+_BY_ID_MAX = 64         # objects remembered by id per model (then by value only)
+
+
+def _as_tuple(contacts):
+    if isinstance(contacts, Contact):
+        return (contacts,)
+    try:
+        t = tuple(contacts)
+    except TypeError:
+        raise TypeError(f"contacts: expected a Contact or a sequence of them, got "
+                        f"{type(contacts).__name__}") from None
+    for c in t:
+        if type(c) is not Contact:
+            raise TypeError(f"contacts: expected rbd.Contact items, got {type(c).__name__}")
+    return t
+
+
+def pack(model, contacts):
+    """(cint, cflt, nc) of ``contacts`` (a Contact or a sequence) on ``model``, cached:
+    by the object's id first (one dictionary lookup: the fast paths), then by value."""
+    by_id, by_value = model._contact_packs
+    hit = by_id.get(id(contacts))
+    if hit is not None and hit[0] is contacts:
+        return hit[1]
+    t = _as_tuple(contacts)
+    got = by_value.get(t)
+    if got is None:
+        got = by_value[t] = _pack(model, t)
+    if len(by_id) < _BY_ID_MAX and type(contacts) in (tuple, Contact):   # immutable only
+        by_id[id(contacts)] = (contacts, got)
+    return got
+
+
+def _pack(model, contacts):
+    cint = np.zeros((len(contacts), CI_WIDTH), np.int64)
+    cflt = np.zeros((len(contacts), CF_WIDTH))
+    row = 0
+    for k, c in enumerate(contacts):
+        f = frame_index(model, c.frame)
+        j = int(model.frame_parents[f])
+        if j == 0:
+            raise ValueError(f"contacts: frame {model.frames[f].name!r} (contact {k}) is "
+                             "attached to the universe, which cannot move: a contact needs "
+                             "a frame on a moving body")
+        cint[k] = (f, c.dim, _REFS[c.reference], row, j)
+        cflt[k, CF_KP:CF_KP + c.dim] = c.gains[0]
+        cflt[k, CF_KD:CF_KD + c.dim] = c.gains[1]
+        if c.placement is None:
+            cflt[k, CF_R:CF_R + 9] = np.eye(3).ravel()
+        else:
+            T = np.asarray(c.placement).reshape(3, 4)
+            cflt[k, CF_R:CF_R + 9] = T[:, :3].ravel()
+            cflt[k, CF_P:CF_P + 3] = T[:, 3]
+        row += c.dim
+    cint.flags.writeable = False
+    cflt.flags.writeable = False
+    return cint, cflt, row
+
+
+def _number(x, name, message):
+    try:
+        y = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a number, got {x!r}") from None
+    if not math.isfinite(y) or y < 0:
+        raise ValueError(message)
+    return y
+
+
+def _dependent(model, q, contacts):
+    """DependentContacts naming the first contact row that depends on the rows before
+    it (and the contacts those rows belong to)."""
+    from ..api import minverse
+    from ..kinematics import frame_jacobian
+    t = _as_tuple(contacts)
+    q = np.asarray(q)
+    if q.ndim == 2:       # a batch: the first item whose set is dependent
+        for b in range(q.shape[0]):
+            e = _dependent(model, q[b], t)
+            if e is not None:
+                return DependentContacts(f"item {b}: {e}")
+        return None
+    q = q.real.astype(float)
+    rows, owner = [], []
+    for k, c in enumerate(t):
+        J = frame_jacobian(model, q, c.frame, "local")
+        rows.append(J[:c.dim])
+        owner += [(k, r) for r in range(c.dim)]
+    J = np.vstack(rows)
+    W = J @ minverse(model, q) @ J.T
+    scale = max(np.max(np.abs(np.diag(W))), np.finfo(float).tiny)
+    for r in range(1, len(owner) + 1):
+        s = np.linalg.svd(W[:r, :r], compute_uv=False)
+        if s[-1] <= 1e-10 * scale:
+            k, i = owner[r - 1]
+            before = sorted({owner[m][0] for m in range(r - 1)})
+            return DependentContacts(
+                f"contacts: row {i} of contact {k} ({t[k]!r}) depends on the rows of the "
+                f"contacts before it ({', '.join(f'{m} ({t[m].frame!r})' for m in before)}): "
+                "J M^-1 J^T is singular, so the contact forces are not unique. Pass "
+                "damping > 0 (the regularised, least-norm forces) or fewer constraints "
+                "(a point contact instead of a surface one, each frame once)")
+    return DependentContacts("contacts: J M^-1 J^T is singular (dependent contact rows): "
+                             "pass damping > 0 or fewer constraints")
+
+
+def _raise_dependent(e, model, q, contacts):
+    if isinstance(e, DependentContacts) or str(e) == cc.DEPENDENT:
+        raise _dependent(model, q, contacts) from None
+    raise e
+
+
+def _errors():
+    return {cc.DEPENDENT: lambda model: DependentContacts(cc.DEPENDENT),
+            cc.BAD_DAMPING: lambda model: ValueError(cc.BAD_DAMPING),
+            cc.BAD_RESTITUTION: lambda model: ValueError(cc.BAD_RESTITUTION)}
+
+
+# ---- contact dynamics ------------------------------------------------------------------
+
+_FAST_MISS = (AttributeError, TypeError, ValueError)
+_empty = np.empty
+_new = tuple.__new__
+_cd_one = native(cc.contact_dynamics_one, "_cd_one", globals(), inputs=(4, 5, 6))
+
+_CONTACT_DYNAMICS = Function(
+    "contact_dynamics", cc.contact_dynamics_one,
+    (cc.contact_dynamics_batch, cc.contact_dynamics_parallel),
+    (("q", "nq"), ("v", "nv"), ("tau", "nv")), (("nv",), ("nc",)), model_args="frames",
+    fext=True, result=ContactDynamics, sizes=("nc",), errors=_errors())
+
+
+def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
+    """Accelerations and contact forces of the model held by ``contacts`` (a Contact or a
+    sequence): ContactDynamics(qdd (nv,), forces (nc,)), the forces stacked in contact
+    order, 3 per point contact and 6 ([force, moment]) per surface contact, each in its
+    contact's reference (Pinocchio's lambda_c). Solves the KKT system
+
+        [ M  J^T ] [ qdd ; -forces ] = [ tau - b(q, v) + J_ext ; -gamma - baumgarte ]
+
+    through the structure (kernels/contact_dynamics.py): qdd_free by ABA, M^-1 from ABA's
+    factorisation without M, the operational-space inverse W = J M^-1 J^T + damping I
+    (Cholesky), forces = W^-1 (...), qdd = qdd_free + M^-1 J^T forces. After the call J
+    qdd + gamma = -Kp perr - Kd verr (Contact). ``damping`` >= 0: the regularised
+    solution (Pinocchio's forwardDynamics(q, v, tau, J, gamma, damping)); without it,
+    dependent contact rows (the same frame twice, two surface contacts on one body)
+    raise DependentContacts naming them. ``fext`` (njoints, 6): external forces, as aba.
+    No contacts: qdd = aba(model, q, v, tau, fext) and an empty forces array.
+
+    As Pinocchio's initConstraintDynamics + constraintDynamics (RigidConstraintModel,
+    Contact's docstring). q (nq,), v, tau (nv,); a batch (B, nq), (B, nv) gives (B, nv)
+    and (B, nc); float32 and complex128 compute in their dtype."""
+    try:
+        if q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1 \
+                and fext is None:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                qdd, forces = _empty(model.nv), _empty(nc)
+                _cd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
+                        None, cint, cflt, float(damping), model._ws, qdd, forces)
+                return _new(ContactDynamics, (qdd, forces))
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    d = _number(damping, "damping", cc.BAD_DAMPING)
+    if nc == 0:
+        from ..api import aba
+        qdd = aba(model, q, v, tau, fext)
+        return ContactDynamics(qdd, np.zeros(qdd.shape[:-1] + (0,), qdd.dtype))
+    try:
+        return _CONTACT_DYNAMICS(model, q, v, tau, fext=fext, options=(cint, cflt, d),
+                                 sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)
+
+
+_cdd_one = native(cc.contact_dynamics_derivatives_one, "_cdd_one", globals(),
+                  inputs=(4, 5, 6))
+_CONTACT_DYNAMICS_D = Function(
+    "contact_dynamics_derivatives", cc.contact_dynamics_derivatives_one,
+    (cc.contact_dynamics_derivatives_batch, cc.contact_dynamics_derivatives_parallel),
+    (("q", "nq"), ("v", "nv"), ("tau", "nv")), (("nv", "nv"),) * 3 + (("nc", "nv"),) * 3,
+    model_args="frames", fext=True, result=ContactDynamicsDerivatives, sizes=("nc",),
+    errors=_errors())
+
+
+def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
+    """Partial derivatives of contact_dynamics(model, q, v, tau, contacts, fext=fext)
+    (without damping): ContactDynamicsDerivatives(dqdd_dq, dqdd_dv, dqdd_dtau (nv, nv),
+    dforces_dq, dforces_dv, dforces_dtau (nc, nv)), q derivatives in the tangent space.
+
+    Analytical (Carpentier & Mansard 2018; kernels/contact_dynamics.py): the KKT system
+    differentiated with its solution held, i.e. the RNEA derivatives at qdd with the
+    contact forces applied to their bodies (through aba_derivatives: -M^-1 dID/dx), the
+    contact frames' LOCAL acceleration derivatives at qdd (classical for point
+    contacts) and the Baumgarte terms' derivatives, multiplied by the blocks of the KKT
+    inverse (M^-1 - Y W^-1 Y^T, Y W^-1, -W^-1 with Y = M^-1 J^T, W = J Y).
+    LOCAL_WORLD_ALIGNED forces add the rotation's derivative, w x f.
+
+    As Pinocchio's computeConstraintDynamicsDerivatives (ddq_dq, ddq_dv, ddq_dtau,
+    dlambda_dq, dlambda_dv, dlambda_dtau) after constraintDynamics. No contacts: the
+    aba_derivatives and empty (0, nv) force blocks. A batch (B, ...) gives (B, nv, nv)
+    and (B, nc, nv) blocks."""
+    try:
+        if q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1 \
+                and fext is None:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                nv = model.nv
+                out = (_empty((nv, nv)), _empty((nv, nv)), _empty((nv, nv)),
+                       _empty((nc, nv)), _empty((nc, nv)), _empty((nc, nv)))
+                _cdd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
+                         None, cint, cflt, model._ws, *out)
+                return _new(ContactDynamicsDerivatives, out)
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    if nc == 0:
+        from ..derivatives import aba_derivatives
+        d = aba_derivatives(model, q, v, tau, fext)
+        z = np.zeros(d[0].shape[:-2] + (0, model.nv), d[0].dtype)
+        return ContactDynamicsDerivatives(*d, z, z.copy(), z.copy())
+    try:
+        return _CONTACT_DYNAMICS_D(model, q, v, tau, fext=fext, options=(cint, cflt),
+                                   sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+
+_id_one = native(cc.impulse_dynamics_one, "_id_one", globals(), inputs=(4, 5))
+_idd_one = native(cc.impulse_dynamics_derivatives_one, "_idd_one", globals(), inputs=(4, 5))
+
+_IMPULSE_DYNAMICS = Function(
+    "impulse_dynamics", cc.impulse_dynamics_one,
+    (cc.impulse_dynamics_batch, cc.impulse_dynamics_parallel),
+    (("q", "nq"), ("v_before", "nv")), (("nv",), ("nc",)), model_args="frames",
+    result=ImpulseDynamics, sizes=("nc",), errors=_errors())
+_IMPULSE_DYNAMICS_D = Function(
+    "impulse_dynamics_derivatives", cc.impulse_dynamics_derivatives_one,
+    (cc.impulse_dynamics_derivatives_batch, cc.impulse_dynamics_derivatives_parallel),
+    (("q", "nq"), ("v_before", "nv")), (("nv", "nv"),) * 2 + (("nc", "nv"),) * 2,
+    model_args="frames", result=ImpulseDynamicsDerivatives, sizes=("nc",), errors=_errors())
+
+
+def _restitution(r):
+    y = _number(r, "restitution", cc.BAD_RESTITUTION)
+    if y > 1.0:
+        raise ValueError(cc.BAD_RESTITUTION)
+    return y
+
+
+def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0):
+    """The velocity jump of an impact with ``contacts``: ImpulseDynamics(v_after (nv,),
+    impulses (nc,)), the impulses stacked as contact_dynamics' forces (in each contact's
+    reference), solving M (v_after - v_before) = J^T impulses, J v_after = -restitution
+    J v_before (0 <= restitution <= 1) through the same operational-space solve (M^-1
+    without M, W = J M^-1 J^T + damping I; Baumgarte gains play no part). Dependent rows
+    without damping raise DependentContacts; no contacts: v_after = v_before.
+
+    As Pinocchio's initConstraintDynamics + impulseDynamics(model, data, q, v, contact
+    models, contact datas, r_coeff) (impulses in data.impulse_c) and the older
+    impulseDynamics(q, v, J, r, damping). q (nq,), v_before (nv,); a batch gives (B, nv)
+    and (B, nc)."""
+    try:
+        if q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                vout, imp = _empty(model.nv), _empty(nc)
+                _id_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
+                        cint, cflt, float(restitution), float(damping), model._ws, vout, imp)
+                return _new(ImpulseDynamics, (vout, imp))
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    d = _number(damping, "damping", cc.BAD_DAMPING)
+    r = _restitution(restitution)
+    if nc == 0:
+        v = np.array(v_before, dtype=np.result_type(q, v_before, np.float32))
+        return ImpulseDynamics(v, np.zeros(v.shape[:-1] + (0,), v.dtype))
+    try:
+        return _IMPULSE_DYNAMICS(model, q, v_before, options=(cint, cflt, r, d),
+                                 sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)
+
+
+def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
+    """Partial derivatives of impulse_dynamics(model, q, v_before, contacts, restitution)
+    (without damping): ImpulseDynamicsDerivatives(dvafter_dq, dvafter_dv (nv, nv),
+    dimpulses_dq, dimpulses_dv (nc, nv)), q derivatives in the tangent space.
+
+    Analytical (kernels/impulse_dynamics.py): the q derivative from the RNEA derivatives
+    at v = 0, a = v_after - v_before, no gravity, the impulses applied to their bodies,
+    and the contact frames' LOCAL velocity derivatives at v_after (and v_before, times
+    restitution); the v_before derivative is K^-1 [M ; -r J]: dimpulses_dv =
+    -(1 + r) W^-1 J, dvafter_dv = I + M^-1 J^T dimpulses_dv. As Pinocchio's
+    computeImpulseDynamicsDerivatives (data.ddq_dq, ddq_dv, dlambda_dq, dlambda_dv) after
+    impulseDynamics. A batch gives (B, nv, nv) and (B, nc, nv) blocks."""
+    try:
+        if q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+            cint, cflt, nc = pack(model, contacts)
+            if nc:
+                nv = model.nv
+                out = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
+                _idd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
+                         cint, cflt, float(restitution), model._ws, *out)
+                return _new(ImpulseDynamicsDerivatives, out)
+    except _FAST_MISS:
+        pass
+    cint, cflt, nc = pack(model, contacts)
+    r = _restitution(restitution)
+    if nc == 0:
+        v = np.asarray(v_before)
+        dt = np.result_type(q, v, np.float32)
+        eye = np.broadcast_to(np.eye(model.nv, dtype=dt), v.shape[:-1] + (model.nv,) * 2)
+        z = np.zeros(v.shape[:-1] + (0, model.nv), dt)
+        return ImpulseDynamicsDerivatives(np.zeros_like(eye), eye.copy(), z, z.copy())
+    try:
+        return _IMPULSE_DYNAMICS_D(model, q, v_before, options=(cint, cflt, r),
+                                   sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)

@@ -1,0 +1,324 @@
+"""Entry points of contact and impulse dynamics and their derivatives
+(kernels/contact_dynamics.py, kernels/impulse_dynamics.py). No math.
+
+Conventions as cpu/frame_motion.py's: ``*_one(mi, mf, frame_parents, frame_mf, *inputs,
+fext, cint, cflt, *float options, ws, *outputs)`` checks one state and runs on the
+caller's workspace (its other scratch, sized by the contacts, is allocated here);
+``*_batch(..., *outputs, cint, cflt, *float options, check)`` runs the items in order,
+checking every item first when ``check``; ``*_parallel(..., nchunks)`` checks, then runs
+one unchecked ``*_batch`` per chunk in a prange (bit-equal to the serial one). ``cint``
+and ``cflt`` are a contact set's packed tables (contacts/__init__.py), ``nc`` (the
+outputs' constraint rows) their row count.
+
+A set of contacts whose rows are dependent (J M^-1 J^T singular, no damping) raises
+DEPENDENT; a batch's first such item is reported as cpu.checks.singular_found does."""
+
+import numpy as np
+from numba import prange
+
+from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI_REF,
+                                        CI_ROW, CI_WIDTH, contact_dynamics,
+                                        contact_dynamics_derivatives)
+from ..kernels.idsva import IDSVA_WIDTH
+from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
+from ..kernels.jit import entry, helper, pentry
+from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
+from ..kernels.workspace import W_WIDTH, workspace_rows
+from ..model.layout import MF_GRAVITY
+from .batch import chunk
+from .checks import batch_states_ok, dynamics_finite, state_ok, velocity_state_ok, \
+    workspace_ok
+
+BAD_CONTACTS = "contacts: bad packed contact tables"
+DEPENDENT = "contacts: J M^-1 J^T is singular (dependent contact rows)"
+BAD_DAMPING = "damping: expected a finite number >= 0"
+BAD_RESTITUTION = "restitution: expected a finite number in [0, 1]"
+
+
+@helper
+def contacts_ok(fparent, cint, cflt, nc, damping):
+    """The packed tables are consistent: frames on moving joints, dimensions 3 or 6,
+    LOCAL or LOCAL_WORLD_ALIGNED, rows consecutive and ``nc`` in all; damping >= 0."""
+    if cint.shape[1] != CI_WIDTH or cflt.shape[1] != CF_WIDTH \
+            or cflt.shape[0] != cint.shape[0]:
+        raise ValueError(BAD_CONTACTS)
+    row = 0
+    for k in range(cint.shape[0]):
+        f = cint[k, CI_FRAME]
+        if f < 0 or f >= fparent.shape[0] or fparent[f] != cint[k, CI_JOINT] \
+                or cint[k, CI_JOINT] < 1:
+            raise ValueError(BAD_CONTACTS)
+        if cint[k, CI_DIM] != 3 and cint[k, CI_DIM] != 6:
+            raise ValueError(BAD_CONTACTS)
+        if cint[k, CI_REF] != LOCAL and cint[k, CI_REF] != LOCAL_WORLD_ALIGNED:
+            raise ValueError(BAD_CONTACTS)
+        if cint[k, CI_ROW] != row:
+            raise ValueError(BAD_CONTACTS)
+        row += cint[k, CI_DIM]
+    if row != nc:
+        raise ValueError(BAD_CONTACTS)
+    if not (damping >= 0.0 and damping < np.inf):
+        raise ValueError(BAD_DAMPING)
+
+
+@helper
+def restitution_ok(r):
+    if not (r >= 0.0 and r <= 1.0):
+        raise ValueError(BAD_RESTITUTION)
+
+
+@helper
+def dependent_found(bad, check):
+    """singular_found for dependent contact rows."""
+    if check and bad >= 0:
+        raise ValueError(DEPENDENT)
+    return bad
+
+
+@entry
+def contact_scratch(mi, nc, dtype):
+    """F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Y (nv, nc), W (nc, nc), lam (nc,)."""
+    nv = mi[0, 2]
+    return (np.empty((mi[0, 0] + 1, nv, 6), dtype), np.empty((nv, nv), dtype),
+            np.empty((nc, nv), dtype), np.empty((nv, nc), dtype),
+            np.empty((nc, nc), dtype), np.empty(nc, dtype))
+
+
+@entry
+def derivative_scratch(mi, nc, dtype):
+    """contact_scratch and what the derivatives add: S3 (3, nv, nv), D6 (4, 6, nv),
+    G (2, nc, nv), the contact forces on the joints (njoints, 6), qdd (nv,)."""
+    nv = mi[0, 2]
+    return (np.empty((3, nv, nv), dtype), np.empty((4, 6, nv), dtype),
+            np.empty((2, nc, nv), dtype), np.empty((mi[0, 0] + 1, 6), dtype),
+            np.empty(nv, dtype))
+
+
+# ---- contact dynamics ------------------------------------------------------------------
+
+
+@entry
+def contact_dynamics_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping, ws,
+                         qdd, forces):
+    state_ok(mi, q, v, tau, fext)
+    workspace_ok(mi, ws)
+    contacts_ok(fparent, cint, cflt, forces.shape[0], damping)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, forces.shape[0], q.dtype)
+    bad = contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv,
+                           J, Y, W, lam, qdd, forces)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
+
+
+@entry
+def contact_dynamics_batch(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces, cint, cflt,
+                           damping, check):
+    nc = forces.shape[1]
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
+        contacts_ok(fparent, cint, cflt, nc, damping)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        r = contact_dynamics(mi, mf, fmf, q[b], v[b], tau[b], fext[b], cint, cflt, damping,
+                             ws, F, Minv, J, Y, W, lam, qdd[b], forces[b])
+        if bad < 0 and r >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def contact_dynamics_parallel(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces, cint,
+                              cflt, damping, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
+    contacts_ok(fparent, cint, cflt, forces.shape[1], damping)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = contact_dynamics_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                        tau[lo:hi], fext[lo:hi], qdd[lo:hi],
+                                        forces[lo:hi], cint, cflt, damping, False)
+    dependent_found(bad.max(), True)
+
+
+# ---- contact dynamics derivatives ------------------------------------------------------
+
+
+@entry
+def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
+                                     dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+    state_ok(mi, q, v, tau, fext)
+    workspace_ok(mi, ws)
+    nc = df_dq.shape[0]
+    qdd = np.empty(mi[0, 2], q.dtype)
+    forces = np.empty(nc, q.dtype)
+    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
+    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
+                                       F, Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd,
+                                       forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                                       df_dtau)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
+
+
+@entry
+def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
+                                       dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint, cflt,
+                                       check):
+    nc = df_dq.shape[1]
+    qdd = np.empty(mi[0, 2], q.dtype)
+    forces = np.empty(nc, q.dtype)
+    if check:
+        batch_states_ok(mi, q, v, tau, fext)
+        contacts_ok(fparent, cint, cflt, nc, 0.0)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        r = contact_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], fext[b],
+                                         cint, cflt, ws, F, Minv, J, Y, W, lam, S3, D6, G,
+                                         fc, qdd2, qdd, forces, dqdd_dq[b],
+                                         dqdd_dv[b], dqdd_dtau[b], df_dq[b], df_dv[b],
+                                         df_dtau[b])
+        if bad < 0 and r >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
+                                          dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint,
+                                          cflt, nchunks):
+    batch_states_ok(mi, q, v, tau, fext)
+    contacts_ok(fparent, cint, cflt, df_dq.shape[1], 0.0)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = contact_dynamics_derivatives_batch(
+            mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+            dqdd_dq[lo:hi], dqdd_dv[lo:hi], dqdd_dtau[lo:hi], df_dq[lo:hi], df_dv[lo:hi],
+            df_dtau[lo:hi], cint, cflt, False)
+    dependent_found(bad.max(), True)
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+
+
+@entry
+def impulse_dynamics_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, ws, vout,
+                         impulses):
+    velocity_state_ok(mi, q, v)
+    workspace_ok(mi, ws)
+    contacts_ok(fparent, cint, cflt, impulses.shape[0], damping)
+    restitution_ok(r)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, impulses.shape[0], q.dtype)
+    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+                           vout, impulses)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
+
+
+@entry
+def impulse_dynamics_batch(mi, mf, fparent, fmf, q, v, vout, impulses, cint, cflt, r,
+                           damping, check):
+    nc = impulses.shape[1]
+    if check:
+        batch_states_ok(mi, q, v, v, None)
+        contacts_ok(fparent, cint, cflt, nc, damping)
+        restitution_ok(r)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        x = impulse_dynamics(mi, mf, fmf, q[b], v[b], cint, r, damping, ws, F, Minv, J, Y, W,
+                             lam, vout[b], impulses[b])
+        if bad < 0 and x >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def impulse_dynamics_parallel(mi, mf, fparent, fmf, q, v, vout, impulses, cint, cflt, r,
+                              damping, nchunks):
+    batch_states_ok(mi, q, v, v, None)
+    contacts_ok(fparent, cint, cflt, impulses.shape[1], damping)
+    restitution_ok(r)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = impulse_dynamics_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                        vout[lo:hi], impulses[lo:hi], cint, cflt, r,
+                                        damping, False)
+    dependent_found(bad.max(), True)
+
+
+@entry
+def impulse_scratch(mi, mf, nc, dtype):
+    """What the impulse derivatives add to contact_scratch: mf without gravity, IDSVA's
+    workspace, S3 (3, nv, nv), D6 (2, 6, nv), G (1, nc, nv), fc (njoints, 6), dv, vout
+    (nv,), impulses (nc,)."""
+    nv = mi[0, 2]
+    mf0 = mf.copy()
+    for k in range(3):
+        mf0[0, MF_GRAVITY + k] = 0.0
+    return (mf0, np.empty((workspace_rows(mi), IDSVA_WIDTH), dtype),
+            np.empty((3, nv, nv), dtype), np.empty((2, 6, nv), dtype),
+            np.empty((1, nc, nv), dtype), np.empty((mi[0, 0] + 1, 6), dtype),
+            np.empty(nv, dtype), np.empty(nv, dtype), np.empty(nc, dtype))
+
+
+@entry
+def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, ws,
+                                     dv_dq, dv_dv, di_dq, di_dv):
+    velocity_state_ok(mi, q, v)
+    workspace_ok(mi, ws)
+    nc = di_dq.shape[0]
+    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    restitution_ok(r)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
+    bad = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F,
+                                       Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, imp,
+                                       dv_dq, dv_dv, di_dq, di_dv)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
+
+
+@entry
+def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
+                                       di_dv, cint, cflt, r, check):
+    nc = di_dq.shape[1]
+    if check:
+        batch_states_ok(mi, q, v, v, None)
+        contacts_ok(fparent, cint, cflt, nc, 0.0)
+        restitution_ok(r)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        x = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q[b], v[b], cint, r, ws,
+                                         wsd, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv,
+                                         vout, imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
+        if bad < 0 and x >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def impulse_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
+                                          di_dv, cint, cflt, r, nchunks):
+    batch_states_ok(mi, q, v, v, None)
+    contacts_ok(fparent, cint, cflt, di_dq.shape[1], 0.0)
+    restitution_ok(r)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = impulse_dynamics_derivatives_batch(
+            mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], dv_dq[lo:hi], dv_dv[lo:hi],
+            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, False)
+    dependent_found(bad.max(), True)

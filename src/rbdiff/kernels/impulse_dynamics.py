@@ -1,0 +1,141 @@
+"""Impulse dynamics: the velocity jump at an impact with the contacts (Pinocchio's
+impulseDynamics), restitution r, through the same operational-space solve as
+contact_dynamics.py (its glossary and its contact tables):
+
+    M (v+ - v-) = J^T Lambda,   J v+ = -r J v-
+    Y = M^-1 J^T,  W = J Y + damping I,  W Lambda = -(1 + r) J v-,  v+ = v- + Y Lambda
+
+all in LOCAL (LOCAL_WORLD_ALIGNED impulses rotated at the end, as the forces there).
+
+Derivatives (Lambda and v+ held), x = q:
+    r1 = RNEA(q, 0, v+ - v-, impulses on the contact joints; no gravity),  A_q = -M^-1 dr1/dq
+    r2 = J(q) v+ + r J(q) v-,  dr2/dq = the frames' LOCAL velocity derivatives at v+ and v-
+    dLambda/dq = -W^-1 (J A_q + dr2/dq),  dv+/dq = A_q + Y dLambda/dq
+and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-.
+"""
+
+from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
+                               cholesky_solve, contact_jacobian, forces_on_joints,
+                               operational_space, reference_forces,
+                               rotate_force_derivatives, solve_columns)
+from .frame_motion import frame_velocity_derivatives
+from .fk import placement_pass
+from .idsva import idsva
+from .jit import kernel
+from .kinematics_derivatives import LOCAL
+from .minverse import minverse
+
+
+@kernel
+def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam, vout):
+    """vout (nv,) = v+ and lam (nc,) the LOCAL impulses, with M^-1, J, Y and W's Cholesky
+    factor left in place; -1, or the first dependent row (nothing solved then)."""
+    nc = J.shape[0]
+    minverse(mi, mf, q, ws, F, Minv)             # places the bodies: world S in ws
+    for a in range(nc):
+        for m in range(J.shape[1]):
+            J[a, m] = 0.0
+    contact_jacobian(mi, fmf, cint, ws, J)
+    operational_space(mi, cint, Minv, J, Y, W, damping)
+    for a in range(nc):
+        s = 0.0 * v[0]
+        for m in range(J.shape[1]):
+            s += J[a, m] * v[m]
+        lam[a] = -(1.0 + r) * s
+    bad = cholesky(W, nc)
+    if bad >= 0:
+        return bad
+    cholesky_solve(W, nc, lam)
+    for i in range(vout.shape[0]):
+        s = v[i]
+        for a in range(nc):
+            s += Y[i, a] * lam[a]
+        vout[i] = s
+    return -1
+
+
+@kernel
+def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam, vout,
+                     impulses):
+    """v+ (nv,) and the impulses (nc,) in each contact's reference; -1 or the first
+    dependent row."""
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+                        vout)
+    if bad < 0:
+        reference_forces(fmf, cint, ws, lam, impulses)
+    return bad
+
+
+@kernel
+def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F, Minv,
+                                 J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
+                                 dv_dq, dv_dv, di_dq, di_dv):
+    """impulse_dynamics (no damping) and its derivatives (module docstring); mf0: mf
+    without gravity; wsd: IDSVA's workspace; dv (nv,) scratch. -1 or the first dependent
+    row."""
+    nc = J.shape[0]
+    nv = J.shape[1]
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, 0.0, ws, F, Minv, J, Y, W, lam, vout)
+    if bad >= 0:
+        return bad
+    reference_forces(fmf, cint, ws, lam, impulses)
+    forces_on_joints(fmf, cint, None, lam, fc)
+    for i in range(nv):
+        dv[i] = vout[i] - v[i]
+    for i in range(nv):
+        D6[0, 0, i] = 0.0 * dv[0]      # a zero velocity for IDSVA (row 0 of D6: scratch)
+    idsva(mi, mf0, q, D6[0, 0], dv, fc, wsd, S3[0], S3[1], S3[2])
+    neg_minv_times(Minv, S3[0], dv_dq, S3[2, 0])
+    for a in range(nc):
+        for m in range(nv):
+            G[0, a, m] = 0.0
+    for k in range(cint.shape[0]):
+        dim = cint[k, CI_DIM]
+        r0 = cint[k, CI_ROW]
+        for w in range(1 if r == 0.0 else 2):       # J(q) v- only with restitution
+            frame_velocity_derivatives(mi, mf, fparent, fmf, q, vout if w == 0 else v,
+                                       cint[k, CI_FRAME], LOCAL, ws, D6[0], D6[1])
+            c = 1.0 if w == 0 else r
+            for a in range(dim):
+                for m in range(nv):
+                    G[0, r0 + a, m] += c * D6[0, a, m]
+    add_jacobian_times(J, dv_dq, G[0])
+    solve_columns(W, nc, G[0], -1.0, di_dq)
+    add_y_times(Y, di_dq, dv_dq)
+    solve_columns(W, nc, J, -(1.0 + r), di_dv)
+    for i in range(nv):
+        for m in range(nv):
+            dv_dv[i, m] = 0.0
+        dv_dv[i, i] = 1.0
+    add_y_times(Y, di_dv, dv_dv)
+    placement_pass(mi, mf, q, ws)          # the world S of every dof for the rotation
+    rotate_force_derivatives(mi, fmf, cint, ws, impulses, di_dq, di_dv, di_dv[:0])
+    return -1
+
+
+@kernel
+def add_jacobian_times(J, A, out):
+    """out (nc, nv) += J (nc, nv) A (nv, nv)."""
+    for a in range(J.shape[0]):
+        for s in range(J.shape[1]):
+            c = J[a, s]
+            if c != 0.0:
+                for m in range(A.shape[1]):
+                    out[a, m] += c * A[s, m]
+
+
+@kernel
+def neg_minv_times(Minv, B, C, buf):
+    """C (nv, nv) = -Minv B for symmetric Minv, column by column over B's nonzero
+    entries (rows of Minv contiguous); buf: (nv,) scratch."""
+    nv = Minv.shape[0]
+    for j in range(B.shape[1]):
+        for c in range(nv):
+            buf[c] = 0.0
+        for k in range(nv):
+            b = B[k, j]
+            if b != 0.0:
+                for c in range(nv):
+                    buf[c] += b * Minv[k, c]
+        for c in range(nv):
+            C[c, j] = -buf[c]
