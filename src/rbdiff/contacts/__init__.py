@@ -19,7 +19,8 @@ import numpy as np
 
 from ..cpu import contacts as cc
 from ..declare import Function, frame_index
-from ..kernels.contact_dynamics import CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH
+from ..kernels.contact_dynamics import (CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH,
+                                        SINGULAR_RTOL)
 from ..kernels.jit import native
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..model.model import Model
@@ -205,16 +206,17 @@ def _number(x, name, message):
     return y
 
 
-def _dependent(model, q, contacts):
+def _dependent(model, q, contacts, damping=0.0):
     """DependentContacts naming the first contact row that depends on the rows before
-    it (and the contacts those rows belong to)."""
+    it (and the contacts those rows belong to); with ``damping`` > 0 that was too small
+    to lift the kernel's pivot threshold, the damping the kernel needs."""
     from ..api import minverse
     from ..kinematics import frame_jacobian
     t = _as_tuple(contacts)
     q = np.asarray(q)
     if q.ndim == 2:       # a batch: the first item whose set is dependent
         for b in range(q.shape[0]):
-            e = _dependent(model, q[b], t)
+            e = _dependent(model, q[b], t, damping)
             if e is not None:
                 return DependentContacts(f"item {b}: {e}")
         return None
@@ -227,6 +229,14 @@ def _dependent(model, q, contacts):
     J = np.vstack(rows)
     W = J @ minverse(model, q) @ J.T
     scale = max(np.max(np.abs(np.diag(W))), np.finfo(float).tiny)
+    # a damped pivot is at least the damping: the kernel refuses pivots below this
+    need = f"{10 * SINGULAR_RTOL * (scale + damping):.1e}"
+    fix = (f"Pass damping >= {need} (the regularised, least-norm forces; the damping "
+           f"given, {damping:g}, is below the rounding level of J M^-1 J^T, whose largest "
+           f"diagonal entry is {scale:.3g})" if damping > 0 else
+           f"Pass damping > 0 (the regularised, least-norm forces; >= {need} for this "
+           "J M^-1 J^T)")
+    fix += " or fewer constraints (a point contact instead of a surface one, each frame once)"
     for r in range(1, len(owner) + 1):
         s = np.linalg.svd(W[:r, :r], compute_uv=False)
         if s[-1] <= 1e-10 * scale:
@@ -235,16 +245,14 @@ def _dependent(model, q, contacts):
             return DependentContacts(
                 f"contacts: row {i} of contact {k} ({t[k]!r}) depends on the rows of the "
                 f"contacts before it ({', '.join(f'{m} ({t[m].frame!r})' for m in before)}): "
-                "J M^-1 J^T is singular, so the contact forces are not unique. Pass "
-                "damping > 0 (the regularised, least-norm forces) or fewer constraints "
-                "(a point contact instead of a surface one, each frame once)")
-    return DependentContacts("contacts: J M^-1 J^T is singular (dependent contact rows): "
-                             "pass damping > 0 or fewer constraints")
+                f"J M^-1 J^T is singular, so the contact forces are not unique. {fix}")
+    return DependentContacts(f"contacts: J M^-1 J^T is singular (dependent contact rows). "
+                             f"{fix}")
 
 
-def _raise_dependent(e, model, q, contacts):
+def _raise_dependent(e, model, q, contacts, damping=0.0):
     if isinstance(e, DependentContacts) or str(e) == cc.DEPENDENT:
-        raise _dependent(model, q, contacts) from None
+        raise _dependent(model, q, contacts, damping) from None
     raise e
 
 
@@ -309,7 +317,7 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
         return _CONTACT_DYNAMICS(model, q, v, tau, fext=fext, options=(cint, cflt, d),
                                  sizes={"nc": nc})
     except DependentContacts as e:
-        _raise_dependent(e, model, q, contacts)
+        _raise_dependent(e, model, q, contacts, d)
 
 
 _cdd_one = native(cc.contact_dynamics_derivatives_one, "_cdd_one", globals(),
@@ -421,7 +429,7 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0)
         return _IMPULSE_DYNAMICS(model, q, v_before, options=(cint, cflt, r, d),
                                  sizes={"nc": nc})
     except DependentContacts as e:
-        _raise_dependent(e, model, q, contacts)
+        _raise_dependent(e, model, q, contacts, d)
 
 
 def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
