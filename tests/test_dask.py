@@ -36,6 +36,8 @@ def _calls(model, q, v, a, fext):
     tau = rbd.rnea(model, q, v, a)
     frame = model.frames[-1].name
     q1 = rbd.integrate(model, q, 0.3 * v)
+    cs = (rbd.Contact("body6", "3d", "local_world_aligned", gains=(1.0, 2.0)),
+          rbd.Contact("body3", "6d"))
     return [("rnea", (q, v, a, fext), {}), ("aba", (q, v, tau), {"fext": fext}),
             ("crba", (q,), {}), ("minverse", (q,), {}),
             ("nonlinear_effects", (q, v), {}), ("gravity", (q,), {}),
@@ -55,7 +57,13 @@ def _calls(model, q, v, a, fext):
             ("center_of_mass", (q,), {}), ("center_of_mass", (q, v, a), {}),
             ("centroidal_momentum", (q, v), {}),
             ("centroidal_dynamics_derivatives", (q, v, a), {}),
-            ("kinetic_energy", (q, v), {}), ("integrate_jacobians", (q, v), {})]
+            ("kinetic_energy", (q, v), {}), ("integrate_jacobians", (q, v), {}),
+            # contact and impulse dynamics: the contacts a keyword of every chunk's call
+            ("contact_dynamics", (q, v, tau, cs), {"fext": fext}),
+            ("contact_dynamics", (q, v, tau, cs[:1]), {"damping": 1e-3}),
+            ("contact_dynamics_derivatives", (q, v, tau, cs), {}),
+            ("impulse_dynamics", (q, v, cs), {"restitution": 0.5}),
+            ("impulse_dynamics_derivatives", (q, v, cs), {"restitution": 0.2})]
 
 
 def _lazy(x):
@@ -133,6 +141,12 @@ def test_bad_input_refused_before_submission(model):
         rdd.aba_derivatives(model, lq, lv, la, method="magic")
     with pytest.raises(ValueError, match="fext: expected shape"):
         rdd.rnea(model, lq, lv, la, fext=fext[:, :-1])
+    with pytest.raises(KeyError):
+        rdd.contact_dynamics(model, lq, lv, la, [rbd.Contact("no such frame")])
+    with pytest.raises(ValueError, match="restitution"):
+        rdd.impulse_dynamics(model, lq, lv, rbd.Contact("body6"), restitution=2.0)
+    with pytest.raises(ValueError, match="damping"):
+        rdd.contact_dynamics(model, lq, lv, la, rbd.Contact("body6"), damping=-1.0)
     # batch chunks that differ between inputs are aligned to the first input's
     odd = da.from_array(v, chunks=(6, -1))
     np.testing.assert_array_equal(rdd.rnea(model, lq, odd, la).compute(scheduler="sync"),
@@ -145,6 +159,12 @@ def test_failing_chunk_names_its_rows(model):
     lazy = rdd.aba(model, *map(_lazy, (q, v, a)))
     with pytest.raises(ValueError, match=r"batch rows 8:11 .* index \(1, 2\)"):
         lazy.compute(scheduler="sync")
+    # dependent contacts (the same frame twice): rbd.DependentContacts, rows named
+    same = (rbd.Contact("body6"), rbd.Contact("body6"))
+    lazy = rdd.contact_dynamics(model, *(da.from_array(x[4:8], chunks=(2, -1))
+                                         for x in (q, v, a)), same)
+    with pytest.raises(rbd.DependentContacts, match=r"batch rows [02]:[24] .*contact 1"):
+        lazy.forces.compute(scheduler="sync")
 
 
 def test_missing_dask_names_the_extra(monkeypatch):

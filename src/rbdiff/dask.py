@@ -21,8 +21,10 @@ is submitted: inputs (B, nq) / (B, nv) / fext (B, njoints, 6), dask or NumPy arr
 NumPy input is chunked like the first dask one), all float64 or all float32, one chunk
 across every axis but the batch axis (``x.rechunk({1: -1})`` otherwise). Inputs whose
 batch chunks differ are rechunked to the first input's. An item the kernels refuse (NaN,
-an unnormalised quaternion, a singular mass matrix) fails its chunk with the NumPy API's
-error, prefixed with the chunk's batch rows. Needs the ``dask`` extra:
+an unnormalised quaternion, a singular mass matrix, dependent contacts) fails its chunk
+with the NumPy API's error (its type kept), prefixed with the chunk's batch rows. The
+contact functions take the contacts as the NumPy API does (checked when the graph is
+built; their number of constraint rows sizes the outputs). Needs the ``dask`` extra:
 ``pip install 'rbdiff[dask]'``.
 """
 
@@ -38,7 +40,9 @@ from .derivatives import _product_code
 from .declare import DECLARED
 from .kinematics import _joint_id
 from .results import (ABADerivatives,
-                      ABASecondOrderDerivatives, Kinematics, KinematicsDerivatives,
+                      ABASecondOrderDerivatives, ContactDynamics, ContactDynamicsDerivatives,
+                      ImpulseDynamics, ImpulseDynamicsDerivatives, Kinematics,
+                      KinematicsDerivatives,
                       RNEADerivatives, RNEASecondOrderDerivatives, reference_name)
 from .second_order import ABA_METHODS, INNER_ROUTES, OUTER_ROUTES, RNEA_METHODS
 from .second_order import _check_method
@@ -71,8 +75,12 @@ def _run(name, model, lo, options, names, *blocks):
         out = getattr(_rbd, name)(model, **dict(zip(names, blocks)), **options)
     except ValueError as e:
         hi = lo + len(blocks[0])
-        raise ValueError(f"{name}: batch rows {lo}:{hi} (indices below count from row "
-                         f"{lo}): {e}") from None
+        msg = (f"{name}: batch rows {lo}:{hi} (indices below count from row {lo}): {e}")
+        try:        # keep a subclass (rbd.DependentContacts) catchable as such
+            err = type(e)(msg)
+        except Exception:
+            err = ValueError(msg)
+        raise err from None
     return tuple(out) if hasattr(out, "_fields") else (out,)     # result records
 
 
@@ -278,9 +286,70 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
                  [shape] * 5, options, KinematicsDerivatives)
 
 
+# ---- contact and impulse dynamics (call-supplied sizes: nc rows from the contacts) ------
+
+
+def _contact_options(model, contacts, **numbers):
+    """(contacts as a tuple, nc), checked now: frames resolved, numbers validated as the
+    NumPy functions do; the tuple is a keyword of every chunk's call (small, pickled with
+    each task; the packing is cached per model on the worker)."""
+    from . import contacts as C
+    t = C._as_tuple(contacts)
+    _cint, _cflt, nc = C.pack(model, t)
+    for key, value in numbers.items():
+        if key == "restitution":
+            C._restitution(value)
+        else:
+            C._number(value, key, C.cc.BAD_DAMPING)
+    return t, nc
+
+
+def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
+    """Lazy rbd.contact_dynamics: ContactDynamics(qdd (B, nv), forces (B, nc))."""
+    t, nc = _contact_options(model, contacts, damping=damping)
+    nv = model.nv
+    return _call("contact_dynamics", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("tau", tau, (nv,)),
+                  _fext(model, fext)], [(nv,), (nc,)], {"contacts": t, "damping": damping},
+                 ContactDynamics)
+
+
+def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
+    """Lazy rbd.contact_dynamics_derivatives: three (B, nv, nv) and three (B, nc, nv)."""
+    t, nc = _contact_options(model, contacts)
+    nv = model.nv
+    return _call("contact_dynamics_derivatives", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("tau", tau, (nv,)),
+                  _fext(model, fext)], [(nv, nv)] * 3 + [(nc, nv)] * 3, {"contacts": t},
+                 ContactDynamicsDerivatives)
+
+
+def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0):
+    """Lazy rbd.impulse_dynamics: ImpulseDynamics(v_after (B, nv), impulses (B, nc))."""
+    t, nc = _contact_options(model, contacts, restitution=restitution, damping=damping)
+    return _call("impulse_dynamics", model,
+                 [("q", q, (model.nq,)), ("v_before", v_before, (model.nv,))],
+                 [(model.nv,), (nc,)],
+                 {"contacts": t, "restitution": restitution, "damping": damping},
+                 ImpulseDynamics)
+
+
+def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
+    """Lazy rbd.impulse_dynamics_derivatives: two (B, nv, nv) and two (B, nc, nv)."""
+    t, nc = _contact_options(model, contacts, restitution=restitution)
+    nv = model.nv
+    return _call("impulse_dynamics_derivatives", model,
+                 [("q", q, (model.nq,)), ("v_before", v_before, (nv,))],
+                 [(nv, nv)] * 2 + [(nc, nv)] * 2, {"contacts": t, "restitution": restitution},
+                 ImpulseDynamicsDerivatives)
+
+
+_CONTACTS = ["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics",
+             "impulse_dynamics_derivatives"]
+
 # the declared functions written above by hand keep their wrappers (method keywords)
 for _name in [n for n in DECLARED if "[" not in n and n not in globals()
               and not DECLARED[n].sizes]:     # call-supplied output sizes: no generic wrapper
     globals()[_name] = _lazy(_name)
 __all__ = sorted(n for n in DECLARED if "[" not in n and not DECLARED[n].sizes) + [
-    "integrate", "difference", "forward_kinematics"]
+    "integrate", "difference", "forward_kinematics"] + _CONTACTS

@@ -110,6 +110,16 @@ class Contact:
                 + (f", gains={self.gains!r}" if any(any(x) for x in self.gains) else "")
                 + (", placement=..." if self.placement is not None else "") + ")")
 
+    def __reduce__(self):
+        # rebuilt through __init__ (pickling: dask workers, multiprocessing), since
+        # __setattr__ refuses the default slot-by-slot restore
+        T = None if self.placement is None else np.vstack(
+            [np.reshape(self.placement, (3, 4)), [0.0, 0.0, 0.0, 1.0]])
+        return Contact, (self.frame, self.kind, self.reference, self.gains, T)
+
+    def __dask_tokenize__(self):
+        return ("rbdiff.Contact", self._key)
+
     @property
     def dim(self):
         """The contact's constraint rows: 3 or 6."""
