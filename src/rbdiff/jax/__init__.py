@@ -15,7 +15,9 @@ rnea_derivatives(model, q, v, a), aba_derivatives(model, q, v, tau) (NumPy API's
 NamedTuples; differentiable once more); the contact kinematics frame_velocity(model, q,
 v, frame, reference), frame_acceleration(model, q, v, a, frame, reference, classical),
 center_of_mass(model, q), centroidal_momentum(model, q, v), potential_energy(model, q),
-kinetic_energy(model, q, v).
+kinetic_energy(model, q, v); contact_dynamics(model, q, v, tau, contacts) -> (qdd,
+forces), first derivatives from rbd.contact_dynamics_derivatives (a jax.pure_callback
+into the NumPy API, whose output size depends on the contacts: contacts.py).
 
 - Traceable under jit, vmap (nested too), grad, jacfwd, jacrev, jvp, vjp and hessian.
   Each function is a ``jax.custom_jvp`` whose rule takes its partials from rbdiff's
@@ -70,7 +72,7 @@ __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "i
            "difference", "frame_placement", "rnea_derivatives", "aba_derivatives",
            "rnea_second_order_derivatives", "aba_second_order_derivatives",
            "frame_velocity", "frame_acceleration", "center_of_mass", "centroidal_momentum",
-           "potential_energy", "kinetic_energy"]
+           "potential_energy", "kinetic_energy", "contact_dynamics"]
 
 _RULES = {}     # id(model) -> (model, Rules): the model is kept alive with its rules
 
@@ -293,3 +295,17 @@ def kinetic_energy(model, q, v):
     (rbdiff.motion_partials)."""
     return _rules(model).kinetic_energy()(
         *_inputs(model, ("q", q, model.nq), ("v", v, model.nv)))
+
+
+def contact_dynamics(model, q, v, tau, contacts):
+    """Accelerations and contact forces of the model held by ``contacts`` (an rbd.Contact
+    or a sequence), as rbd.contact_dynamics without damping or fext: q (..., nq), v, tau
+    (..., nv) -> ContactDynamics(qdd (..., nv), forces (..., nc)). First derivatives
+    only, from rbd.contact_dynamics_derivatives (q through the retraction and the
+    tangent map as above); a second derivative raises NotImplementedError. A
+    jax.pure_callback into the NumPy API (its output size depends on the contacts;
+    contacts.py), not an FFI handler: an error of the NumPy API (NaN, dependent
+    contacts) surfaces when the computation runs."""
+    from . import contacts as _c
+    return _c.contact_dynamics(model, q, v, tau, contacts, inputs=_inputs,
+                               rules=_rules(model))

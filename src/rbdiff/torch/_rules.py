@@ -174,3 +174,14 @@ KINETIC_ENERGY = _contact("kinetic_energy", lambda *x: rbd.kinetic_energy(*x),
 POTENTIAL_ENERGY = Level("potential_energy",
                          lambda m, x, e: [np.asarray(rbd.potential_energy(m, x[0]))], (True,),
                          [[0]], GRAVITY)
+
+
+# ---- contact dynamics (issue 25): extra = the contacts tuple; the value (qdd, forces)
+# and its six true first partials (rbd.contact_dynamics_derivatives: q in the tangent
+# space, LOCAL_WORLD_ALIGNED forces' rotation included); a second derivative raises
+CONTACT_DYNAMICS = Level(
+    "contact_dynamics", lambda m, x, e: list(rbd.contact_dynamics(m, *x, e)),
+    (True, False, False), [[0, 1, 2], [3, 4, 5]],
+    Level("contact_dynamics_derivatives",
+          lambda m, x, e: list(rbd.contact_dynamics_derivatives(m, *x, e)),
+          (True, False, False), missing=_first_only("contact_dynamics")))

@@ -127,3 +127,23 @@ def kinetic_energy(model, q, v):
     rnea_derivatives calls, rbdiff.motion_partials); a second derivative raises."""
     check(model, [("q", q, "nq"), ("v", v, "nv")])
     return call(_KE, R.KINETIC_ENERGY, model, (), q, v)[0]
+
+
+# ---- contact dynamics (issue 25): first derivatives from rbd.contact_dynamics_derivatives
+_CD = build(R.CONTACT_DYNAMICS)
+
+
+def contact_dynamics(model, q, v, tau, contacts):
+    """Accelerations and contact forces of the model held by ``contacts`` (an rbd.Contact
+    or a sequence of them) (rbd.contact_dynamics, without damping or fext): q (..., nq),
+    v, tau (..., nv) -> ContactDynamics(qdd (..., nv), forces (..., nc)), the forces
+    stacked in contact order in each contact's reference. First derivatives only, from
+    rbd.contact_dynamics_derivatives (the six blocks, q mapped to its ambient
+    coordinates as every function here); a second derivative raises. Dependent contacts
+    raise rbd.DependentContacts (the NumPy API's checks)."""
+    from ..contacts import _as_tuple, pack
+    from ..results import ContactDynamics
+    check(model, [("q", q, "nq"), ("v", v, "nv"), ("tau", tau, "nv")])
+    t = _as_tuple(contacts)
+    pack(model, t)                  # an unknown frame or a bad set fails here, named
+    return ContactDynamics(*call(_CD, R.CONTACT_DYNAMICS, model, t, q, v, tau))
