@@ -363,6 +363,9 @@ def main(argv=None):
                    help="only the jobs calling these public functions (e.g. rnea aba)")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="processes (default: all cores; 1: in this process)")
+    p.add_argument("--skip", nargs="+", default=(), metavar="JOB",
+                   help="jobs to leave out (e.g. 'contacts[parallel]': `make test` skips "
+                        "the parallel entries no test runs)")
     p.add_argument("--list", action="store_true", help="list the jobs and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     args = p.parse_args(argv)
@@ -370,6 +373,10 @@ def main(argv=None):
         jobs = select(args.only)
     except ValueError as e:
         p.error(str(e))
+    unknown = set(args.skip) - set(JOBS)
+    if unknown:
+        p.error(f"--skip: unknown job(s) {', '.join(sorted(unknown))} (see --list)")
+    jobs = [j for j in jobs if j not in args.skip]
     if args.list:
         for j in jobs:
             print(f"{j}: {', '.join(job_functions(j))}")
