@@ -10,7 +10,6 @@ retraction as everywhere in rbdiff.jax (rules.py) and its tangent is mapped to t
 ambient coordinates by the same tangent map."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import rbdiff as rbd

@@ -249,6 +249,13 @@ def log_se3(q0, q1, iq):
     px, py, pz = quat_rotate(ax, ay, az, aw, q1[iq] - q0[iq], q1[iq + 1] - q0[iq + 1],
                              q1[iq + 2] - q0[iq + 2])                     # R0^T (p1 - p0)
     x, y, z, w = quat_mul(ax, ay, az, aw, q1[iq + 3], q1[iq + 4], q1[iq + 5], q1[iq + 6])
+    return log_placement(x, y, z, w, px, py, pz)
+
+
+@helper
+def log_placement(x, y, z, w, px, py, pz):
+    """(nu, w, d): the twist log of the placement (quaternion [x, y, z, w], translation
+    p), nu = V(w)^-1 p, and d, V(w)^-1's coefficient (log_coefficients)."""
     k, d = log_coefficients(x, y, z, w)
     wx, wy, wz = k * x, k * y, k * z
     cx = wy * pz - wz * py                  # w x p

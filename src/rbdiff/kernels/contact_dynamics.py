@@ -44,7 +44,7 @@ from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
 from .armature import armature_bias_jacobian
 from .idsva import idsva_backward_pass, idsva_forward_pass
-from .configuration import log_coefficients
+from .configuration import log_placement
 from .fk import init_universe, placement_pass_joint, velocity_joint
 from .frame_motion import body_acceleration, classical, frame_acceleration_derivatives
 from .frames import jacobian_column, joint_frame_pose
@@ -52,8 +52,7 @@ from .jit import helper, kernel
 from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from .lie import right_jacobian_inverse_se3
 from .minverse import minverse_factored
-from .rnea_chain_rule import ld6
-from .spatial import add6, force_act, motion_cross
+from .spatial import add6, motion_cross
 from .workspace import D_S, W_A, W_V, W_VJ
 
 CI_FRAME = 0
@@ -145,15 +144,7 @@ def relative_placement(cflt, k, R, p):
 def log6(Rr, pr):
     """(nu, w, d): log of the placement (Rr, pr) as kernels/configuration.log_se3."""
     x, y, z, w = quaternion(Rr)
-    kk, d = log_coefficients(x, y, z, w)
-    wx, wy, wz = kk * x, kk * y, kk * z
-    px, py, pz = pr
-    cx = wy * pz - wz * py
-    cy = wz * px - wx * pz
-    cz = wx * py - wy * px
-    return (px - 0.5 * cx + d * (wy * cz - wz * cy),
-            py - 0.5 * cy + d * (wz * cx - wx * cz),
-            pz - 0.5 * cz + d * (wx * cy - wy * cx), wx, wy, wz, d)
+    return log_placement(x, y, z, w, pr[0], pr[1], pr[2])
 
 
 @helper

@@ -40,7 +40,7 @@ from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, W_BC, add12,
                     joint_fill, joint_terms)
 from .armature import armature_bias_hessian
 from .jit import helper, kernel
-from .spatial import add6, add13, axpy6, force_cross, inertia_mul
+from .spatial import add6, add13, axpy6, force_cross, inertia_mul, inertia_rate
 from .workspace import D_S, W_F, W_Y
 
 # scratch vector `sc` layout (caller allocates SC_SIZE scalars)
@@ -62,32 +62,20 @@ def a1_block(Y, s, Ys, A1):
     world frame it is [[0, -[fl]x], [[fl]x, B]] with fl the linear half of Y s and
     B = C + C^T + 2 (v.h) E, C = [w]x Io - h v^T (symmetric): the matrix of a compact
     inertia [0, fl, B], so that inertia_mul applies it."""
-    vl0, vl1, vl2, w0, w1, w2 = s[0], s[1], s[2], s[3], s[4], s[5]
-    h0, h1, h2 = Y[1], Y[2], Y[3]
-    i0, i1, i2, i3, i4, i5, i6, i7, i8 = Y[4], Y[5], Y[6], Y[7], Y[8], Y[9], Y[10], Y[11], Y[12]
-    c00 = -w2 * i3 + w1 * i6 - h0 * vl0
-    c01 = -w2 * i4 + w1 * i7 - h0 * vl1
-    c02 = -w2 * i5 + w1 * i8 - h0 * vl2
-    c10 = w2 * i0 - w0 * i6 - h1 * vl0
-    c11 = w2 * i1 - w0 * i7 - h1 * vl1
-    c12 = w2 * i2 - w0 * i8 - h1 * vl2
-    c20 = -w1 * i0 + w0 * i3 - h2 * vl0
-    c21 = -w1 * i1 + w0 * i4 - h2 * vl1
-    c22 = -w1 * i2 + w0 * i5 - h2 * vl2
-    d = 2.0 * (vl0 * h0 + vl1 * h1 + vl2 * h2)
+    r = inertia_rate(Y, s)      # its lower-right block is B
     A1[0] = 0.0
     A1[1] = Ys[0]
     A1[2] = Ys[1]
     A1[3] = Ys[2]
-    A1[4] = 2.0 * c00 + d
-    A1[5] = c01 + c10
-    A1[6] = c02 + c20
-    A1[7] = A1[5]
-    A1[8] = 2.0 * c11 + d
-    A1[9] = c12 + c21
-    A1[10] = A1[6]
-    A1[11] = A1[9]
-    A1[12] = 2.0 * c22 + d
+    A1[4] = r[4]
+    A1[5] = r[5]
+    A1[6] = r[6]
+    A1[7] = r[7]
+    A1[8] = r[8]
+    A1[9] = r[9]
+    A1[10] = r[10]
+    A1[11] = r[11]
+    A1[12] = r[12]
 
 
 @helper
