@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
-from rbdiff.cpu import background
+from rbdiff.cpu import background, policy
 from rbdiff.kernels import jit
 from rbdiff.model.robots import example_robot_data_dir, robot_path
 
@@ -14,6 +14,19 @@ from rbdiff.model.robots import example_robot_data_dir, robot_path
 # uses (tests/test_policy.py turns it back on where it tests it)
 background.ENABLED = False
 jit.COMPILE_NOTICE = False     # the suite compiles on purpose; tests/test_background.py checks it
+
+
+@pytest.fixture(autouse=True)
+def _serial_unless_pinned(request):
+    """Batches run serially unless a test pins a mode (policy.forced) or is marked
+    ``auto_policy``: each parallel entry is a compile of its own per dtype (10-45 s
+    cold), which the auto policy would start in whichever test first times a batch
+    as worth threads; the parallel entries are tested where tests force them."""
+    if request.node.get_closest_marker("auto_policy"):
+        yield
+        return
+    with policy.forced("serial"):
+        yield
 
 pin = pytest.importorskip("pinocchio")
 

@@ -14,7 +14,8 @@ import time
 import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no flock on Windows")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="no flock on Windows"),
+              pytest.mark.auto_policy]
 
 BGMOD = '''
 import os, sys, time

@@ -11,6 +11,8 @@ import pytest
 
 from rbdiff.cpu import policy
 
+pytestmark = pytest.mark.auto_policy
+
 
 class _Clock:
     """policy's perf_counter: time moves only when a fake entry point runs."""

@@ -173,7 +173,9 @@ def run(model, serial, parallel, batch, args, options=(), few=None):
         return
     t0 = perf_counter()
     n = 0
-    if p.serial_runs >= 2 and p.item_s * batch >= PARALLEL_MIN_S and t0 >= p.serial_until:
+    # one item has nothing to share among threads, however long it takes
+    if (p.serial_runs >= 2 and batch >= 2 and p.item_s * batch >= PARALLEL_MIN_S
+            and t0 >= p.serial_until):
         n = get_num_threads()
     if n < 2:       # timed: an estimate too high (a slow second run) must come down
         serial(*args, *options, True)
