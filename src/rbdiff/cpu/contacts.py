@@ -146,20 +146,21 @@ def contact_dynamics_parallel(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces
 
 
 @entry
-def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
-                                     dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt,
+                                     damping, ws, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                                     df_dtau):
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
     nc = df_dq.shape[0]
     qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
-    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    contacts_ok(fparent, cint, cflt, nc, damping)
     F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
-    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
-                                       F, Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd,
-                                       forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
-                                       df_dtau)
+    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt,
+                                       damping, ws, F, Minv, J, Y, W, lam, S3, D6, G, fc,
+                                       qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
+                                       df_dv, df_dtau)
     dependent_found(bad, True)
     dynamics_finite(qdd)
 
@@ -167,20 +168,20 @@ def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint
 @entry
 def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
                                        dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint, cflt,
-                                       check):
+                                       damping, check):
     nc = df_dq.shape[1]
     qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
     if check:
         batch_states_ok(mi, q, v, tau, fext)
-        contacts_ok(fparent, cint, cflt, nc, 0.0)
+        contacts_ok(fparent, cint, cflt, nc, damping)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
         r = contact_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], fext[b],
-                                         cint, cflt, ws, F, Minv, J, Y, W, lam, S3, D6, G,
+                                         cint, cflt, damping, ws, F, Minv, J, Y, W, lam, S3, D6, G,
                                          fc, qdd2, qdd, forces, dqdd_dq[b],
                                          dqdd_dv[b], dqdd_dtau[b], df_dq[b], df_dv[b],
                                          df_dtau[b])
@@ -192,16 +193,16 @@ def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dq
 @pentry
 def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
                                           dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint,
-                                          cflt, nchunks):
+                                          cflt, damping, nchunks):
     batch_states_ok(mi, q, v, tau, fext)
-    contacts_ok(fparent, cint, cflt, df_dq.shape[1], 0.0)
+    contacts_ok(fparent, cint, cflt, df_dq.shape[1], damping)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         bad[c] = contact_dynamics_derivatives_batch(
             mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
             dqdd_dq[lo:hi], dqdd_dv[lo:hi], dqdd_dtau[lo:hi], df_dq[lo:hi], df_dv[lo:hi],
-            df_dtau[lo:hi], cint, cflt, False)
+            df_dtau[lo:hi], cint, cflt, damping, False)
     dependent_found(bad.max(), True)
 
 
@@ -272,38 +273,39 @@ def impulse_scratch(mi, mf, nc, dtype):
 
 
 @entry
-def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, ws,
+def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, ws,
                                      dv_dq, dv_dv, di_dq, di_dv):
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     nc = di_dq.shape[0]
-    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    contacts_ok(fparent, cint, cflt, nc, damping)
     restitution_ok(r)
     F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
     mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
-    bad = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F,
-                                       Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, imp,
-                                       dv_dq, dv_dv, di_dq, di_dv)
+    bad = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, damping, ws,
+                                       wsd, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout,
+                                       imp, dv_dq, dv_dv, di_dq, di_dv)
     dependent_found(bad, True)
     dynamics_finite(vout)
 
 
 @entry
 def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
-                                       di_dv, cint, cflt, r, check):
+                                       di_dv, cint, cflt, r, damping, check):
     nc = di_dq.shape[1]
     if check:
         batch_states_ok(mi, q, v, v, None)
-        contacts_ok(fparent, cint, cflt, nc, 0.0)
+        contacts_ok(fparent, cint, cflt, nc, damping)
         restitution_ok(r)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
     mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        x = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q[b], v[b], cint, r, ws,
-                                         wsd, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv,
-                                         vout, imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
+        x = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q[b], v[b], cint, r,
+                                         damping, ws, wsd, F, Minv, J, Y, W, lam, S3, D6,
+                                         G, fc, dv, vout, imp, dv_dq[b], dv_dv[b], di_dq[b],
+                                         di_dv[b])
         if bad < 0 and x >= 0:
             bad = b
     return dependent_found(bad, check)
@@ -311,14 +313,14 @@ def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv,
 
 @pentry
 def impulse_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
-                                          di_dv, cint, cflt, r, nchunks):
+                                          di_dv, cint, cflt, r, damping, nchunks):
     batch_states_ok(mi, q, v, v, None)
-    contacts_ok(fparent, cint, cflt, di_dq.shape[1], 0.0)
+    contacts_ok(fparent, cint, cflt, di_dq.shape[1], damping)
     restitution_ok(r)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         bad[c] = impulse_dynamics_derivatives_batch(
             mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], dv_dq[lo:hi], dv_dv[lo:hi],
-            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, False)
+            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, damping, False)
     dependent_found(bad.max(), True)

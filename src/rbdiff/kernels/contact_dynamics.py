@@ -27,11 +27,13 @@ forces at the end (and their derivatives: d(R f)/dq_m = w_m x (R f) + R df/dq_m,
 world angular column of dof m).
 
 Derivatives (x = q or v), the solution held, LOCAL:
-    r1 = RNEA(q, v, qdd, fext + lambda on the contact joints) - tau,  r2 = a_c - e
+    r1 = RNEA(q, v, qdd, fext + lambda on the contact joints) - tau,
+    r2 = a_c - e + damping lambda    (the regularised row: J qdd + gamma - e = -damping lambda)
     A_x = -M^-1 dr1/dx               (IDSVA at qdd with the contact forces, times M^-1)
     dlambda/dx = -W^-1 (J A_x + da_c/dx - de/dx),   dqdd/dx = A_x + Y dlambda/dx
     dlambda/dtau = -W^-1 Y^T,                         dqdd/dtau = M^-1 + Y dlambda/dtau
-with da_c/dx the frame's LOCAL (classical for 3D) acceleration derivatives at qdd
+(W = J Y + damping I: the damping enters through W alone, in LOCAL as in any reference,
+R (W + damping I) R^T = R W R^T + damping I) with da_c/dx the frame's LOCAL (classical for 3D) acceleration derivatives at qdd
 (frame_motion.py, the true derivatives in LOCAL) and
     3D: dperr/dq = J_lin + perr x J_ang,  6D: dperr/dq = Jlog6(oMc2^-1 oMc1) J
     dverr/dq = dv/dq (LOCAL), dverr/dv = J.
@@ -498,16 +500,16 @@ def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
 
 
 @kernel
-def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws, F,
-                                 Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
+def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping,
+                                 ws, F, Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
                                  dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
-    """contact_dynamics (no damping) and its six derivative blocks (module docstring);
-    -1 or the first dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as
-    contact_dynamics' and S3 (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6),
-    qdd2 (nv,)."""
+    """contact_dynamics (damping >= 0: the regularised solution) and its six derivative
+    blocks (module docstring; with damping W holds J Y + damping I); -1 or the first
+    dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as contact_dynamics' and S3
+    (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6), qdd2 (nv,)."""
     nc = J.shape[0]
-    bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, 0.0, ws, F, Minv, J, Y,
-                        W, qdd, lam)
+    bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
+                        Y, W, qdd, lam)
     if bad >= 0:
         return bad
     reference_forces(fmf, cint, ws, lam, forces)

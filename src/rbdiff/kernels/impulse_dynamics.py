@@ -9,9 +9,11 @@ all in LOCAL (LOCAL_WORLD_ALIGNED impulses rotated at the end, as the forces the
 
 Derivatives (Lambda and v+ held), x = q:
     r1 = RNEA(q, 0, v+ - v-, impulses on the contact joints; no gravity),  A_q = -M^-1 dr1/dq
-    r2 = J(q) v+ + r J(q) v-,  dr2/dq = the frames' LOCAL velocity derivatives at v+ and v-
+    r2 = J(q) v+ + r J(q) v- + damping Lambda  (the regularised row),
+    dr2/dq = the frames' LOCAL velocity derivatives at v+ and v-
     dLambda/dq = -W^-1 (J A_q + dr2/dq),  dv+/dq = A_q + Y dLambda/dq
-and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-.
+and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-; the damping
+enters through W = J Y + damping I alone.
 """
 
 from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
@@ -67,15 +69,16 @@ def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, 
 
 
 @kernel
-def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F, Minv,
-                                 J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
+def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, damping, ws, wsd,
+                                 F, Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
                                  dv_dq, dv_dv, di_dq, di_dv):
-    """impulse_dynamics (no damping) and its derivatives (module docstring); mf0: mf
-    without gravity; wsd: IDSVA's workspace; dv (nv,) scratch. -1 or the first dependent
-    row."""
+    """impulse_dynamics (damping >= 0: the regularised solution) and its derivatives
+    (module docstring); mf0: mf without gravity; wsd: IDSVA's workspace; dv (nv,)
+    scratch. -1 or the first dependent row."""
     nc = J.shape[0]
     nv = J.shape[1]
-    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, 0.0, ws, F, Minv, J, Y, W, lam, vout)
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+                        vout)
     if bad >= 0:
         return bad
     reference_forces(fmf, cint, ws, lam, impulses)
