@@ -185,3 +185,67 @@ def test_damped_impulse_derivatives(name, kind, ref, repeat, r, damping):
     P[0], P[2] = P[0] - YX, P[2] - X
     for ours, theirs in zip(d, P):
         assert rel(ours, theirs) < tol
+
+
+# ---- out= ---------------------------------------------------------------------------------
+
+
+def _check_out(fn, args, kwargs, shapes):
+    """fn(*args, out=arrays) writes into the arrays, returns them (as its record type) and
+    equals the call without out; a wrong shape or dtype is refused, naming the output."""
+    ref = fn(*args, **kwargs)
+    out = tuple(np.full(s, np.nan) for s in shapes)
+    got = fn(*args, **kwargs, out=out)
+    assert type(got) is type(ref) and all(g is o for g, o in zip(got, out))
+    assert all(np.array_equal(g, r) for g, r in zip(got, ref))
+    bad = list(out)
+    bad[-1] = np.empty(shapes[-1][:-1] + (shapes[-1][-1] + 1,))
+    with pytest.raises(ValueError, match=f"out: {ref._fields[-1]} must have shape"):
+        fn(*args, **kwargs, out=tuple(bad))
+    with pytest.raises(ValueError, match="dtype"):
+        fn(*args, **kwargs, out=tuple(o.astype(np.float32) for o in out))
+    with pytest.raises(TypeError, match="out"):
+        fn(*args, **kwargs, out=out[:-1])
+
+
+def test_out():
+    model, pm, _ = pair("solo12")
+    cs = contacts("solo12", "3d", "local_world_aligned", (1.0, 2.0))
+    nv, nc = model.nv, 12
+    states = [state(pm, 50 + b) for b in range(2)]
+    Q, V, T = (np.array(x) for x in zip(*states))
+    for lead, (q, v, tau) in (((), states[0]), ((2,), (Q, V, T))):
+        _check_out(rbd.contact_dynamics, (model, q, v, tau, cs), {"damping": 1e-3},
+                   [lead + (nv,), lead + (nc,)])
+        _check_out(rbd.contact_dynamics_derivatives, (model, q, v, tau, cs), {},
+                   [lead + (nv, nv)] * 3 + [lead + (nc, nv)] * 3)
+        _check_out(rbd.impulse_dynamics, (model, q, v, cs), {"restitution": 0.5},
+                   [lead + (nv,), lead + (nc,)])
+        _check_out(rbd.impulse_dynamics_derivatives, (model, q, v, cs),
+                   {"restitution": 0.5, "damping": 1e-3},
+                   [lead + (nv, nv)] * 2 + [lead + (nc, nv)] * 2)
+    # no contacts: aba's results, written into out as well
+    q, v, tau = states[0]
+    _check_out(rbd.contact_dynamics, (model, q, v, tau, ()), {}, [(nv,), (0,)])
+    _check_out(rbd.impulse_dynamics_derivatives, (model, q, v, ()), {},
+               [(nv, nv)] * 2 + [(0, nv)] * 2)
+
+
+# ---- the parallel batch entries -----------------------------------------------------------
+
+
+def test_parallel_entries_equal_a_loop():
+    """cpu/contacts.py's parallel pair (make test's compile step skips it): forced on,
+    bit-equal to a loop of single calls, and a dependent item found and named."""
+    model, pm, frames = pair("tree")
+    cs = (rbd.Contact(frames[-1], "3d", "local_world_aligned", gains=(1.0, 2.0)),
+          rbd.Contact(frames[2], "3d"))
+    states = [state(pm, 60 + b) for b in range(5)]
+    Q, V, T = (np.array(x) for x in zip(*states))
+    with policy.forced("parallel"):
+        d = rbd.contact_dynamics_derivatives(model, Q, V, T, cs, damping=1e-6)
+    for b in range(5):
+        one = rbd.contact_dynamics_derivatives(model, Q[b], V[b], T[b], cs, damping=1e-6)
+        assert all(np.array_equal(x[b], y) for x, y in zip(d, one))
+    with policy.forced("parallel"), pytest.raises(rbd.DependentContacts, match="item 0"):
+        rbd.contact_dynamics_derivatives(model, Q, V, T, cs + cs[1:])
