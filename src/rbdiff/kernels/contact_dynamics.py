@@ -444,16 +444,72 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
 
 
 @kernel
-def solve_columns(W, nc, B, sign, out):
-    """out[:, m] = sign W^-1 B[:, m] for every column (W: cholesky's factor); B and out
-    may be one array."""
-    for m in range(B.shape[1]):
-        col = out[:, m]
+def forward_rows(L, nc, X):
+    """X (nc, n) <- L^-1 X for cholesky's factor L, by row operations: the inner loops
+    run along X's contiguous rows (all n right-hand sides at once, SIMD), where column
+    by column solves would stride through X."""
+    n = X.shape[1]
+    for i in range(nc):
+        xi = X[i]
+        for k in range(i):
+            lik = L[i, k]
+            xk = X[k]
+            for m in range(n):
+                xi[m] -= lik * xk[m]
+        d = 1.0 / L[i, i]
+        for m in range(n):
+            xi[m] *= d
+
+
+@kernel
+def backward_rows(L, nc, X):
+    """X (nc, n) <- L^-T X, by row operations (forward_rows)."""
+    n = X.shape[1]
+    for i in range(nc - 1, -1, -1):
+        xi = X[i]
+        for k in range(i + 1, nc):
+            lki = L[k, i]
+            xk = X[k]
+            for m in range(n):
+                xi[m] -= lki * xk[m]
+        d = 1.0 / L[i, i]
+        for m in range(n):
+            xi[m] *= d
+
+
+@kernel
+def solve_rows(W, nc, B, sign, out):
+    """out (nc, n) = sign W^-1 B (W: cholesky's factor); B may be any (nc, n) view (a
+    transpose), out C-contiguous rows."""
+    for r in range(nc):
+        for m in range(B.shape[1]):
+            out[r, m] = sign * B[r, m]
+    forward_rows(W, nc, out)
+    backward_rows(W, nc, out)
+
+
+@kernel
+def tau_blocks(W, nc, Y, Minv, dqdd_dtau, df_dtau):
+    """df_dtau = -W^-1 Y^T (nc, nv) and dqdd_dtau = M^-1 - Y W^-1 Y^T (nv, nv) through
+    Z = L^-1 Y^T: dqdd_dtau = M^-1 - Z^T Z, symmetric, so one triangle is formed and
+    mirrored; df_dtau = -L^-T Z."""
+    nv = Minv.shape[0]
+    for r in range(nc):
+        for m in range(nv):
+            df_dtau[r, m] = -Y[m, r]
+    forward_rows(W, nc, df_dtau)              # -Z
+    for i in range(nv):
+        row = dqdd_dtau[i]
+        for m in range(i, nv):
+            row[m] = Minv[i, m]
         for r in range(nc):
-            col[r] = B[r, m]
-        cholesky_solve(W, nc, col)
-        for r in range(nc):
-            col[r] = sign * col[r]
+            z = df_dtau[r, i]
+            zr = df_dtau[r]
+            for m in range(i, nv):
+                row[m] -= z * zr[m]
+        for m in range(i):
+            row[m] = dqdd_dtau[m, i]
+    backward_rows(W, nc, df_dtau)
 
 
 @kernel
@@ -520,20 +576,16 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
     armature_bias_jacobian(mi, mf, v, S3[1])
     neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])
-    for i in range(Minv.shape[0]):
-        for m in range(Minv.shape[1]):
-            dqdd_dtau[i, m] = Minv[i, m]
     for k in range(cint.shape[0]):
         frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, qdd, cint[k, CI_FRAME],
                                        LOCAL, 1 if cint[k, CI_DIM] == 3 else 0, ws,
                                        D6[0], D6[1], D6[2], D6[3])
         R, p = contact_pose(ws, fmf, cint, k)
         constraint_derivatives(mi, cint, cflt, k, R, p, D6, dqdd_dq, dqdd_dv, J, G)
-    solve_columns(W, nc, G[0], -1.0, df_dq)
-    solve_columns(W, nc, G[1], -1.0, df_dv)
-    solve_columns(W, nc, Y.T, -1.0, df_dtau)
+    solve_rows(W, nc, G[0], -1.0, df_dq)
+    solve_rows(W, nc, G[1], -1.0, df_dv)
     add_y_times(Y, df_dq, dqdd_dq)
     add_y_times(Y, df_dv, dqdd_dv)
-    add_y_times(Y, df_dtau, dqdd_dtau)
+    tau_blocks(W, nc, Y, Minv, dqdd_dtau, df_dtau)
     rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
     return -1

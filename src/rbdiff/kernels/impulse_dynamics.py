@@ -19,7 +19,7 @@ enters through W = J Y + damping I alone.
 from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
                                cholesky_solve, contact_jacobian, forces_on_joints,
                                operational_space, reference_forces,
-                               rotate_force_derivatives, solve_columns)
+                               rotate_force_derivatives, solve_rows)
 from .frame_motion import frame_velocity_derivatives
 from .fk import placement_pass
 from .idsva import idsva
@@ -103,9 +103,9 @@ def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, dampi
                 for m in range(nv):
                     G[0, r0 + a, m] += c * D6[0, a, m]
     add_jacobian_times(J, dv_dq, G[0])
-    solve_columns(W, nc, G[0], -1.0, di_dq)
+    solve_rows(W, nc, G[0], -1.0, di_dq)
     add_y_times(Y, di_dq, dv_dq)
-    solve_columns(W, nc, J, -(1.0 + r), di_dv)
+    solve_rows(W, nc, J, -(1.0 + r), di_dv)
     for i in range(nv):
         for m in range(nv):
             dv_dv[i, m] = 0.0
