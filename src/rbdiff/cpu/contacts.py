@@ -19,12 +19,10 @@ from numba import prange
 from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI_REF,
                                         CI_ROW, CI_WIDTH, contact_dynamics,
                                         contact_dynamics_derivatives)
-from ..kernels.idsva import IDSVA_WIDTH
 from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from ..model.layout import MF_GRAVITY
 from .batch import chunk
 from .checks import batch_states_ok, dynamics_finite, state_ok, velocity_state_ok, \
     workspace_ok
@@ -258,16 +256,11 @@ def impulse_dynamics_parallel(mi, mf, fparent, fmf, q, v, vout, impulses, cint, 
 
 
 @entry
-def impulse_scratch(mi, mf, nc, dtype):
-    """What the impulse derivatives add to contact_scratch: mf without gravity, IDSVA's
-    workspace, S3 (3, nv, nv), D6 (2, 6, nv), G (1, nc, nv), fc (njoints, 6), dv, vout
-    (nv,), impulses (nc,)."""
+def impulse_scratch(mi, nc, dtype):
+    """What the impulse derivatives add to contact_scratch: S3 (3, nv, nv), D6 (2, 6,
+    nv), G (1, nc, nv), fc (njoints, 6), dv, vout (nv,), impulses (nc,)."""
     nv = mi[0, 2]
-    mf0 = mf.copy()
-    for k in range(3):
-        mf0[0, MF_GRAVITY + k] = 0.0
-    return (mf0, np.empty((workspace_rows(mi), IDSVA_WIDTH), dtype),
-            np.empty((3, nv, nv), dtype), np.empty((2, 6, nv), dtype),
+    return (np.empty((3, nv, nv), dtype), np.empty((2, 6, nv), dtype),
             np.empty((1, nc, nv), dtype), np.empty((mi[0, 0] + 1, 6), dtype),
             np.empty(nv, dtype), np.empty(nv, dtype), np.empty(nc, dtype))
 
@@ -281,10 +274,10 @@ def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, 
     contacts_ok(fparent, cint, cflt, nc, damping)
     restitution_ok(r)
     F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
-    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
-    bad = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, damping, ws,
-                                       wsd, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout,
-                                       imp, dv_dq, dv_dv, di_dq, di_dv)
+    S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
+    bad = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
+                                       Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, imp,
+                                       dv_dq, dv_dv, di_dq, di_dv)
     dependent_found(bad, True)
     dynamics_finite(vout)
 
@@ -299,13 +292,12 @@ def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv,
         restitution_ok(r)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
-    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
+    S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        x = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q[b], v[b], cint, r,
-                                         damping, ws, wsd, F, Minv, J, Y, W, lam, S3, D6,
-                                         G, fc, dv, vout, imp, dv_dq[b], dv_dv[b], di_dq[b],
-                                         di_dv[b])
+        x = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], cint, r, damping,
+                                         ws, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout,
+                                         imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
         if bad < 0 and x >= 0:
             bad = b
     return dependent_found(bad, check)

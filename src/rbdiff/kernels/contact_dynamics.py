@@ -11,6 +11,9 @@ Mansard 2018 for the derivatives), solved through the structure:
     W lambda = -(gamma + J qdd_free)             (Cholesky; a pivot at rounding level:
                                                   dependent contact rows)
     qdd = qdd_free + Y lambda
+gamma + J qdd_free is read off ABA's own pass (the contact frames' classical or spatial
+acceleration at qdd_free), so the bodies are placed once: the derivatives reuse ABA's
+placements and velocities too.
 
 Contacts (contacts/__init__.py packs them): ``cint`` (ncontacts, CI_WIDTH) int64 rows
 [frame, dimension 3 | 6, reference LOCAL | LOCAL_WORLD_ALIGNED, first row, parent joint];
@@ -45,17 +48,16 @@ from ..model.layout import FM_P, FM_R, MI_IV, MI_NV, MI_PARENT
 from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
 from .armature import armature_bias_jacobian
-from .idsva import idsva_backward_pass, idsva_forward_pass
+from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .configuration import log_placement
-from .fk import init_universe, placement_pass_joint, velocity_joint
-from .frame_motion import body_acceleration, classical, frame_acceleration_derivatives
+from .fk import acceleration_joint
+from .frame_motion import body_acceleration, classical, placed_acceleration_derivatives
 from .frames import jacobian_column, joint_frame_pose
 from .jit import helper, kernel
 from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from .lie import right_jacobian_inverse_se3
 from .minverse import minverse_factored
-from .spatial import add6, motion_cross
-from .workspace import D_S, W_A, W_V, W_VJ
+from .workspace import D_S, W_V
 
 CI_FRAME = 0
 CI_DIM = 1
@@ -72,25 +74,6 @@ SINGULAR_RTOL = 1e-11   # a W pivot below this times W's largest diagonal: depen
 
 
 # ---- kinematics of the contacts --------------------------------------------------------
-
-@helper
-def drift_joint(mi, i, ws):
-    """a_i = a_parent + v_parent x (S_i qd_i): the acceleration at qdd = 0."""
-    lam = mi[i, MI_PARENT]
-    ai = ws[i, W_A:W_A + 6]
-    motion_cross(ws[lam, W_V:W_V + 6], ws[i, W_VJ:W_VJ + 6], ai)
-    add6(ws[lam, W_A:W_A + 6], ai)
-
-
-@kernel
-def drift_pass(mi, mf, q, v, ws):
-    """Placements, world S, velocities and accelerations at qdd = 0 of every joint."""
-    init_universe(mf, ws)
-    for i in range(1, mi[0, 0] + 1):
-        placement_pass_joint(mi, mf, i, q, ws)
-        velocity_joint(mi, i, v, ws)
-        drift_joint(mi, i, ws)
-
 
 @helper
 def contact_pose(ws, fmf, cint, k):
@@ -171,8 +154,9 @@ def has_gains(cflt, k):
 
 @kernel
 def contact_rows(mi, mf, fmf, cint, cflt, ws, J, rhs):
-    """J (nc, nv): the contacts' LOCAL rows; rhs (nc,) = gamma - e (J qdd + rhs = 0),
-    from drift_pass's state in ws."""
+    """J (nc, nv): the contacts' LOCAL rows; rhs (nc,) = a_c - e, a_c the contacts'
+    (classical for 3D) acceleration at the accelerations in ws (ABA's at qdd_free: a_c
+    = gamma + J qdd_free), from the placements, S, v and a in ws."""
     for r in range(J.shape[0]):
         for m in range(J.shape[1]):
             J[r, m] = 0.0
@@ -295,24 +279,16 @@ def operational_space(mi, cint, Minv, J, Y, W, damping):
 def contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Y, W,
                   qdd, lam):
     """qdd (nv,) and lam (nc,), the contact forces in LOCAL, with M^-1, J (LOCAL rows),
-    Y = M^-1 J^T and W's Cholesky factor left in Minv, J, Y, W. Returns -1, or the first
-    dependent row of J (nothing solved then)."""
+    Y = M^-1 J^T and W's Cholesky factor left in Minv, J, Y, W, and in ws ABA's
+    placements, S and velocities. Returns -1, or the first dependent row of J (nothing
+    solved then)."""
     nc = J.shape[0]
-    drift_pass(mi, mf, q, v, ws)
-    contact_rows(mi, mf, fmf, cint, cflt, ws, J, lam)        # lam <- gamma - e
     aba(mi, mf, q, v, tau, fext, ws, qdd)                     # qdd <- qdd_free
+    contact_rows(mi, mf, fmf, cint, cflt, ws, J, lam)        # lam <- gamma + J qdd - e
     minverse_factored(mi, ws, F, Minv)
     operational_space(mi, cint, Minv, J, Y, W, damping)
-    for k in range(cint.shape[0]):                            # lam <- -(gamma - e + J qdd)
-        r0 = cint[k, CI_ROW]
-        for r in range(r0, r0 + cint[k, CI_DIM]):
-            s = lam[r]
-            a = cint[k, CI_JOINT]
-            while a > 0:
-                for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                    s += J[r, m] * qdd[m]
-                a = mi[a, MI_PARENT]
-            lam[r] = -s
+    for r in range(nc):
+        lam[r] = -lam[r]
     bad = cholesky(W, nc)
     if bad >= 0:
         return bad
@@ -571,15 +547,18 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
     reference_forces(fmf, cint, ws, lam, forces)
     forces_on_joints(fmf, cint, fext, lam, fc)
     # A_q, A_v = -M^-1 dr1/dx (Carpentier & Mansard eq. 24 at the contact forces, held
-    # on their bodies): IDSVA at qdd, then the products with the solve's own M^-1
-    idsva_forward_pass(mi, mf, q, v, qdd, fc, ws)
+    # on their bodies): IDSVA at qdd on ABA's placements and velocities (the
+    # accelerations redone at qdd), then the products with the solve's own M^-1
+    for i in range(1, mi[0, 0] + 1):
+        acceleration_joint(mi, i, qdd, ws)
+    idsva_dynamics_pass(mi, mf, fc, ws)
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
     armature_bias_jacobian(mi, mf, v, S3[1])
     neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])
-    for k in range(cint.shape[0]):
-        frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, qdd, cint[k, CI_FRAME],
-                                       LOCAL, 1 if cint[k, CI_DIM] == 3 else 0, ws,
-                                       D6[0], D6[1], D6[2], D6[3])
+    for k in range(cint.shape[0]):      # the bodies' motion at qdd is in ws already
+        placed_acceleration_derivatives(mi, mf, fparent, fmf, cint[k, CI_FRAME], LOCAL,
+                                        1 if cint[k, CI_DIM] == 3 else 0, ws, D6[0],
+                                        D6[1], D6[2], D6[3])
         R, p = contact_pose(ws, fmf, cint, k)
         constraint_derivatives(mi, cint, cflt, k, R, p, D6, dqdd_dq, dqdd_dv, J, G)
     solve_rows(W, nc, G[0], -1.0, df_dq)

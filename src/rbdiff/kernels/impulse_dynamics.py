@@ -20,12 +20,14 @@ from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
                                cholesky_solve, contact_jacobian, forces_on_joints,
                                operational_space, reference_forces,
                                rotate_force_derivatives, solve_rows)
-from .frame_motion import frame_velocity_derivatives
-from .fk import placement_pass
-from .idsva import idsva
+from .aba_derivatives import neg_minv_mul_tree
+from .fk import acceleration_joint, velocity_joint
+from .frame_motion import placed_velocity_derivatives
+from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .jit import kernel
 from .kinematics_derivatives import LOCAL
 from .minverse import minverse
+from .workspace import W_A, W_V, W_VJ
 
 
 @kernel
@@ -69,12 +71,13 @@ def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, 
 
 
 @kernel
-def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, damping, ws, wsd,
-                                 F, Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
+def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F, Minv,
+                                 J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
                                  dv_dq, dv_dv, di_dq, di_dv):
     """impulse_dynamics (damping >= 0: the regularised solution) and its derivatives
-    (module docstring); mf0: mf without gravity; wsd: IDSVA's workspace; dv (nv,)
-    scratch. -1 or the first dependent row."""
+    (module docstring); dv (nv,) scratch. -1 or the first dependent row. The bodies are
+    placed once (by the solve's M^-1): IDSVA and the frames' velocity derivatives run on
+    those placements."""
     nc = J.shape[0]
     nv = J.shape[1]
     bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
@@ -85,20 +88,31 @@ def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, dampi
     forces_on_joints(fmf, cint, None, lam, fc)
     for i in range(nv):
         dv[i] = vout[i] - v[i]
-    for i in range(nv):
-        D6[0, 0, i] = 0.0 * dv[0]      # a zero velocity for IDSVA (row 0 of D6: scratch)
-    idsva(mi, mf0, q, D6[0, 0], dv, fc, wsd, S3[0], S3[1], S3[2])
-    neg_minv_times(Minv, S3[0], dv_dq, S3[2, 0])
+    # IDSVA at v = 0, a = v+ - v-, no gravity (a_0 = 0), the impulses on their bodies
+    for c in range(6):
+        ws[0, W_V + c] = 0.0
+        ws[0, W_A + c] = 0.0
+    for i in range(1, mi[0, 0] + 1):
+        for c in range(6):
+            ws[i, W_V + c] = 0.0
+            ws[i, W_VJ + c] = 0.0
+        acceleration_joint(mi, i, dv, ws)
+    idsva_dynamics_pass(mi, mf, fc, ws)
+    idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
+    # dv_dv is scratch here (set below): the tree product forms -M^-1 dtau_dv beside
+    neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dv_dq, dv_dv, S3[2, 0], S3[2, 1])
     for a in range(nc):
         for m in range(nv):
             G[0, a, m] = 0.0
-    for k in range(cint.shape[0]):
-        dim = cint[k, CI_DIM]
-        r0 = cint[k, CI_ROW]
-        for w in range(1 if r == 0.0 else 2):       # J(q) v- only with restitution
-            frame_velocity_derivatives(mi, mf, fparent, fmf, q, vout if w == 0 else v,
-                                       cint[k, CI_FRAME], LOCAL, ws, D6[0], D6[1])
-            c = 1.0 if w == 0 else r
+    for w in range(1 if r == 0.0 else 2):       # J(q) v- only with restitution
+        c = 1.0 if w == 0 else r
+        for i in range(1, mi[0, 0] + 1):
+            velocity_joint(mi, i, vout if w == 0 else v, ws)
+        for k in range(cint.shape[0]):
+            dim = cint[k, CI_DIM]
+            r0 = cint[k, CI_ROW]
+            placed_velocity_derivatives(mi, fparent, fmf, cint[k, CI_FRAME], LOCAL, ws,
+                                        D6[0], D6[1])
             for a in range(dim):
                 for m in range(nv):
                     G[0, r0 + a, m] += c * D6[0, a, m]
@@ -111,7 +125,6 @@ def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, dampi
             dv_dv[i, m] = 0.0
         dv_dv[i, i] = 1.0
     add_y_times(Y, di_dv, dv_dv)
-    placement_pass(mi, mf, q, ws)          # the world S of every dof for the rotation
     rotate_force_derivatives(mi, fmf, cint, ws, impulses, di_dq, di_dv, di_dv[:0])
     return -1
 
@@ -125,20 +138,3 @@ def add_jacobian_times(J, A, out):
             if c != 0.0:
                 for m in range(A.shape[1]):
                     out[a, m] += c * A[s, m]
-
-
-@kernel
-def neg_minv_times(Minv, B, C, buf):
-    """C (nv, nv) = -Minv B for symmetric Minv, column by column over B's nonzero
-    entries (rows of Minv contiguous); buf: (nv,) scratch."""
-    nv = Minv.shape[0]
-    for j in range(B.shape[1]):
-        for c in range(nv):
-            buf[c] = 0.0
-        for k in range(nv):
-            b = B[k, j]
-            if b != 0.0:
-                for c in range(nv):
-                    buf[c] += b * Minv[k, c]
-        for c in range(nv):
-            C[c, j] = -buf[c]
