@@ -150,6 +150,8 @@ def test_damped_contact_derivatives(name, kind, ref, gains, repeat, damping):
     for k, (ours, theirs) in enumerate(zip(d, P)):
         if not (kind == "6d" and ref == "local_world_aligned" and k % 3 == 0):
             assert rel(ours, theirs) < tol
+    with pytest.raises(ValueError, match="damping"):
+        rbd.contact_dynamics_derivatives(model, q, v, tau, cs, damping=-damping)
     # without damping the same call is the undamped derivative
     if not repeat:
         d0 = rbd.contact_dynamics_derivatives(model, q, v, tau, cs)
@@ -179,6 +181,8 @@ def test_damped_impulse_derivatives(name, kind, ref, repeat, r, damping):
     # J v+ + r J v- = -damping impulses (the regularised row, in the contacts' reference)
     J, _ = stacked(model, q, v, cs)
     assert rel(J @ vout + r * (J @ v), -damping * imp) < tol
+    with pytest.raises(ValueError, match="damping"):
+        rbd.impulse_dynamics_derivatives(model, q, v, cs, restitution=r, damping=np.nan)
     pv, pi, P = pin_impulse_damped(model, pm, q, v, cs, r, damping)
     assert rel(vout, pv) < tol and rel(imp, pi) < tol
     X, YX = lwa_term(model, q, cs, imp, damping)

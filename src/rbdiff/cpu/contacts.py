@@ -75,10 +75,11 @@ def dependent_found(bad, check):
 
 @entry
 def contact_scratch(mi, nc, dtype):
-    """F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Y (nv, nc), W (nc, nc), lam (nc,)."""
+    """F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Yt = (M^-1 J^T)^T (nc, nv), W (nc,
+    nc), lam (nc,)."""
     nv = mi[0, 2]
     return (np.empty((mi[0, 0] + 1, nv, 6), dtype), np.empty((nv, nv), dtype),
-            np.empty((nc, nv), dtype), np.empty((nv, nc), dtype),
+            np.empty((nc, nv), dtype), np.empty((nc, nv), dtype),
             np.empty((nc, nc), dtype), np.empty(nc, dtype))
 
 
@@ -101,9 +102,9 @@ def contact_dynamics_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damp
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
     contacts_ok(fparent, cint, cflt, forces.shape[0], damping)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, forces.shape[0], q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, forces.shape[0], q.dtype)
     bad = contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv,
-                           J, Y, W, lam, qdd, forces)
+                           J, Yt, W, lam, qdd, forces)
     dependent_found(bad, True)
     dynamics_finite(qdd)
 
@@ -116,11 +117,11 @@ def contact_dynamics_batch(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces, c
         batch_states_ok(mi, q, v, tau, fext)
         contacts_ok(fparent, cint, cflt, nc, damping)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
         r = contact_dynamics(mi, mf, fmf, q[b], v[b], tau[b], fext[b], cint, cflt, damping,
-                             ws, F, Minv, J, Y, W, lam, qdd[b], forces[b])
+                             ws, F, Minv, J, Yt, W, lam, qdd[b], forces[b])
         if bad < 0 and r >= 0:
             bad = b
     return dependent_found(bad, check)
@@ -153,10 +154,10 @@ def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint
     qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
     contacts_ok(fparent, cint, cflt, nc, damping)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
     bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt,
-                                       damping, ws, F, Minv, J, Y, W, lam, S3, D6, G, fc,
+                                       damping, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
                                        qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
                                        df_dv, df_dtau)
     dependent_found(bad, True)
@@ -174,13 +175,13 @@ def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dq
         batch_states_ok(mi, q, v, tau, fext)
         contacts_ok(fparent, cint, cflt, nc, damping)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
         r = contact_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], fext[b],
-                                         cint, cflt, damping, ws, F, Minv, J, Y, W, lam, S3, D6, G,
-                                         fc, qdd2, qdd, forces, dqdd_dq[b],
+                                         cint, cflt, damping, ws, F, Minv, J, Yt, W, lam, S3,
+                                         D6, G, fc, qdd2, qdd, forces, dqdd_dq[b],
                                          dqdd_dv[b], dqdd_dtau[b], df_dq[b], df_dv[b],
                                          df_dtau[b])
         if bad < 0 and r >= 0:
@@ -214,8 +215,8 @@ def impulse_dynamics_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, ws,
     workspace_ok(mi, ws)
     contacts_ok(fparent, cint, cflt, impulses.shape[0], damping)
     restitution_ok(r)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, impulses.shape[0], q.dtype)
-    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, impulses.shape[0], q.dtype)
+    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                            vout, impulses)
     dependent_found(bad, True)
     dynamics_finite(vout)
@@ -230,10 +231,10 @@ def impulse_dynamics_batch(mi, mf, fparent, fmf, q, v, vout, impulses, cint, cfl
         contacts_ok(fparent, cint, cflt, nc, damping)
         restitution_ok(r)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        x = impulse_dynamics(mi, mf, fmf, q[b], v[b], cint, r, damping, ws, F, Minv, J, Y, W,
+        x = impulse_dynamics(mi, mf, fmf, q[b], v[b], cint, r, damping, ws, F, Minv, J, Yt, W,
                              lam, vout[b], impulses[b])
         if bad < 0 and x >= 0:
             bad = b
@@ -273,10 +274,10 @@ def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, 
     nc = di_dq.shape[0]
     contacts_ok(fparent, cint, cflt, nc, damping)
     restitution_ok(r)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
     bad = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
-                                       Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, imp,
+                                       Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, imp,
                                        dv_dq, dv_dv, di_dq, di_dv)
     dependent_found(bad, True)
     dynamics_finite(vout)
@@ -291,12 +292,12 @@ def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv,
         contacts_ok(fparent, cint, cflt, nc, damping)
         restitution_ok(r)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
         x = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], cint, r, damping,
-                                         ws, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout,
+                                         ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout,
                                          imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
         if bad < 0 and x >= 0:
             bad = b

@@ -36,8 +36,9 @@ Derivatives (x = q or v), the solution held, LOCAL:
     dlambda/dx = -W^-1 (J A_x + da_c/dx - de/dx),   dqdd/dx = A_x + Y dlambda/dx
     dlambda/dtau = -W^-1 Y^T,                         dqdd/dtau = M^-1 + Y dlambda/dtau
 (W = J Y + damping I: the damping enters through W alone, in LOCAL as in any reference,
-R (W + damping I) R^T = R W R^T + damping I) with da_c/dx the frame's LOCAL (classical for 3D) acceleration derivatives at qdd
-(frame_motion.py, the true derivatives in LOCAL) and
+R (W + damping I) R^T = R W R^T + damping I) with da_c/dx the frame's LOCAL (classical
+for 3D) acceleration derivatives at qdd (frame_motion.py, the true derivatives in LOCAL)
+and
     3D: dperr/dq = J_lin + perr x J_ang,  6D: dperr/dq = Jlog6(oMc2^-1 oMc1) J
     dverr/dq = dv/dq (LOCAL), dverr/dv = J.
 """
@@ -239,65 +240,60 @@ def cholesky_solve(L, n, b):
 
 
 @kernel
-def operational_space(mi, cint, Minv, J, Y, W, damping):
-    """Y = M^-1 J^T (nv, nc) and the lower triangle of W = J Y + damping I (nc, nc),
+def operational_space(mi, cint, Minv, J, Yt, W, damping):
+    """Yt = Y^T = J M^-1 (nc, nv; stored by rows, so that every product with it runs
+    along contiguous rows) and the lower triangle of W = J Y + damping I (nc, nc); Yt
     over each contact's support dofs only (J is zero elsewhere)."""
     nv = Minv.shape[0]
+    nc = J.shape[0]
     for k in range(cint.shape[0]):
         r0 = cint[k, CI_ROW]
-        dim = cint[k, CI_DIM]
-        for r in range(r0, r0 + dim):
+        for r in range(r0, r0 + cint[k, CI_DIM]):
+            y = Yt[r]
             for i in range(nv):
-                Y[i, r] = 0.0
-        a = cint[k, CI_JOINT]
-        while a > 0:
-            for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                for r in range(r0, r0 + dim):
+                y[i] = 0.0
+            a = cint[k, CI_JOINT]
+            while a > 0:
+                for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
                     c = J[r, m]
+                    row = Minv[m]         # M^-1 symmetric: its row m is its column m
                     for i in range(nv):
-                        Y[i, r] += Minv[i, m] * c
-            a = mi[a, MI_PARENT]
-    for k in range(cint.shape[0]):
-        r0 = cint[k, CI_ROW]
-        dim = cint[k, CI_DIM]
-        for r in range(r0, r0 + dim):
-            for c in range(r + 1):
-                W[r, c] = 0.0      # not 0 * W: np.empty may hold NaN
-        a = cint[k, CI_JOINT]
-        while a > 0:
-            for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                for r in range(r0, r0 + dim):
-                    x = J[r, m]
-                    for c in range(r + 1):
-                        W[r, c] += x * Y[m, c]
-            a = mi[a, MI_PARENT]
-        for r in range(r0, r0 + dim):
-            W[r, r] += damping
+                        y[i] += c * row[i]
+                a = mi[a, MI_PARENT]
+    for r in range(nc):
+        x = J[r]
+        for c in range(r + 1):
+            y = Yt[c]
+            s = 0.0 * x[0]        # the dtype's zero (not 0 * W: np.empty may hold NaN)
+            for m in range(nv):
+                s += x[m] * y[m]
+            W[r, c] = s
+        W[r, r] += damping
 
 
 @kernel
-def contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Y, W,
+def contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Yt, W,
                   qdd, lam):
     """qdd (nv,) and lam (nc,), the contact forces in LOCAL, with M^-1, J (LOCAL rows),
-    Y = M^-1 J^T and W's Cholesky factor left in Minv, J, Y, W, and in ws ABA's
+    Yt = J M^-1 and W's Cholesky factor left in Minv, J, Yt, W, and in ws ABA's
     placements, S and velocities. Returns -1, or the first dependent row of J (nothing
     solved then)."""
     nc = J.shape[0]
     aba(mi, mf, q, v, tau, fext, ws, qdd)                     # qdd <- qdd_free
     contact_rows(mi, mf, fmf, cint, cflt, ws, J, lam)        # lam <- gamma + J qdd - e
     minverse_factored(mi, ws, F, Minv)
-    operational_space(mi, cint, Minv, J, Y, W, damping)
+    operational_space(mi, cint, Minv, J, Yt, W, damping)
     for r in range(nc):
         lam[r] = -lam[r]
     bad = cholesky(W, nc)
     if bad >= 0:
         return bad
     cholesky_solve(W, nc, lam)
-    for i in range(qdd.shape[0]):
-        s = 0.0 * qdd[i]
-        for r in range(nc):
-            s += Y[i, r] * lam[r]
-        qdd[i] += s
+    for r in range(nc):
+        y = Yt[r]
+        x = lam[r]
+        for i in range(qdd.shape[0]):
+            qdd[i] += x * y[i]
     return -1
 
 
@@ -321,13 +317,13 @@ def reference_forces(fmf, cint, ws, lam, out):
 
 
 @kernel
-def contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Y,
+def contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Yt,
                      W, lam, qdd, forces):
     """qdd (nv,) and forces (nc,) in each contact's reference; -1 or the first dependent
-    row (contact_solve). Scratch: F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Y (nv,
-    nc), W (nc, nc), lam (nc,)."""
+    row (contact_solve). Scratch: F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Yt (nc,
+    nv), W (nc, nc), lam (nc,)."""
     bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
-                        Y, W, qdd, lam)
+                        Yt, W, qdd, lam)
     if bad < 0:
         reference_forces(fmf, cint, ws, lam, forces)
     return bad
@@ -465,14 +461,14 @@ def solve_rows(W, nc, B, sign, out):
 
 
 @kernel
-def tau_blocks(W, nc, Y, Minv, dqdd_dtau, df_dtau):
+def tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau):
     """df_dtau = -W^-1 Y^T (nc, nv) and dqdd_dtau = M^-1 - Y W^-1 Y^T (nv, nv) through
     Z = L^-1 Y^T: dqdd_dtau = M^-1 - Z^T Z, symmetric, so one triangle is formed and
     mirrored; df_dtau = -L^-T Z."""
     nv = Minv.shape[0]
     for r in range(nc):
         for m in range(nv):
-            df_dtau[r, m] = -Y[m, r]
+            df_dtau[r, m] = -Yt[r, m]
     forward_rows(W, nc, df_dtau)              # -Z
     for i in range(nv):
         row = dqdd_dtau[i]
@@ -489,12 +485,12 @@ def tau_blocks(W, nc, Y, Minv, dqdd_dtau, df_dtau):
 
 
 @kernel
-def add_y_times(Y, X, out):
-    """out (nv, n) += Y (nv, nc) X (nc, n)."""
-    nc = Y.shape[1]
+def add_y_times(Yt, X, out):
+    """out (nv, n) += Y X for Yt = Y^T (nc, nv), X (nc, n)."""
+    nc = Yt.shape[0]
     for i in range(out.shape[0]):
         for r in range(nc):
-            y = Y[i, r]
+            y = Yt[r, i]
             for m in range(out.shape[1]):
                 out[i, m] += y * X[r, m]
 
@@ -533,7 +529,8 @@ def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
 
 @kernel
 def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping,
-                                 ws, F, Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
+                                 ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd,
+                                 forces,
                                  dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
     """contact_dynamics (damping >= 0: the regularised solution) and its six derivative
     blocks (module docstring; with damping W holds J Y + damping I); -1 or the first
@@ -541,7 +538,7 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
     (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6), qdd2 (nv,)."""
     nc = J.shape[0]
     bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
-                        Y, W, qdd, lam)
+                        Yt, W, qdd, lam)
     if bad >= 0:
         return bad
     reference_forces(fmf, cint, ws, lam, forces)
@@ -563,8 +560,8 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
         constraint_derivatives(mi, cint, cflt, k, R, p, D6, dqdd_dq, dqdd_dv, J, G)
     solve_rows(W, nc, G[0], -1.0, df_dq)
     solve_rows(W, nc, G[1], -1.0, df_dv)
-    add_y_times(Y, df_dq, dqdd_dq)
-    add_y_times(Y, df_dv, dqdd_dv)
-    tau_blocks(W, nc, Y, Minv, dqdd_dtau, df_dtau)
+    add_y_times(Yt, df_dq, dqdd_dq)
+    add_y_times(Yt, df_dv, dqdd_dv)
+    tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau)
     rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
     return -1

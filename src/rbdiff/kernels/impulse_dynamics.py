@@ -16,11 +16,11 @@ and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-; the damp
 enters through W = J Y + damping I alone.
 """
 
+from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
                                cholesky_solve, contact_jacobian, forces_on_joints,
                                operational_space, reference_forces,
                                rotate_force_derivatives, solve_rows)
-from .aba_derivatives import neg_minv_mul_tree
 from .fk import acceleration_joint, velocity_joint
 from .frame_motion import placed_velocity_derivatives
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
@@ -31,8 +31,8 @@ from .workspace import W_A, W_V, W_VJ
 
 
 @kernel
-def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam, vout):
-    """vout (nv,) = v+ and lam (nc,) the LOCAL impulses, with M^-1, J, Y and W's Cholesky
+def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam, vout):
+    """vout (nv,) = v+ and lam (nc,) the LOCAL impulses, with M^-1, J, Yt and W's Cholesky
     factor left in place; -1, or the first dependent row (nothing solved then)."""
     nc = J.shape[0]
     minverse(mi, mf, q, ws, F, Minv)             # places the bodies: world S in ws
@@ -40,7 +40,7 @@ def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam
         for m in range(J.shape[1]):
             J[a, m] = 0.0
     contact_jacobian(mi, fmf, cint, ws, J)
-    operational_space(mi, cint, Minv, J, Y, W, damping)
+    operational_space(mi, cint, Minv, J, Yt, W, damping)
     for a in range(nc):
         s = 0.0 * v[0]
         for m in range(J.shape[1]):
@@ -51,19 +51,21 @@ def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam
         return bad
     cholesky_solve(W, nc, lam)
     for i in range(vout.shape[0]):
-        s = v[i]
-        for a in range(nc):
-            s += Y[i, a] * lam[a]
-        vout[i] = s
+        vout[i] = v[i]
+    for a in range(nc):
+        y = Yt[a]
+        x = lam[a]
+        for i in range(vout.shape[0]):
+            vout[i] += x * y[i]
     return -1
 
 
 @kernel
-def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam, vout,
+def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam, vout,
                      impulses):
     """v+ (nv,) and the impulses (nc,) in each contact's reference; -1 or the first
     dependent row."""
-    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                         vout)
     if bad < 0:
         reference_forces(fmf, cint, ws, lam, impulses)
@@ -72,7 +74,7 @@ def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, 
 
 @kernel
 def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F, Minv,
-                                 J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
+                                 J, Yt, W, lam, S3, D6, G, fc, dv, vout, impulses,
                                  dv_dq, dv_dv, di_dq, di_dv):
     """impulse_dynamics (damping >= 0: the regularised solution) and its derivatives
     (module docstring); dv (nv,) scratch. -1 or the first dependent row. The bodies are
@@ -80,7 +82,7 @@ def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, w
     those placements."""
     nc = J.shape[0]
     nv = J.shape[1]
-    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                         vout)
     if bad >= 0:
         return bad
@@ -99,8 +101,7 @@ def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, w
         acceleration_joint(mi, i, dv, ws)
     idsva_dynamics_pass(mi, mf, fc, ws)
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
-    # dv_dv is scratch here (set below): the tree product forms -M^-1 dtau_dv beside
-    neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dv_dq, dv_dv, S3[2, 0], S3[2, 1])
+    neg_minv_mul_branches(mi, Minv, S3[0], dv_dq, S3[2, 0])
     for a in range(nc):
         for m in range(nv):
             G[0, a, m] = 0.0
@@ -118,13 +119,13 @@ def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, w
                     G[0, r0 + a, m] += c * D6[0, a, m]
     add_jacobian_times(J, dv_dq, G[0])
     solve_rows(W, nc, G[0], -1.0, di_dq)
-    add_y_times(Y, di_dq, dv_dq)
+    add_y_times(Yt, di_dq, dv_dq)
     solve_rows(W, nc, J, -(1.0 + r), di_dv)
     for i in range(nv):
         for m in range(nv):
             dv_dv[i, m] = 0.0
         dv_dv[i, i] = 1.0
-    add_y_times(Y, di_dv, dv_dv)
+    add_y_times(Yt, di_dv, dv_dv)
     rotate_force_derivatives(mi, fmf, cint, ws, impulses, di_dq, di_dv, di_dv[:0])
     return -1
 
@@ -138,3 +139,31 @@ def add_jacobian_times(J, A, out):
             if c != 0.0:
                 for m in range(A.shape[1]):
                     out[a, m] += c * A[s, m]
+
+
+@kernel
+def neg_minv_mul_branches(mi, Minv, B, C, buf):
+    """C (nv, nv) = -Minv B for symmetric Minv and B zero outside the branch pattern
+    (IDSVA's dtau_dq): aba_derivatives.neg_minv_mul_tree for one matrix (the impulse
+    derivatives have no v block to form beside it). buf: (nv,) scratch."""
+    nv = Minv.shape[0]
+    for jt in range(1, mi[0, 0] + 1):
+        iv = mi[jt, MI_IV]
+        for j in range(iv, iv + mi[jt, MI_NV]):
+            for c in range(nv):
+                buf[c] = 0.0
+            a = jt
+            while a > 0:        # the ancestors' dofs (jt's own included)
+                for k in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+                    b = B[k, j]
+                    row = Minv[k]
+                    for c in range(nv):
+                        buf[c] += b * row[c]
+                a = mi[a, MI_PARENT]
+            for k in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):     # descendants
+                b = B[k, j]
+                row = Minv[k]
+                for c in range(nv):
+                    buf[c] += b * row[c]
+            for c in range(nv):
+                C[c, j] = -buf[c]
