@@ -314,14 +314,14 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
                  ContactDynamics)
 
 
-def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
+def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=None):
     """Lazy rbd.contact_dynamics_derivatives: three (B, nv, nv) and three (B, nc, nv)."""
-    t, nc = _contact_options(model, contacts)
+    t, nc = _contact_options(model, contacts, damping=damping)
     nv = model.nv
     return _call("contact_dynamics_derivatives", model,
                  [("q", q, (model.nq,)), ("v", v, (nv,)), ("tau", tau, (nv,)),
-                  _fext(model, fext)], [(nv, nv)] * 3 + [(nc, nv)] * 3, {"contacts": t},
-                 ContactDynamicsDerivatives)
+                  _fext(model, fext)], [(nv, nv)] * 3 + [(nc, nv)] * 3,
+                 {"contacts": t, "damping": damping}, ContactDynamicsDerivatives)
 
 
 def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0):
@@ -334,13 +334,14 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0)
                  ImpulseDynamics)
 
 
-def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
+def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, damping=0.0):
     """Lazy rbd.impulse_dynamics_derivatives: two (B, nv, nv) and two (B, nc, nv)."""
-    t, nc = _contact_options(model, contacts, restitution=restitution)
+    t, nc = _contact_options(model, contacts, restitution=restitution, damping=damping)
     nv = model.nv
     return _call("impulse_dynamics_derivatives", model,
                  [("q", q, (model.nq,)), ("v_before", v_before, (nv,))],
-                 [(nv, nv)] * 2 + [(nc, nv)] * 2, {"contacts": t, "restitution": restitution},
+                 [(nv, nv)] * 2 + [(nc, nv)] * 2,
+                 {"contacts": t, "restitution": restitution, "damping": damping},
                  ImpulseDynamicsDerivatives)
 
 

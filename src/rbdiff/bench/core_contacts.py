@@ -8,7 +8,15 @@ solo12, anymal and hyq (3D contacts), talos' soles (6D contacts), in LOCAL. Each
 runs one closure (the same Python call cost): rbdiff's public function against
 Pinocchio's forward call, or its forward call and its derivative call (Pinocchio's
 derivatives need the forward solution in its Data first). The rows compare qdd (resp.
-dqdd_dq, v_after)."""
+dqdd_dq, v_after).
+
+Where Crocoddyl is importable (bench/trajopt.py's crocoddyl_ok: Crocoddyl 3.2 with the
+Pinocchio 4.0 it was built against, extra ``trajopt-bench``), one more row on robots with
+point feet, ``contact_dynamics_derivatives[crocoddyl]``: Crocoddyl's
+DifferentialActionModelContactFwdDynamics (ContactModel3D per foot, LOCAL, no gains,
+a floating-base actuation, no costs) calc + calcDiff against
+rbd.contact_dynamics_derivatives at the same torque (zero on the base), comparing
+dqdd_dq with Fx[:, :nv]."""
 
 import numpy as np
 
@@ -85,4 +93,38 @@ def calls(model, pm, q, v, a):
               "contact_dynamics_derivatives": (derivatives, np.array),
               "impulse_dynamics": (impulse, np.array),
               "impulse_dynamics_derivatives": (impulse_derivatives, np.array)}
-    return {k: (ours[k], *theirs[k]) for k in ours}
+    pairs = {k: (ours[k], *theirs[k]) for k in ours}
+    pairs.update(_crocoddyl_pair(model, pm, q, v, tau, cs))
+    return pairs
+
+
+def _crocoddyl_pair(model, pm, q, v, tau, cs):
+    """{"contact_dynamics_derivatives[crocoddyl]": (ours, Crocoddyl's, post)} for point
+    contacts where Crocoddyl is importable, else {}."""
+    from .trajopt import crocoddyl_ok
+    if cs[0].kind != "3d" or not crocoddyl_ok():
+        return {}
+    import crocoddyl
+    state = crocoddyl.StateMultibody(pm)
+    actuation = crocoddyl.ActuationModelFloatingBase(state)
+    nu = actuation.nu
+    stack = crocoddyl.ContactModelMultiple(state, nu)
+    for c in cs:
+        stack.addContact(c.frame, crocoddyl.ContactModel3D(
+            state, pm.getFrameId(c.frame), np.zeros(3), pin.LOCAL, nu, np.zeros(2)))
+    dam = crocoddyl.DifferentialActionModelContactFwdDynamics(
+        state, actuation, stack, crocoddyl.CostModelSum(state, nu), 0.0, True)
+    data = dam.createData()
+    x, u = np.concatenate([q, v]), np.ascontiguousarray(tau[model.nv - nu:])
+    tau_u = np.concatenate([np.zeros(model.nv - nu), u])     # the actuated torque
+
+    def croc():
+        dam.calc(data, x, u)
+        dam.calcDiff(data, x, u)
+        return data.Fx
+
+    def ours():
+        return rbd.contact_dynamics_derivatives(model, q, v, tau_u, cs)[0]
+
+    return {"contact_dynamics_derivatives[crocoddyl]":
+            (ours, croc, lambda Fx: np.array(Fx)[:, :model.nv])}

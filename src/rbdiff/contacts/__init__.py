@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..cpu import contacts as cc
-from ..declare import Function, frame_index
+from ..declare import Function, caller_outputs, frame_index
 from ..kernels.contact_dynamics import (CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH,
                                         SINGULAR_RTOL)
 from ..kernels.jit import native
@@ -272,6 +272,17 @@ def _errors():
             cc.BAD_RESTITUTION: lambda model: ValueError(cc.BAD_RESTITUTION)}
 
 
+def _into(out, result, values):
+    """``values`` (the no-contact results) as ``result``, or copied into the caller's
+    ``out`` (checked as the declared path checks it) and ``out`` returned."""
+    if out is None:
+        return result(*values)
+    got = caller_outputs(out, [x.shape for x in values], values[0].dtype, result._fields)
+    for o, x in zip(got, values):
+        o[...] = x
+    return _new(result, got)
+
+
 # ---- contact dynamics ------------------------------------------------------------------
 
 _FAST_MISS = (AttributeError, TypeError, ValueError)
@@ -286,7 +297,7 @@ _CONTACT_DYNAMICS = Function(
     fext=True, result=ContactDynamics, sizes=("nc",), errors=_errors())
 
 
-def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
+def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=None):
     """Accelerations and contact forces of the model held by ``contacts`` (a Contact or a
     sequence): ContactDynamics(qdd (nv,), forces (nc,)), the forces stacked in contact
     order, 3 per point contact and 6 ([force, moment]) per surface contact, each in its
@@ -305,10 +316,12 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
 
     As Pinocchio's initConstraintDynamics + constraintDynamics (RigidConstraintModel,
     Contact's docstring). q (nq,), v, tau (nv,); a batch (B, nq), (B, nv) gives (B, nv)
-    and (B, nc); float32 and complex128 compute in their dtype."""
+    and (B, nc); float32 and complex128 compute in their dtype. ``out``: two arrays (qdd,
+    forces) of those shapes and the computed dtype, C-contiguous, written into and
+    returned (as rnea_derivatives' ``out``)."""
     try:
-        if q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1 \
-                and fext is None:
+        if out is None and q.dtype is v.dtype is tau.dtype is _F64 \
+                and q.ndim == v.ndim == tau.ndim == 1 and fext is None:
             cint, cflt, nc = pack(model, contacts)
             if nc:
                 qdd, forces = _empty(model.nv), _empty(nc)
@@ -322,10 +335,11 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None):
     if nc == 0:
         from ..api import aba
         qdd = aba(model, q, v, tau, fext)
-        return ContactDynamics(qdd, np.zeros(qdd.shape[:-1] + (0,), qdd.dtype))
+        return _into(out, ContactDynamics,
+                     (qdd, np.zeros(qdd.shape[:-1] + (0,), qdd.dtype)))
     try:
         return _CONTACT_DYNAMICS(model, q, v, tau, fext=fext, options=(cint, cflt, d),
-                                 sizes={"nc": nc})
+                                 sizes={"nc": nc}, out=out)
     except DependentContacts as e:
         _raise_dependent(e, model, q, contacts, d)
 
@@ -340,10 +354,13 @@ _CONTACT_DYNAMICS_D = Function(
     errors=_errors())
 
 
-def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
-    """Partial derivatives of contact_dynamics(model, q, v, tau, contacts, fext=fext)
-    (without damping): ContactDynamicsDerivatives(dqdd_dq, dqdd_dv, dqdd_dtau (nv, nv),
-    dforces_dq, dforces_dv, dforces_dtau (nc, nv)), q derivatives in the tangent space.
+def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=None,
+                                 out=None):
+    """Partial derivatives of contact_dynamics(model, q, v, tau, contacts, damping, fext):
+    ContactDynamicsDerivatives(dqdd_dq, dqdd_dv, dqdd_dtau (nv, nv), dforces_dq,
+    dforces_dv, dforces_dtau (nc, nv)), q derivatives in the tangent space; with
+    ``damping`` > 0 those of the regularised solution (the same formulas with W = J M^-1
+    J^T + damping I: the KKT inverse with the -damping I block).
 
     Analytical (Carpentier & Mansard 2018; kernels/contact_dynamics.py): the KKT system
     differentiated with its solution held, i.e. the RNEA derivatives at qdd with the
@@ -354,33 +371,38 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, fext=None):
     LOCAL_WORLD_ALIGNED forces add the rotation's derivative, w x f.
 
     As Pinocchio's computeConstraintDynamicsDerivatives (ddq_dq, ddq_dv, ddq_dtau,
-    dlambda_dq, dlambda_dv, dlambda_dtau) after constraintDynamics. No contacts: the
-    aba_derivatives and empty (0, nv) force blocks. A batch (B, ...) gives (B, nv, nv)
-    and (B, nc, nv) blocks."""
+    dlambda_dq, dlambda_dv, dlambda_dtau) after constraintDynamics; with damping, after
+    constraintDynamics with ProximalSettings(mu=damping, max_iter=1) (one proximal
+    iteration: the regularised solution and its derivatives), except that for
+    LOCAL_WORLD_ALIGNED contacts Pinocchio's q blocks leave out the rotation of the
+    damping term (damping R^T w x lambda). No contacts: the aba_derivatives and empty
+    (0, nv) force blocks. A batch (B, ...) gives (B, nv, nv) and (B, nc, nv) blocks.
+    ``out``: six arrays of those shapes to write into, as contact_dynamics'."""
     try:
-        if q.dtype is v.dtype is tau.dtype is _F64 and q.ndim == v.ndim == tau.ndim == 1 \
-                and fext is None:
+        if out is None and q.dtype is v.dtype is tau.dtype is _F64 \
+                and q.ndim == v.ndim == tau.ndim == 1 and fext is None:
             cint, cflt, nc = pack(model, contacts)
             if nc:
                 nv = model.nv
-                out = (_empty((nv, nv)), _empty((nv, nv)), _empty((nv, nv)),
+                res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nv, nv)),
                        _empty((nc, nv)), _empty((nc, nv)), _empty((nc, nv)))
                 _cdd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                         None, cint, cflt, model._ws, *out)
-                return _new(ContactDynamicsDerivatives, out)
+                         None, cint, cflt, float(damping), model._ws, *res)
+                return _new(ContactDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)
+    d = _number(damping, "damping", cc.BAD_DAMPING)
     if nc == 0:
         from ..derivatives import aba_derivatives
-        d = aba_derivatives(model, q, v, tau, fext)
-        z = np.zeros(d[0].shape[:-2] + (0, model.nv), d[0].dtype)
-        return ContactDynamicsDerivatives(*d, z, z.copy(), z.copy())
+        a = aba_derivatives(model, q, v, tau, fext)
+        z = np.zeros(a[0].shape[:-2] + (0, model.nv), a[0].dtype)
+        return _into(out, ContactDynamicsDerivatives, (*a, z, z.copy(), z.copy()))
     try:
-        return _CONTACT_DYNAMICS_D(model, q, v, tau, fext=fext, options=(cint, cflt),
-                                   sizes={"nc": nc})
+        return _CONTACT_DYNAMICS_D(model, q, v, tau, fext=fext, options=(cint, cflt, d),
+                                   sizes={"nc": nc}, out=out)
     except DependentContacts as e:
-        _raise_dependent(e, model, q, contacts)
+        _raise_dependent(e, model, q, contacts, d)
 
 
 # ---- impulse dynamics ------------------------------------------------------------------
@@ -407,7 +429,7 @@ def _restitution(r):
     return y
 
 
-def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0):
+def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0, out=None):
     """The velocity jump of an impact with ``contacts``: ImpulseDynamics(v_after (nv,),
     impulses (nc,)), the impulses stacked as contact_dynamics' forces (in each contact's
     reference), solving M (v_after - v_before) = J^T impulses, J v_after = -restitution
@@ -418,9 +440,10 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0)
     As Pinocchio's initConstraintDynamics + impulseDynamics(model, data, q, v, contact
     models, contact datas, r_coeff) (impulses in data.impulse_c) and the older
     impulseDynamics(q, v, J, r, damping). q (nq,), v_before (nv,); a batch gives (B, nv)
-    and (B, nc)."""
+    and (B, nc). ``out``: two arrays (v_after, impulses) to write into, as
+    contact_dynamics'."""
     try:
-        if q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+        if out is None and q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
             cint, cflt, nc = pack(model, contacts)
             if nc:
                 vout, imp = _empty(model.nv), _empty(nc)
@@ -434,18 +457,20 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0)
     r = _restitution(restitution)
     if nc == 0:
         v = np.array(v_before, dtype=np.result_type(q, v_before, np.float32))
-        return ImpulseDynamics(v, np.zeros(v.shape[:-1] + (0,), v.dtype))
+        return _into(out, ImpulseDynamics, (v, np.zeros(v.shape[:-1] + (0,), v.dtype)))
     try:
         return _IMPULSE_DYNAMICS(model, q, v_before, options=(cint, cflt, r, d),
-                                 sizes={"nc": nc})
+                                 sizes={"nc": nc}, out=out)
     except DependentContacts as e:
         _raise_dependent(e, model, q, contacts, d)
 
 
-def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
-    """Partial derivatives of impulse_dynamics(model, q, v_before, contacts, restitution)
-    (without damping): ImpulseDynamicsDerivatives(dvafter_dq, dvafter_dv (nv, nv),
-    dimpulses_dq, dimpulses_dv (nc, nv)), q derivatives in the tangent space.
+def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, damping=0.0,
+                                 out=None):
+    """Partial derivatives of impulse_dynamics(model, q, v_before, contacts, restitution,
+    damping): ImpulseDynamicsDerivatives(dvafter_dq, dvafter_dv (nv, nv), dimpulses_dq,
+    dimpulses_dv (nc, nv)), q derivatives in the tangent space; with ``damping`` > 0
+    those of the regularised solution (W = J M^-1 J^T + damping I below).
 
     Analytical (kernels/impulse_dynamics.py): the q derivative from the RNEA derivatives
     at v = 0, a = v_after - v_before, no gravity, the impulses applied to their bodies,
@@ -453,28 +478,31 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0):
     restitution); the v_before derivative is K^-1 [M ; -r J]: dimpulses_dv =
     -(1 + r) W^-1 J, dvafter_dv = I + M^-1 J^T dimpulses_dv. As Pinocchio's
     computeImpulseDynamicsDerivatives (data.ddq_dq, ddq_dv, dlambda_dq, dlambda_dv) after
-    impulseDynamics. A batch gives (B, nv, nv) and (B, nc, nv) blocks."""
+    impulseDynamics. A batch gives (B, nv, nv) and (B, nc, nv) blocks. ``out``: four
+    arrays of those shapes to write into, as contact_dynamics'."""
     try:
-        if q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+        if out is None and q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
             cint, cflt, nc = pack(model, contacts)
             if nc:
                 nv = model.nv
-                out = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
+                res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
                 _idd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                         cint, cflt, float(restitution), model._ws, *out)
-                return _new(ImpulseDynamicsDerivatives, out)
+                         cint, cflt, float(restitution), float(damping), model._ws, *res)
+                return _new(ImpulseDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)
     r = _restitution(restitution)
+    d = _number(damping, "damping", cc.BAD_DAMPING)
     if nc == 0:
         v = np.asarray(v_before)
         dt = np.result_type(q, v, np.float32)
         eye = np.broadcast_to(np.eye(model.nv, dtype=dt), v.shape[:-1] + (model.nv,) * 2)
         z = np.zeros(v.shape[:-1] + (0, model.nv), dt)
-        return ImpulseDynamicsDerivatives(np.zeros_like(eye), eye.copy(), z, z.copy())
+        return _into(out, ImpulseDynamicsDerivatives,
+                     (np.zeros_like(eye), eye.copy(), z, z.copy()))
     try:
-        return _IMPULSE_DYNAMICS_D(model, q, v_before, options=(cint, cflt, r),
-                                   sizes={"nc": nc})
+        return _IMPULSE_DYNAMICS_D(model, q, v_before, options=(cint, cflt, r, d),
+                                   sizes={"nc": nc}, out=out)
     except DependentContacts as e:
-        _raise_dependent(e, model, q, contacts)
+        _raise_dependent(e, model, q, contacts, d)

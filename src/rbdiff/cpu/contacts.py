@@ -19,12 +19,10 @@ from numba import prange
 from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI_REF,
                                         CI_ROW, CI_WIDTH, contact_dynamics,
                                         contact_dynamics_derivatives)
-from ..kernels.idsva import IDSVA_WIDTH
 from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from ..model.layout import MF_GRAVITY
 from .batch import chunk
 from .checks import batch_states_ok, dynamics_finite, state_ok, velocity_state_ok, \
     workspace_ok
@@ -77,10 +75,11 @@ def dependent_found(bad, check):
 
 @entry
 def contact_scratch(mi, nc, dtype):
-    """F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Y (nv, nc), W (nc, nc), lam (nc,)."""
+    """F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Yt = (M^-1 J^T)^T (nc, nv), W (nc,
+    nc), lam (nc,)."""
     nv = mi[0, 2]
     return (np.empty((mi[0, 0] + 1, nv, 6), dtype), np.empty((nv, nv), dtype),
-            np.empty((nc, nv), dtype), np.empty((nv, nc), dtype),
+            np.empty((nc, nv), dtype), np.empty((nc, nv), dtype),
             np.empty((nc, nc), dtype), np.empty(nc, dtype))
 
 
@@ -103,9 +102,9 @@ def contact_dynamics_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damp
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
     contacts_ok(fparent, cint, cflt, forces.shape[0], damping)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, forces.shape[0], q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, forces.shape[0], q.dtype)
     bad = contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv,
-                           J, Y, W, lam, qdd, forces)
+                           J, Yt, W, lam, qdd, forces)
     dependent_found(bad, True)
     dynamics_finite(qdd)
 
@@ -118,11 +117,11 @@ def contact_dynamics_batch(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces, c
         batch_states_ok(mi, q, v, tau, fext)
         contacts_ok(fparent, cint, cflt, nc, damping)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
         r = contact_dynamics(mi, mf, fmf, q[b], v[b], tau[b], fext[b], cint, cflt, damping,
-                             ws, F, Minv, J, Y, W, lam, qdd[b], forces[b])
+                             ws, F, Minv, J, Yt, W, lam, qdd[b], forces[b])
         if bad < 0 and r >= 0:
             bad = b
     return dependent_found(bad, check)
@@ -146,20 +145,21 @@ def contact_dynamics_parallel(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces
 
 
 @entry
-def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
-                                     dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt,
+                                     damping, ws, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                                     df_dtau):
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
     nc = df_dq.shape[0]
     qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
-    contacts_ok(fparent, cint, cflt, nc, 0.0)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
-    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws,
-                                       F, Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd,
-                                       forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
-                                       df_dtau)
+    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt,
+                                       damping, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
+                                       qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
+                                       df_dv, df_dtau)
     dependent_found(bad, True)
     dynamics_finite(qdd)
 
@@ -167,21 +167,21 @@ def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint
 @entry
 def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
                                        dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint, cflt,
-                                       check):
+                                       damping, check):
     nc = df_dq.shape[1]
     qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
     if check:
         batch_states_ok(mi, q, v, tau, fext)
-        contacts_ok(fparent, cint, cflt, nc, 0.0)
+        contacts_ok(fparent, cint, cflt, nc, damping)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
         r = contact_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], fext[b],
-                                         cint, cflt, ws, F, Minv, J, Y, W, lam, S3, D6, G,
-                                         fc, qdd2, qdd, forces, dqdd_dq[b],
+                                         cint, cflt, damping, ws, F, Minv, J, Yt, W, lam, S3,
+                                         D6, G, fc, qdd2, qdd, forces, dqdd_dq[b],
                                          dqdd_dv[b], dqdd_dtau[b], df_dq[b], df_dv[b],
                                          df_dtau[b])
         if bad < 0 and r >= 0:
@@ -192,16 +192,16 @@ def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dq
 @pentry
 def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext, dqdd_dq,
                                           dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint,
-                                          cflt, nchunks):
+                                          cflt, damping, nchunks):
     batch_states_ok(mi, q, v, tau, fext)
-    contacts_ok(fparent, cint, cflt, df_dq.shape[1], 0.0)
+    contacts_ok(fparent, cint, cflt, df_dq.shape[1], damping)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         bad[c] = contact_dynamics_derivatives_batch(
             mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
             dqdd_dq[lo:hi], dqdd_dv[lo:hi], dqdd_dtau[lo:hi], df_dq[lo:hi], df_dv[lo:hi],
-            df_dtau[lo:hi], cint, cflt, False)
+            df_dtau[lo:hi], cint, cflt, damping, False)
     dependent_found(bad.max(), True)
 
 
@@ -215,8 +215,8 @@ def impulse_dynamics_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, ws,
     workspace_ok(mi, ws)
     contacts_ok(fparent, cint, cflt, impulses.shape[0], damping)
     restitution_ok(r)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, impulses.shape[0], q.dtype)
-    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, impulses.shape[0], q.dtype)
+    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                            vout, impulses)
     dependent_found(bad, True)
     dynamics_finite(vout)
@@ -231,10 +231,10 @@ def impulse_dynamics_batch(mi, mf, fparent, fmf, q, v, vout, impulses, cint, cfl
         contacts_ok(fparent, cint, cflt, nc, damping)
         restitution_ok(r)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        x = impulse_dynamics(mi, mf, fmf, q[b], v[b], cint, r, damping, ws, F, Minv, J, Y, W,
+        x = impulse_dynamics(mi, mf, fmf, q[b], v[b], cint, r, damping, ws, F, Minv, J, Yt, W,
                              lam, vout[b], impulses[b])
         if bad < 0 and x >= 0:
             bad = b
@@ -257,32 +257,27 @@ def impulse_dynamics_parallel(mi, mf, fparent, fmf, q, v, vout, impulses, cint, 
 
 
 @entry
-def impulse_scratch(mi, mf, nc, dtype):
-    """What the impulse derivatives add to contact_scratch: mf without gravity, IDSVA's
-    workspace, S3 (3, nv, nv), D6 (2, 6, nv), G (1, nc, nv), fc (njoints, 6), dv, vout
-    (nv,), impulses (nc,)."""
+def impulse_scratch(mi, nc, dtype):
+    """What the impulse derivatives add to contact_scratch: S3 (3, nv, nv), D6 (2, 6,
+    nv), G (1, nc, nv), fc (njoints, 6), dv, vout (nv,), impulses (nc,)."""
     nv = mi[0, 2]
-    mf0 = mf.copy()
-    for k in range(3):
-        mf0[0, MF_GRAVITY + k] = 0.0
-    return (mf0, np.empty((workspace_rows(mi), IDSVA_WIDTH), dtype),
-            np.empty((3, nv, nv), dtype), np.empty((2, 6, nv), dtype),
+    return (np.empty((3, nv, nv), dtype), np.empty((2, 6, nv), dtype),
             np.empty((1, nc, nv), dtype), np.empty((mi[0, 0] + 1, 6), dtype),
             np.empty(nv, dtype), np.empty(nv, dtype), np.empty(nc, dtype))
 
 
 @entry
-def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, ws,
+def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, ws,
                                      dv_dq, dv_dv, di_dq, di_dv):
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     nc = di_dq.shape[0]
-    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    contacts_ok(fparent, cint, cflt, nc, damping)
     restitution_ok(r)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
-    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
-    bad = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F,
-                                       Minv, J, Y, W, lam, S3, D6, G, fc, dv, vout, imp,
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
+    bad = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
+                                       Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, imp,
                                        dv_dq, dv_dv, di_dq, di_dv)
     dependent_found(bad, True)
     dynamics_finite(vout)
@@ -290,20 +285,20 @@ def impulse_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, cint, cflt, r, 
 
 @entry
 def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
-                                       di_dv, cint, cflt, r, check):
+                                       di_dv, cint, cflt, r, damping, check):
     nc = di_dq.shape[1]
     if check:
         batch_states_ok(mi, q, v, v, None)
-        contacts_ok(fparent, cint, cflt, nc, 0.0)
+        contacts_ok(fparent, cint, cflt, nc, damping)
         restitution_ok(r)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
-    F, Minv, J, Y, W, lam = contact_scratch(mi, nc, q.dtype)
-    mf0, wsd, S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, mf, nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
     bad = -1
     for b in range(q.shape[0]):
-        x = impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q[b], v[b], cint, r, ws,
-                                         wsd, F, Minv, J, Y, W, lam, S3, D6, G, fc, dv,
-                                         vout, imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
+        x = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], cint, r, damping,
+                                         ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout,
+                                         imp, dv_dq[b], dv_dv[b], di_dq[b], di_dv[b])
         if bad < 0 and x >= 0:
             bad = b
     return dependent_found(bad, check)
@@ -311,14 +306,14 @@ def impulse_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv,
 
 @pentry
 def impulse_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv, di_dq,
-                                          di_dv, cint, cflt, r, nchunks):
+                                          di_dv, cint, cflt, r, damping, nchunks):
     batch_states_ok(mi, q, v, v, None)
-    contacts_ok(fparent, cint, cflt, di_dq.shape[1], 0.0)
+    contacts_ok(fparent, cint, cflt, di_dq.shape[1], damping)
     restitution_ok(r)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         bad[c] = impulse_dynamics_derivatives_batch(
             mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], dv_dq[lo:hi], dv_dv[lo:hi],
-            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, False)
+            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, damping, False)
     dependent_found(bad.max(), True)

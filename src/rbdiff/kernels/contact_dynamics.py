@@ -11,6 +11,9 @@ Mansard 2018 for the derivatives), solved through the structure:
     W lambda = -(gamma + J qdd_free)             (Cholesky; a pivot at rounding level:
                                                   dependent contact rows)
     qdd = qdd_free + Y lambda
+gamma + J qdd_free is read off ABA's own pass (the contact frames' classical or spatial
+acceleration at qdd_free), so the bodies are placed once: the derivatives reuse ABA's
+placements and velocities too.
 
 Contacts (contacts/__init__.py packs them): ``cint`` (ncontacts, CI_WIDTH) int64 rows
 [frame, dimension 3 | 6, reference LOCAL | LOCAL_WORLD_ALIGNED, first row, parent joint];
@@ -27,12 +30,15 @@ forces at the end (and their derivatives: d(R f)/dq_m = w_m x (R f) + R df/dq_m,
 world angular column of dof m).
 
 Derivatives (x = q or v), the solution held, LOCAL:
-    r1 = RNEA(q, v, qdd, fext + lambda on the contact joints) - tau,  r2 = a_c - e
+    r1 = RNEA(q, v, qdd, fext + lambda on the contact joints) - tau,
+    r2 = a_c - e + damping lambda    (the regularised row: J qdd + gamma - e = -damping lambda)
     A_x = -M^-1 dr1/dx               (IDSVA at qdd with the contact forces, times M^-1)
     dlambda/dx = -W^-1 (J A_x + da_c/dx - de/dx),   dqdd/dx = A_x + Y dlambda/dx
     dlambda/dtau = -W^-1 Y^T,                         dqdd/dtau = M^-1 + Y dlambda/dtau
-with da_c/dx the frame's LOCAL (classical for 3D) acceleration derivatives at qdd
-(frame_motion.py, the true derivatives in LOCAL) and
+(W = J Y + damping I: the damping enters through W alone, in LOCAL as in any reference,
+R (W + damping I) R^T = R W R^T + damping I) with da_c/dx the frame's LOCAL (classical
+for 3D) acceleration derivatives at qdd (frame_motion.py, the true derivatives in LOCAL)
+and
     3D: dperr/dq = J_lin + perr x J_ang,  6D: dperr/dq = Jlog6(oMc2^-1 oMc1) J
     dverr/dq = dv/dq (LOCAL), dverr/dv = J.
 """
@@ -43,17 +49,16 @@ from ..model.layout import FM_P, FM_R, MI_IV, MI_NV, MI_PARENT
 from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
 from .armature import armature_bias_jacobian
-from .idsva import idsva_backward_pass, idsva_forward_pass
+from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .configuration import log_placement
-from .fk import init_universe, placement_pass_joint, velocity_joint
-from .frame_motion import body_acceleration, classical, frame_acceleration_derivatives
+from .fk import acceleration_joint
+from .frame_motion import body_acceleration, classical, placed_acceleration_derivatives
 from .frames import jacobian_column, joint_frame_pose
 from .jit import helper, kernel
 from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from .lie import right_jacobian_inverse_se3
 from .minverse import minverse_factored
-from .spatial import add6, motion_cross
-from .workspace import D_S, W_A, W_V, W_VJ
+from .workspace import D_S, W_V
 
 CI_FRAME = 0
 CI_DIM = 1
@@ -70,25 +75,6 @@ SINGULAR_RTOL = 1e-11   # a W pivot below this times W's largest diagonal: depen
 
 
 # ---- kinematics of the contacts --------------------------------------------------------
-
-@helper
-def drift_joint(mi, i, ws):
-    """a_i = a_parent + v_parent x (S_i qd_i): the acceleration at qdd = 0."""
-    lam = mi[i, MI_PARENT]
-    ai = ws[i, W_A:W_A + 6]
-    motion_cross(ws[lam, W_V:W_V + 6], ws[i, W_VJ:W_VJ + 6], ai)
-    add6(ws[lam, W_A:W_A + 6], ai)
-
-
-@kernel
-def drift_pass(mi, mf, q, v, ws):
-    """Placements, world S, velocities and accelerations at qdd = 0 of every joint."""
-    init_universe(mf, ws)
-    for i in range(1, mi[0, 0] + 1):
-        placement_pass_joint(mi, mf, i, q, ws)
-        velocity_joint(mi, i, v, ws)
-        drift_joint(mi, i, ws)
-
 
 @helper
 def contact_pose(ws, fmf, cint, k):
@@ -169,8 +155,9 @@ def has_gains(cflt, k):
 
 @kernel
 def contact_rows(mi, mf, fmf, cint, cflt, ws, J, rhs):
-    """J (nc, nv): the contacts' LOCAL rows; rhs (nc,) = gamma - e (J qdd + rhs = 0),
-    from drift_pass's state in ws."""
+    """J (nc, nv): the contacts' LOCAL rows; rhs (nc,) = a_c - e, a_c the contacts'
+    (classical for 3D) acceleration at the accelerations in ws (ABA's at qdd_free: a_c
+    = gamma + J qdd_free), from the placements, S, v and a in ws."""
     for r in range(J.shape[0]):
         for m in range(J.shape[1]):
             J[r, m] = 0.0
@@ -253,73 +240,60 @@ def cholesky_solve(L, n, b):
 
 
 @kernel
-def operational_space(mi, cint, Minv, J, Y, W, damping):
-    """Y = M^-1 J^T (nv, nc) and the lower triangle of W = J Y + damping I (nc, nc),
+def operational_space(mi, cint, Minv, J, Yt, W, damping):
+    """Yt = Y^T = J M^-1 (nc, nv; stored by rows, so that every product with it runs
+    along contiguous rows) and the lower triangle of W = J Y + damping I (nc, nc); Yt
     over each contact's support dofs only (J is zero elsewhere)."""
     nv = Minv.shape[0]
-    for k in range(cint.shape[0]):
-        r0 = cint[k, CI_ROW]
-        dim = cint[k, CI_DIM]
-        for r in range(r0, r0 + dim):
-            for i in range(nv):
-                Y[i, r] = 0.0
-        a = cint[k, CI_JOINT]
-        while a > 0:
-            for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                for r in range(r0, r0 + dim):
-                    c = J[r, m]
-                    for i in range(nv):
-                        Y[i, r] += Minv[i, m] * c
-            a = mi[a, MI_PARENT]
-    for k in range(cint.shape[0]):
-        r0 = cint[k, CI_ROW]
-        dim = cint[k, CI_DIM]
-        for r in range(r0, r0 + dim):
-            for c in range(r + 1):
-                W[r, c] = 0.0      # not 0 * W: np.empty may hold NaN
-        a = cint[k, CI_JOINT]
-        while a > 0:
-            for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                for r in range(r0, r0 + dim):
-                    x = J[r, m]
-                    for c in range(r + 1):
-                        W[r, c] += x * Y[m, c]
-            a = mi[a, MI_PARENT]
-        for r in range(r0, r0 + dim):
-            W[r, r] += damping
-
-
-@kernel
-def contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Y, W,
-                  qdd, lam):
-    """qdd (nv,) and lam (nc,), the contact forces in LOCAL, with M^-1, J (LOCAL rows),
-    Y = M^-1 J^T and W's Cholesky factor left in Minv, J, Y, W. Returns -1, or the first
-    dependent row of J (nothing solved then)."""
     nc = J.shape[0]
-    drift_pass(mi, mf, q, v, ws)
-    contact_rows(mi, mf, fmf, cint, cflt, ws, J, lam)        # lam <- gamma - e
-    aba(mi, mf, q, v, tau, fext, ws, qdd)                     # qdd <- qdd_free
-    minverse_factored(mi, ws, F, Minv)
-    operational_space(mi, cint, Minv, J, Y, W, damping)
-    for k in range(cint.shape[0]):                            # lam <- -(gamma - e + J qdd)
+    for k in range(cint.shape[0]):
         r0 = cint[k, CI_ROW]
         for r in range(r0, r0 + cint[k, CI_DIM]):
-            s = lam[r]
+            y = Yt[r]
+            for i in range(nv):
+                y[i] = 0.0
             a = cint[k, CI_JOINT]
             while a > 0:
                 for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                    s += J[r, m] * qdd[m]
+                    c = J[r, m]
+                    row = Minv[m]         # M^-1 symmetric: its row m is its column m
+                    for i in range(nv):
+                        y[i] += c * row[i]
                 a = mi[a, MI_PARENT]
-            lam[r] = -s
+    for r in range(nc):
+        x = J[r]
+        for c in range(r + 1):
+            y = Yt[c]
+            s = 0.0 * x[0]        # the dtype's zero (not 0 * W: np.empty may hold NaN)
+            for m in range(nv):
+                s += x[m] * y[m]
+            W[r, c] = s
+        W[r, r] += damping
+
+
+@kernel
+def contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Yt, W,
+                  qdd, lam):
+    """qdd (nv,) and lam (nc,), the contact forces in LOCAL, with M^-1, J (LOCAL rows),
+    Yt = J M^-1 and W's Cholesky factor left in Minv, J, Yt, W, and in ws ABA's
+    placements, S and velocities. Returns -1, or the first dependent row of J (nothing
+    solved then)."""
+    nc = J.shape[0]
+    aba(mi, mf, q, v, tau, fext, ws, qdd)                     # qdd <- qdd_free
+    contact_rows(mi, mf, fmf, cint, cflt, ws, J, lam)        # lam <- gamma + J qdd - e
+    minverse_factored(mi, ws, F, Minv)
+    operational_space(mi, cint, Minv, J, Yt, W, damping)
+    for r in range(nc):
+        lam[r] = -lam[r]
     bad = cholesky(W, nc)
     if bad >= 0:
         return bad
     cholesky_solve(W, nc, lam)
-    for i in range(qdd.shape[0]):
-        s = 0.0 * qdd[i]
-        for r in range(nc):
-            s += Y[i, r] * lam[r]
-        qdd[i] += s
+    for r in range(nc):
+        y = Yt[r]
+        x = lam[r]
+        for i in range(qdd.shape[0]):
+            qdd[i] += x * y[i]
     return -1
 
 
@@ -343,13 +317,13 @@ def reference_forces(fmf, cint, ws, lam, out):
 
 
 @kernel
-def contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Y,
+def contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J, Yt,
                      W, lam, qdd, forces):
     """qdd (nv,) and forces (nc,) in each contact's reference; -1 or the first dependent
-    row (contact_solve). Scratch: F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Y (nv,
-    nc), W (nc, nc), lam (nc,)."""
+    row (contact_solve). Scratch: F (njoints, nv, 6), Minv (nv, nv), J (nc, nv), Yt (nc,
+    nv), W (nc, nc), lam (nc,)."""
     bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
-                        Y, W, qdd, lam)
+                        Yt, W, qdd, lam)
     if bad < 0:
         reference_forces(fmf, cint, ws, lam, forces)
     return bad
@@ -442,25 +416,81 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
 
 
 @kernel
-def solve_columns(W, nc, B, sign, out):
-    """out[:, m] = sign W^-1 B[:, m] for every column (W: cholesky's factor); B and out
-    may be one array."""
-    for m in range(B.shape[1]):
-        col = out[:, m]
-        for r in range(nc):
-            col[r] = B[r, m]
-        cholesky_solve(W, nc, col)
-        for r in range(nc):
-            col[r] = sign * col[r]
+def forward_rows(L, nc, X):
+    """X (nc, n) <- L^-1 X for cholesky's factor L, by row operations: the inner loops
+    run along X's contiguous rows (all n right-hand sides at once, SIMD), where column
+    by column solves would stride through X."""
+    n = X.shape[1]
+    for i in range(nc):
+        xi = X[i]
+        for k in range(i):
+            lik = L[i, k]
+            xk = X[k]
+            for m in range(n):
+                xi[m] -= lik * xk[m]
+        d = 1.0 / L[i, i]
+        for m in range(n):
+            xi[m] *= d
 
 
 @kernel
-def add_y_times(Y, X, out):
-    """out (nv, n) += Y (nv, nc) X (nc, n)."""
-    nc = Y.shape[1]
+def backward_rows(L, nc, X):
+    """X (nc, n) <- L^-T X, by row operations (forward_rows)."""
+    n = X.shape[1]
+    for i in range(nc - 1, -1, -1):
+        xi = X[i]
+        for k in range(i + 1, nc):
+            lki = L[k, i]
+            xk = X[k]
+            for m in range(n):
+                xi[m] -= lki * xk[m]
+        d = 1.0 / L[i, i]
+        for m in range(n):
+            xi[m] *= d
+
+
+@kernel
+def solve_rows(W, nc, B, sign, out):
+    """out (nc, n) = sign W^-1 B (W: cholesky's factor); B may be any (nc, n) view (a
+    transpose), out C-contiguous rows."""
+    for r in range(nc):
+        for m in range(B.shape[1]):
+            out[r, m] = sign * B[r, m]
+    forward_rows(W, nc, out)
+    backward_rows(W, nc, out)
+
+
+@kernel
+def tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau):
+    """df_dtau = -W^-1 Y^T (nc, nv) and dqdd_dtau = M^-1 - Y W^-1 Y^T (nv, nv) through
+    Z = L^-1 Y^T: dqdd_dtau = M^-1 - Z^T Z, symmetric, so one triangle is formed and
+    mirrored; df_dtau = -L^-T Z."""
+    nv = Minv.shape[0]
+    for r in range(nc):
+        for m in range(nv):
+            df_dtau[r, m] = -Yt[r, m]
+    forward_rows(W, nc, df_dtau)              # -Z
+    for i in range(nv):
+        row = dqdd_dtau[i]
+        for m in range(i, nv):
+            row[m] = Minv[i, m]
+        for r in range(nc):
+            z = df_dtau[r, i]
+            zr = df_dtau[r]
+            for m in range(i, nv):
+                row[m] -= z * zr[m]
+        for m in range(i):
+            row[m] = dqdd_dtau[m, i]
+    backward_rows(W, nc, df_dtau)
+
+
+@kernel
+def add_y_times(Yt, X, out):
+    """out (nv, n) += Y X for Yt = Y^T (nc, nv), X (nc, n)."""
+    nc = Yt.shape[0]
     for i in range(out.shape[0]):
         for r in range(nc):
-            y = Y[i, r]
+            y = Yt[r, i]
             for m in range(out.shape[1]):
                 out[i, m] += y * X[r, m]
 
@@ -498,40 +528,40 @@ def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
 
 
 @kernel
-def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, ws, F,
-                                 Minv, J, Y, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
+def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping,
+                                 ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd,
+                                 forces,
                                  dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
-    """contact_dynamics (no damping) and its six derivative blocks (module docstring);
-    -1 or the first dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as
-    contact_dynamics' and S3 (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6),
-    qdd2 (nv,)."""
+    """contact_dynamics (damping >= 0: the regularised solution) and its six derivative
+    blocks (module docstring; with damping W holds J Y + damping I); -1 or the first
+    dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as contact_dynamics' and S3
+    (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6), qdd2 (nv,)."""
     nc = J.shape[0]
-    bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, 0.0, ws, F, Minv, J, Y,
-                        W, qdd, lam)
+    bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
+                        Yt, W, qdd, lam)
     if bad >= 0:
         return bad
     reference_forces(fmf, cint, ws, lam, forces)
     forces_on_joints(fmf, cint, fext, lam, fc)
     # A_q, A_v = -M^-1 dr1/dx (Carpentier & Mansard eq. 24 at the contact forces, held
-    # on their bodies): IDSVA at qdd, then the products with the solve's own M^-1
-    idsva_forward_pass(mi, mf, q, v, qdd, fc, ws)
+    # on their bodies): IDSVA at qdd on ABA's placements and velocities (the
+    # accelerations redone at qdd), then the products with the solve's own M^-1
+    for i in range(1, mi[0, 0] + 1):
+        acceleration_joint(mi, i, qdd, ws)
+    idsva_dynamics_pass(mi, mf, fc, ws)
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
     armature_bias_jacobian(mi, mf, v, S3[1])
     neg_minv_mul_tree(mi, Minv, S3[0], S3[1], dqdd_dq, dqdd_dv, S3[2, 0], S3[2, 1])
-    for i in range(Minv.shape[0]):
-        for m in range(Minv.shape[1]):
-            dqdd_dtau[i, m] = Minv[i, m]
-    for k in range(cint.shape[0]):
-        frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, qdd, cint[k, CI_FRAME],
-                                       LOCAL, 1 if cint[k, CI_DIM] == 3 else 0, ws,
-                                       D6[0], D6[1], D6[2], D6[3])
+    for k in range(cint.shape[0]):      # the bodies' motion at qdd is in ws already
+        placed_acceleration_derivatives(mi, mf, fparent, fmf, cint[k, CI_FRAME], LOCAL,
+                                        1 if cint[k, CI_DIM] == 3 else 0, ws, D6[0],
+                                        D6[1], D6[2], D6[3])
         R, p = contact_pose(ws, fmf, cint, k)
         constraint_derivatives(mi, cint, cflt, k, R, p, D6, dqdd_dq, dqdd_dv, J, G)
-    solve_columns(W, nc, G[0], -1.0, df_dq)
-    solve_columns(W, nc, G[1], -1.0, df_dv)
-    solve_columns(W, nc, Y.T, -1.0, df_dtau)
-    add_y_times(Y, df_dq, dqdd_dq)
-    add_y_times(Y, df_dv, dqdd_dv)
-    add_y_times(Y, df_dtau, dqdd_dtau)
+    solve_rows(W, nc, G[0], -1.0, df_dq)
+    solve_rows(W, nc, G[1], -1.0, df_dv)
+    add_y_times(Yt, df_dq, dqdd_dq)
+    add_y_times(Yt, df_dv, dqdd_dv)
+    tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau)
     rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
     return -1

@@ -186,11 +186,18 @@ def frame_jacobian_time_variation(mi, mf, fparent, fmf, q, v, frame, reference, 
 def frame_velocity_derivatives(mi, mf, fparent, fmf, q, v, frame, reference, ws,
                                dv_dq, dv_dv):
     """dv_dq, dv_dv (6, nv): the derivatives of frame_velocity's value."""
+    support_motion(mi, mf, fparent[frame], q, v, None, ws)
+    placed_velocity_derivatives(mi, fparent, fmf, frame, reference, ws, dv_dq, dv_dv)
+
+
+@kernel
+def placed_velocity_derivatives(mi, fparent, fmf, frame, reference, ws, dv_dq, dv_dv):
+    """frame_velocity_derivatives on a workspace whose support placements, S and v an
+    earlier pass left."""
     n = mi[0, 0]
     j = fparent[frame]
     zero_columns(dv_dq)
     zero_columns(dv_dv)
-    support_motion(mi, mf, j, q, v, None, ws)
     R, p = joint_frame_pose(ws, j, fmf[frame])
     vj = ld6(ws[j, W_V:W_V + 6])
     k = j
@@ -209,13 +216,22 @@ def frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, a, frame, referen
     """dv_dq, da_dq, da_dv, da_da (6, nv): the derivatives of frame_velocity's and
     frame_acceleration's values (the classical acceleration's when ``classic``; dv_dq
     stays the spatial velocity's)."""
+    support_motion(mi, mf, fparent[frame], q, v, a, ws)
+    placed_acceleration_derivatives(mi, mf, fparent, fmf, frame, reference, classic, ws,
+                                    dv_dq, da_dq, da_dv, da_da)
+
+
+@kernel
+def placed_acceleration_derivatives(mi, mf, fparent, fmf, frame, reference, classic, ws,
+                                    dv_dq, da_dq, da_dv, da_da):
+    """frame_acceleration_derivatives on a workspace whose support placements, S, v and a
+    an earlier pass left (ABA's, or contact dynamics' at its solution)."""
     n = mi[0, 0]
     j = fparent[frame]
     zero_columns(dv_dq)
     zero_columns(da_dq)
     zero_columns(da_dv)
     zero_columns(da_da)
-    support_motion(mi, mf, j, q, v, a, ws)
     R, p = joint_frame_pose(ws, j, fmf[frame])
     vj = ld6(ws[j, W_V:W_V + 6])
     aj = body_acceleration(mf, ws, j)

@@ -9,26 +9,30 @@ all in LOCAL (LOCAL_WORLD_ALIGNED impulses rotated at the end, as the forces the
 
 Derivatives (Lambda and v+ held), x = q:
     r1 = RNEA(q, 0, v+ - v-, impulses on the contact joints; no gravity),  A_q = -M^-1 dr1/dq
-    r2 = J(q) v+ + r J(q) v-,  dr2/dq = the frames' LOCAL velocity derivatives at v+ and v-
+    r2 = J(q) v+ + r J(q) v- + damping Lambda  (the regularised row),
+    dr2/dq = the frames' LOCAL velocity derivatives at v+ and v-
     dLambda/dq = -W^-1 (J A_q + dr2/dq),  dv+/dq = A_q + Y dLambda/dq
-and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-.
+and x = v-: dLambda/dv- = -(1 + r) W^-1 J, dv+/dv- = I + Y dLambda/dv-; the damping
+enters through W = J Y + damping I alone.
 """
 
+from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .contact_dynamics import (CI_DIM, CI_FRAME, CI_ROW, add_y_times, cholesky,
                                cholesky_solve, contact_jacobian, forces_on_joints,
                                operational_space, reference_forces,
-                               rotate_force_derivatives, solve_columns)
-from .frame_motion import frame_velocity_derivatives
-from .fk import placement_pass
-from .idsva import idsva
+                               rotate_force_derivatives, solve_rows)
+from .fk import acceleration_joint, velocity_joint
+from .frame_motion import placed_velocity_derivatives
+from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .jit import kernel
 from .kinematics_derivatives import LOCAL
 from .minverse import minverse
+from .workspace import W_A, W_V, W_VJ
 
 
 @kernel
-def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam, vout):
-    """vout (nv,) = v+ and lam (nc,) the LOCAL impulses, with M^-1, J, Y and W's Cholesky
+def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam, vout):
+    """vout (nv,) = v+ and lam (nc,) the LOCAL impulses, with M^-1, J, Yt and W's Cholesky
     factor left in place; -1, or the first dependent row (nothing solved then)."""
     nc = J.shape[0]
     minverse(mi, mf, q, ws, F, Minv)             # places the bodies: world S in ws
@@ -36,7 +40,7 @@ def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam
         for m in range(J.shape[1]):
             J[a, m] = 0.0
     contact_jacobian(mi, fmf, cint, ws, J)
-    operational_space(mi, cint, Minv, J, Y, W, damping)
+    operational_space(mi, cint, Minv, J, Yt, W, damping)
     for a in range(nc):
         s = 0.0 * v[0]
         for m in range(J.shape[1]):
@@ -47,19 +51,21 @@ def impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam
         return bad
     cholesky_solve(W, nc, lam)
     for i in range(vout.shape[0]):
-        s = v[i]
-        for a in range(nc):
-            s += Y[i, a] * lam[a]
-        vout[i] = s
+        vout[i] = v[i]
+    for a in range(nc):
+        y = Yt[a]
+        x = lam[a]
+        for i in range(vout.shape[0]):
+            vout[i] += x * y[i]
     return -1
 
 
 @kernel
-def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam, vout,
+def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam, vout,
                      impulses):
     """v+ (nv,) and the impulses (nc,) in each contact's reference; -1 or the first
     dependent row."""
-    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, lam,
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                         vout)
     if bad < 0:
         reference_forces(fmf, cint, ws, lam, impulses)
@@ -67,48 +73,59 @@ def impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Y, W, 
 
 
 @kernel
-def impulse_dynamics_derivatives(mi, mf, mf0, fparent, fmf, q, v, cint, r, ws, wsd, F, Minv,
-                                 J, Y, W, lam, S3, D6, G, fc, dv, vout, impulses,
+def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F, Minv,
+                                 J, Yt, W, lam, S3, D6, G, fc, dv, vout, impulses,
                                  dv_dq, dv_dv, di_dq, di_dv):
-    """impulse_dynamics (no damping) and its derivatives (module docstring); mf0: mf
-    without gravity; wsd: IDSVA's workspace; dv (nv,) scratch. -1 or the first dependent
-    row."""
+    """impulse_dynamics (damping >= 0: the regularised solution) and its derivatives
+    (module docstring); dv (nv,) scratch. -1 or the first dependent row. The bodies are
+    placed once (by the solve's M^-1): IDSVA and the frames' velocity derivatives run on
+    those placements."""
     nc = J.shape[0]
     nv = J.shape[1]
-    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, 0.0, ws, F, Minv, J, Y, W, lam, vout)
+    bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
+                        vout)
     if bad >= 0:
         return bad
     reference_forces(fmf, cint, ws, lam, impulses)
     forces_on_joints(fmf, cint, None, lam, fc)
     for i in range(nv):
         dv[i] = vout[i] - v[i]
-    for i in range(nv):
-        D6[0, 0, i] = 0.0 * dv[0]      # a zero velocity for IDSVA (row 0 of D6: scratch)
-    idsva(mi, mf0, q, D6[0, 0], dv, fc, wsd, S3[0], S3[1], S3[2])
-    neg_minv_times(Minv, S3[0], dv_dq, S3[2, 0])
+    # IDSVA at v = 0, a = v+ - v-, no gravity (a_0 = 0), the impulses on their bodies
+    for c in range(6):
+        ws[0, W_V + c] = 0.0
+        ws[0, W_A + c] = 0.0
+    for i in range(1, mi[0, 0] + 1):
+        for c in range(6):
+            ws[i, W_V + c] = 0.0
+            ws[i, W_VJ + c] = 0.0
+        acceleration_joint(mi, i, dv, ws)
+    idsva_dynamics_pass(mi, mf, fc, ws)
+    idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])
+    neg_minv_mul_branches(mi, Minv, S3[0], dv_dq, S3[2, 0])
     for a in range(nc):
         for m in range(nv):
             G[0, a, m] = 0.0
-    for k in range(cint.shape[0]):
-        dim = cint[k, CI_DIM]
-        r0 = cint[k, CI_ROW]
-        for w in range(1 if r == 0.0 else 2):       # J(q) v- only with restitution
-            frame_velocity_derivatives(mi, mf, fparent, fmf, q, vout if w == 0 else v,
-                                       cint[k, CI_FRAME], LOCAL, ws, D6[0], D6[1])
-            c = 1.0 if w == 0 else r
+    for w in range(1 if r == 0.0 else 2):       # J(q) v- only with restitution
+        c = 1.0 if w == 0 else r
+        for i in range(1, mi[0, 0] + 1):
+            velocity_joint(mi, i, vout if w == 0 else v, ws)
+        for k in range(cint.shape[0]):
+            dim = cint[k, CI_DIM]
+            r0 = cint[k, CI_ROW]
+            placed_velocity_derivatives(mi, fparent, fmf, cint[k, CI_FRAME], LOCAL, ws,
+                                        D6[0], D6[1])
             for a in range(dim):
                 for m in range(nv):
                     G[0, r0 + a, m] += c * D6[0, a, m]
     add_jacobian_times(J, dv_dq, G[0])
-    solve_columns(W, nc, G[0], -1.0, di_dq)
-    add_y_times(Y, di_dq, dv_dq)
-    solve_columns(W, nc, J, -(1.0 + r), di_dv)
+    solve_rows(W, nc, G[0], -1.0, di_dq)
+    add_y_times(Yt, di_dq, dv_dq)
+    solve_rows(W, nc, J, -(1.0 + r), di_dv)
     for i in range(nv):
         for m in range(nv):
             dv_dv[i, m] = 0.0
         dv_dv[i, i] = 1.0
-    add_y_times(Y, di_dv, dv_dv)
-    placement_pass(mi, mf, q, ws)          # the world S of every dof for the rotation
+    add_y_times(Yt, di_dv, dv_dv)
     rotate_force_derivatives(mi, fmf, cint, ws, impulses, di_dq, di_dv, di_dv[:0])
     return -1
 
@@ -125,17 +142,28 @@ def add_jacobian_times(J, A, out):
 
 
 @kernel
-def neg_minv_times(Minv, B, C, buf):
-    """C (nv, nv) = -Minv B for symmetric Minv, column by column over B's nonzero
-    entries (rows of Minv contiguous); buf: (nv,) scratch."""
+def neg_minv_mul_branches(mi, Minv, B, C, buf):
+    """C (nv, nv) = -Minv B for symmetric Minv and B zero outside the branch pattern
+    (IDSVA's dtau_dq): aba_derivatives.neg_minv_mul_tree for one matrix (the impulse
+    derivatives have no v block to form beside it). buf: (nv,) scratch."""
     nv = Minv.shape[0]
-    for j in range(B.shape[1]):
-        for c in range(nv):
-            buf[c] = 0.0
-        for k in range(nv):
-            b = B[k, j]
-            if b != 0.0:
+    for jt in range(1, mi[0, 0] + 1):
+        iv = mi[jt, MI_IV]
+        for j in range(iv, iv + mi[jt, MI_NV]):
+            for c in range(nv):
+                buf[c] = 0.0
+            a = jt
+            while a > 0:        # the ancestors' dofs (jt's own included)
+                for k in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+                    b = B[k, j]
+                    row = Minv[k]
+                    for c in range(nv):
+                        buf[c] += b * row[c]
+                a = mi[a, MI_PARENT]
+            for k in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):     # descendants
+                b = B[k, j]
+                row = Minv[k]
                 for c in range(nv):
-                    buf[c] += b * Minv[k, c]
-        for c in range(nv):
-            C[c, j] = -buf[c]
+                    buf[c] += b * row[c]
+            for c in range(nv):
+                C[c, j] = -buf[c]
