@@ -1,0 +1,429 @@
+"""Second-order derivatives of inverse and forward dynamics contracted with a costate,
+without forming a tensor, O(N d) (Nganga & Wensing, RA-L 2021; the idea of issue 27).
+
+RNEA. With P(q, v, a) = lam^T ID(q, v, a) and Q, V, X, D the IDSVA-SO tensors
+(idsva_so.py: Q[i, j, k] = d2tau_i/dq_j dq_k, V = d2tau/dv2, X = d2tau/dqdv,
+D[i, j, k] = dM_ij/dq_k), the outputs are their contractions over the output index,
+C_T[j, k] = sum_i lam_i T[i, j, k]: HQ, HV, HX, HD (each (nv, nv)); HQ, HV, HX are the
+Hessian blocks d2P/dq2, d2P/dv2, d2P/dqdv (tangent-space q, the tensors' index order)
+and HD[j, k] = sum_i lam_i dM_ij/dq_k = d2P/da_j dq_k.
+
+Derivation. IDSVA-SO (DESIGN.md section 5) visits every triple of dofs (a, b, c) on one
+root-leaf path, a in joint i, b in joint j, c in joint k with k <= j <= i (ancestor or
+self), and writes each tensor entry of the triple with the output index equal to a, b
+or c: O(N d^2) triples. Every entry is a dot product that is LINEAR in the quantities
+of the dof that is the output index, so the sum over that index, weighted by lam,
+moves inside the dot products and the remaining pair is O(1):
+
+- output c (the shallowest; sum over c above j, listing rows k != j): the entries are
+  u.s_c with u a u-vector of the pair (a, b), so they sum to u.N with
+  N = nu_lambda(j), where nu_i = sum over the joints on the path root..i of S lam (the
+  "velocity" the costate induces). u.N is then written with cross-product identities,
+  (m x* f).n = f.(n x m), as dot products with Z = N x s_b and ZP = N x psid_b, which
+  depend on b alone (dof rows, costate_pass).
+- output b (the middle one, b strictly above a's joint; listing rows j != i): the
+  u-vectors u12 = A1 s_b, u1 = A3^T s_b, u11 = A1 s_b - s_b x* T1 are linear in s_b,
+  so the sum over the b between c's joint k (included) and a's joint i (excluded) uses
+  W = nu_lambda(i) - nu_lambda(k): g12 = A1 W, g1 = A3^T W, g11 = A1 W - W x* T1.
+- output a (the deepest; sum over a in subtree(j), j's own dofs included): u12, u9, u11
+  and u8 = s_b x* T4 - A1 psid_b + psid_b x* T1 are linear in a's T1, T4 and
+  A1 = Idot(IC_i, s_a), so the sums use lam-weighted subtree sums ST1 = sum lam_a T1_a,
+  ST4 = sum lam_a T4_a, SA1 = sum lam_a A1_a, accumulated leaves first like IC.
+
+Each entry of the listing is counted once: where the listing writes one position twice
+(D[c, b, a] = D[b, c, a] when b and c share a joint, by the triples (a, b, c) and
+(a, c, b)), only the output-b term is kept. Three loops over pairs of dofs on one
+branch, O(1) each: O(N d) in all, O(N^2) on a chain.
+
+ABA (FDSVA-SO, fdsva_so.py: the ABA tensors are -Minv times the ID ones at
+qdd = ABA(q, v, tau), plus products of D with P = dqdd/dq, Pv = dqdd/dv and Minv). With
+mu = Minv lam (Minv symmetric) and C_T the RNEA contractions at (q, v, qdd) and mu:
+  lam.d2qdd/dq2    = -(C_Q + P^T C_D + C_D^T P)
+  lam.d2qdd/dv2    = -C_V
+  lam.d2qdd/dqdv   = -(C_X + C_D^T Pv)
+  lam.d2qdd/dtaudq = -Minv C_D
+C_D has the branch pattern (zero unless its two dofs lie on one branch), so the products
+run over it (branch_products), O(nv nnz) like aba_derivatives' own products.
+
+Symbols as in idsva.py and idsva_so.py (A1, A3, T1..T4 of a dof, IC, BC, f subtree sums);
+all world frame.
+"""
+
+from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT, MF_ARM, MI_ARM_WORLD
+from .aba import aba
+from .aba_derivatives import neg_minv_mul_tree
+from .armature import armature_bias_jacobian
+from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, IDSVA_WIDTH,
+                    bct_mul_ang, idsva_dynamics_pass, idsva_forward_pass, joint_fill,
+                    joint_terms)
+from .idsva_so import (SC_A1, SC_A3, SC_T4, SC_W, dof_blocks, force_cross_ang,
+                       subtree_to_parent)
+from .jit import helper, kernel
+from .minverse import minverse_factored
+from .spatial import add6, add13, axpy6, dot6, force_cross, inertia_mul, motion_cross
+from .workspace import D_S, W_Y
+
+# joint rows, past IDSVA's columns: nu (costate velocity of the path root..i), the
+# lam-weighted subtree sums ST1 (6), ST4 (angular half, 3), SA1 (compact A1-form, 13)
+W_NU = IDSVA_WIDTH
+W_ST1 = W_NU + 6
+W_ST4 = W_ST1 + 6
+W_SA1 = W_ST4 + 3
+CONTRACTION_WIDTH = W_SA1 + 13
+# dof rows, past IDSVA's: Z = nu_lambda x s, ZP = nu_lambda x psid
+D_Z = D_T4 + 3
+D_ZP = D_Z + 6
+
+# scratch `sc` (SC_SIZE scalars): idsva_so's A1, A3, T4 and W at their offsets, then
+SC_G12 = 43         # A1 x (6)
+SC_G1 = 49          # A3^T x (6; linear half zero)
+SC_G11 = 55         # A1 x - x x* T1 (6)
+SC_X = 61           # a 6-vector (N or W)
+SC_U8 = 67          # output a: U8, U9, U12 (6 each)
+SC_U9 = 73
+SC_U12 = 79
+SC_V = 85           # scratch (6)
+SC_SIZE = 91
+
+
+@helper
+def costate_pass(mi, lam, ws):
+    """nu_i = nu_lambda(i) + S_i lam_i (root first; nu_0 = 0), Z = nu_lambda x s and
+    ZP = nu_lambda x psid on every dof row, and the subtree sums ST1, ST4, SA1 = 0."""
+    n = mi[0, 0]
+    for c in range(W_NU, W_NU + 6):
+        ws[0, c] = 0.0
+    for i in range(1, n + 1):
+        p = mi[i, MI_PARENT]
+        nl = ws[p, W_NU:W_NU + 6]
+        nu = ws[i, W_NU:W_NU + 6]
+        for c in range(6):
+            nu[c] = nl[c]
+        for c in range(W_ST1, CONTRACTION_WIDTH):
+            ws[i, c] = 0.0
+        iv = mi[i, MI_IV]
+        for d in range(iv, iv + mi[i, MI_NV]):
+            r = n + 1 + d
+            s = ws[r, D_S:D_S + 6]
+            axpy6(lam[d], s, nu)
+            motion_cross(nl, s, ws[r, D_Z:D_Z + 6])
+            motion_cross(nl, ws[r, D_PSID:D_PSID + 6], ws[r, D_ZP:D_ZP + 6])
+
+
+@helper
+def a_vectors(x, T1, sc):
+    """g12 = A1 x, g1 = A3^T x, g11 = A1 x - x x* T1 for a dof whose A1, A3 are in sc
+    and whose T1 is given, x a 6-vector."""
+    g12 = sc[SC_G12:SC_G12 + 6]
+    g1 = sc[SC_G1:SC_G1 + 6]
+    g11 = sc[SC_G11:SC_G11 + 6]
+    inertia_mul(sc[SC_A1:SC_A1 + 13], x, g12)
+    g1[0] = 0.0 * x[0]
+    g1[1] = g1[0]
+    g1[2] = g1[0]
+    bct_mul_ang(sc[SC_A3:SC_A3 + 12], x, g1[3:6])
+    force_cross(x, T1, g11)
+    for c in range(6):
+        g11[c] = g12[c] - g11[c]
+
+
+@helper
+def output_c(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
+    """Entries whose output index c lies above b's joint j (j = i, its ancestors), summed
+    over c: u.N with N = nu_lambda(j) for dof a (row ra, joint i) and each dof b of j."""
+    n = mi[0, 0]
+    T1 = ws[ra, D_T1:D_T1 + 6]
+    T2 = ws[ra, D_T2:D_T2 + 6]
+    T3 = ws[ra, D_T3:D_T3 + 6]
+    y1 = sc[SC_G12:SC_G12 + 6]
+    y3 = sc[SC_G1:SC_G1 + 6]
+    w = sc[SC_W:SC_W + 6]
+    j = i
+    while mi[j, MI_PARENT] > 0:
+        N = ws[mi[j, MI_PARENT], W_NU:W_NU + 6]
+        inertia_mul(sc[SC_A1:SC_A1 + 13], N, y1)             # A1 N
+        bct_mul_ang(sc[SC_A3:SC_A3 + 12], N, y3[3:6])        # A3^T N (angular half)
+        same = j == i
+        if same:
+            inertia_mul(ws[i, W_Y:W_Y + 13], ws[ra, D_Z:D_Z + 6], w)    # IC (N x s_a)
+        jiv = mi[j, MI_IV]
+        for b in range(jiv, jiv + mi[j, MI_NV]):
+            rb = n + 1 + b
+            st = ws[rb, D_S:D_S + 6]
+            pst = ws[rb, D_PSID:D_PSID + 6]
+            z = ws[rb, D_Z:D_Z + 6]
+            zp = ws[rb, D_ZP:D_ZP + 6]
+            u12 = dot6(st, y1)
+            u9 = dot6(T1, z)
+            u3 = (pst[3] * y3[3] + pst[4] * y3[4] + pst[5] * y3[5]
+                  + dot6(ws[rb, D_PSIDD:D_PSIDD + 6], y1) + dot6(T3, z))
+            u6 = dot6(pst, y1) + dot6(T1, zp) + dot6(T2, z)
+            HQ[a, b] += u3
+            HX[b, a] += u6
+            HD[a, b] += u9
+            if same:
+                HV[b, a] += dot6(st, w) + u9
+            else:
+                HD[b, a] += u12
+                HQ[b, a] += u3
+                vc = u12 + u9
+                HV[a, b] += vc
+                HV[b, a] += vc
+                HX[a, b] += (st[3] * y3[3] + st[4] * y3[4] + st[5] * y3[5]
+                             + dot6(ws[rb, D_PHI:D_PHI + 6], y1))
+        j = mi[j, MI_PARENT]
+
+
+@helper
+def output_b(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
+    """Entries whose output index b lies strictly above a's joint i and at or below c's
+    joint k, summed over b: W = nu_lambda(i) - nu_lambda(k), for each dof c of each
+    strict ancestor k of i."""
+    n = mi[0, 0]
+    W = sc[SC_X:SC_X + 6]
+    g12 = sc[SC_G12:SC_G12 + 6]
+    g1 = sc[SC_G1:SC_G1 + 6]
+    g11 = sc[SC_G11:SC_G11 + 6]
+    nli = ws[mi[i, MI_PARENT], W_NU:W_NU + 6]
+    k = mi[i, MI_PARENT]
+    while k > 0:
+        nlk = ws[mi[k, MI_PARENT], W_NU:W_NU + 6]
+        for c in range(6):
+            W[c] = nli[c] - nlk[c]
+        a_vectors(W, ws[ra, D_T1:D_T1 + 6], sc)
+        kiv = mi[k, MI_IV]
+        for c in range(kiv, kiv + mi[k, MI_NV]):
+            rc = n + 1 + c
+            sr = ws[rc, D_S:D_S + 6]
+            psr = ws[rc, D_PSID:D_PSID + 6]
+            w3 = (dot6(g12, ws[rc, D_PSIDD:D_PSIDD + 6])
+                  + g1[3] * psr[3] + g1[4] * psr[4] + g1[5] * psr[5])
+            HQ[c, a] += w3
+            HQ[a, c] += w3
+            HX[c, a] += dot6(g11, psr)
+            HX[a, c] += (g1[3] * sr[3] + g1[4] * sr[4] + g1[5] * sr[5]
+                         + dot6(g12, ws[rc, D_PHI:D_PHI + 6]))
+            w6 = dot6(g11, sr)
+            HV[c, a] += w6
+            HV[a, c] += w6
+            HD[c, a] += dot6(g12, sr)
+        k = mi[k, MI_PARENT]
+
+
+@helper
+def output_a(mi, i, ws, sc, HQ, HV, HX, HD):
+    """Entries whose output index a lies in subtree(i) (i's own dofs included), summed
+    over a through ST1, ST4, SA1 of joint i: for each dof b of joint i and each dof c of
+    i or an ancestor k."""
+    n = mi[0, 0]
+    ST1 = ws[i, W_ST1:W_ST1 + 6]
+    SA1 = ws[i, W_SA1:W_SA1 + 13]
+    T4 = sc[SC_T4:SC_T4 + 6]                 # ST4, full
+    T4[0] = 0.0
+    T4[1] = 0.0
+    T4[2] = 0.0
+    T4[3] = ws[i, W_ST4]
+    T4[4] = ws[i, W_ST4 + 1]
+    T4[5] = ws[i, W_ST4 + 2]
+    U8 = sc[SC_U8:SC_U8 + 6]
+    U9 = sc[SC_U9:SC_U9 + 6]
+    U12 = sc[SC_U12:SC_U12 + 6]
+    y = sc[SC_V:SC_V + 6]
+    iv = mi[i, MI_IV]
+    for b in range(iv, iv + mi[i, MI_NV]):
+        rb = n + 1 + b
+        st = ws[rb, D_S:D_S + 6]
+        pst = ws[rb, D_PSID:D_PSID + 6]
+        inertia_mul(SA1, st, U12)
+        force_cross(st, ST1, U9)
+        # U8 = s_b x* ST4 - SA1 psid_b + psid_b x* ST1
+        force_cross_ang(st, T4, U8)
+        force_cross(pst, ST1, y)
+        add6(y, U8)
+        inertia_mul(SA1, pst, y)
+        axpy6(-1.0, y, U8)
+        k = i
+        while k > 0:
+            below = k != i
+            kiv = mi[k, MI_IV]
+            for c in range(kiv, kiv + mi[k, MI_NV]):
+                rc = n + 1 + c
+                sr = ws[rc, D_S:D_S + 6]
+                psr = ws[rc, D_PSID:D_PSID + 6]
+                p2 = dot6(U8, psr) + dot6(U9, ws[rc, D_PSIDD:D_PSIDD + 6])
+                d12 = dot6(U12, sr)
+                d9 = dot6(U9, sr)
+                HQ[b, c] += p2
+                HX[c, b] -= dot6(U12, psr) - dot6(U9, psr)
+                if below:
+                    HQ[c, b] += p2
+                    va = d9 - d12
+                    HV[b, c] += va
+                    HV[c, b] += va
+                    HX[b, c] += dot6(U8, sr) + dot6(U9, ws[rc, D_PHI:D_PHI + 6])
+                    HD[c, b] += d9
+                else:
+                    HV[b, c] -= d12
+            k = mi[k, MI_PARENT]
+
+
+@helper
+def joint_contraction(mi, i, lam, ws, sc, HQ, HV, HX, HD):
+    """Joint i's share: for each dof a of i, its blocks A1, A3, the lam-weighted subtree
+    sums, and the entries whose output index lies above (output_c, output_b); then the
+    entries whose output index lies in subtree(i) (output_a)."""
+    n = mi[0, 0]
+    iv = mi[i, MI_IV]
+    for a in range(iv, iv + mi[i, MI_NV]):
+        ra = n + 1 + a
+        dof_blocks(i, ra, ws, sc)
+        la = lam[a]
+        axpy6(la, ws[ra, D_T1:D_T1 + 6], ws[i, W_ST1:W_ST1 + 6])
+        ws[i, W_ST4] += la * ws[ra, D_T4]
+        ws[i, W_ST4 + 1] += la * ws[ra, D_T4 + 1]
+        ws[i, W_ST4 + 2] += la * ws[ra, D_T4 + 2]
+        A1 = sc[SC_A1:SC_A1 + 13]
+        SA1 = ws[i, W_SA1:W_SA1 + 13]
+        for c in range(13):
+            SA1[c] += la * A1[c]
+        output_c(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
+        output_b(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
+    output_a(mi, i, ws, sc, HQ, HV, HX, HD)
+
+
+@helper
+def sums_to_parent(mi, i, ws):
+    """IC, BC, f and the lam-weighted sums of joint i's subtree join its parent's."""
+    subtree_to_parent(mi, i, ws)
+    p = mi[i, MI_PARENT]
+    if p > 0:
+        add6(ws[i, W_ST1:W_ST1 + 6], ws[p, W_ST1:W_ST1 + 6])
+        ws[p, W_ST4] += ws[i, W_ST4]
+        ws[p, W_ST4 + 1] += ws[i, W_ST4 + 1]
+        ws[p, W_ST4 + 2] += ws[i, W_ST4 + 2]
+        add13(ws[i, W_SA1:W_SA1 + 13], ws[p, W_SA1:W_SA1 + 13])
+
+
+@helper
+def armature_bias_hessian_contracted(mi, mf, lam, HV):
+    """HV += sum_i lam_i d2b_i/dv2 (armature.armature_bias_hessian contracted)."""
+    if mi[0, MI_ARM_WORLD] == 0:
+        return
+    for i in range(1, mi[0, 0] + 1):
+        if mi[i, MI_ARM_WORLD] != 0:
+            iv = mi[i, MI_IV]
+            for k in range(3):
+                k1 = (k + 1) % 3
+                k2 = (k + 2) % 3
+                a = lam[iv + k] * mf[i, MF_ARM + k]
+                HV[iv + 3 + k1, iv + k2] += a
+                HV[iv + k2, iv + 3 + k1] += a
+                HV[iv + 3 + k2, iv + k1] -= a
+                HV[iv + k1, iv + 3 + k2] -= a
+
+
+@kernel
+def contraction_backward_pass(mi, lam, ws, sc, HQ, HV, HX, HD):
+    """i = N..1: T1..T4 of joint i, its share of the contraction, then the subtree sums
+    move to the parent."""
+    for i in range(mi[0, 0], 0, -1):
+        joint_terms(mi, i, ws)
+        joint_contraction(mi, i, lam, ws, sc, HQ, HV, HX, HD)
+        sums_to_parent(mi, i, ws)
+
+
+@kernel
+def fo_contraction_backward_pass(mi, lam, ws, sc, dtau_dq, dtau_dv, M, HQ, HV, HX, HD):
+    """The same pass that also fills IDSVA's first-order derivatives (joint_fill: the
+    branch pattern of dtau_dq, dtau_dv and M, no zeroing), as the ABA contraction needs."""
+    for i in range(mi[0, 0], 0, -1):
+        joint_terms(mi, i, ws)
+        joint_fill(mi, i, ws, dtau_dq, dtau_dv, M)
+        joint_contraction(mi, i, lam, ws, sc, HQ, HV, HX, HD)
+        sums_to_parent(mi, i, ws)
+
+
+@kernel
+def zero4(HQ, HV, HX, HD):
+    HQ[:, :] = 0.0
+    HV[:, :] = 0.0
+    HX[:, :] = 0.0
+    HD[:, :] = 0.0
+
+
+@kernel
+def rnea_contraction(mi, mf, q, v, a, lam, fext, ws, sc, HQ, HV, HX, HD):
+    """HQ, HV, HX, HD (each (nv, nv), every entry written): the IDSVA-SO tensors at
+    (q, v, a, fext) contracted with lam over their output index. ws: (workspace_rows,
+    >= CONTRACTION_WIDTH); sc: (SC_SIZE,)."""
+    zero4(HQ, HV, HX, HD)
+    idsva_forward_pass(mi, mf, q, v, a, fext, ws)
+    costate_pass(mi, lam, ws)
+    contraction_backward_pass(mi, lam, ws, sc, HQ, HV, HX, HD)
+    armature_bias_hessian_contracted(mi, mf, lam, HV)
+
+
+@kernel
+def branch_products(mi, CD, P, Pv, Minv, dQ, dX, dT, G):
+    """With C_D zero off the branch pattern, for each column k and the dofs m on k's
+    branch: G[0] = P^T C_D[:, k], G[1] = Pv^T C_D[:, k], G[2] = Minv C_D[:, k]; then
+    dQ[:, k] -= G[0], dQ[k, :] -= G[0] (P^T C_D + C_D^T P), dX[k, :] -= G[1] (C_D^T Pv),
+    dT[:, k] = -G[2]. G: (3, nv) scratch; every inner loop runs along a row."""
+    nv = CD.shape[0]
+    for jt in range(1, mi[0, 0] + 1):
+        iv = mi[jt, MI_IV]
+        for k in range(iv, iv + mi[jt, MI_NV]):
+            G[:, :] = 0.0
+            j = jt
+            while j > 0:
+                for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
+                    branch_row(CD[m, k], P, Pv, Minv, m, G, nv)
+                j = mi[j, MI_PARENT]
+            for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
+                branch_row(CD[m, k], P, Pv, Minv, m, G, nv)
+            for c in range(nv):
+                dQ[c, k] -= G[0, c]
+                dQ[k, c] -= G[0, c]
+                dX[k, c] -= G[1, c]
+                dT[c, k] = -G[2, c]
+
+
+@helper
+def branch_row(d, P, Pv, Minv, m, G, nv):
+    """G[0] += d P[m], G[1] += d Pv[m], G[2] += d Minv[m]."""
+    for c in range(nv):
+        G[0, c] += d * P[m, c]
+        G[1, c] += d * Pv[m, c]
+        G[2, c] += d * Minv[m, c]
+
+
+@kernel
+def aba_contraction(mi, mf, q, v, tau, lam, fext, ws, sc, qdd, mu, G, Mt, F, dQ, dV, dX,
+                    dT):
+    """dQ, dV, dX, dT (each (nv, nv), every entry written): the FDSVA-SO tensors
+    d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv, d2qdd/dtaudq at (q, v, tau, fext) contracted with
+    lam over their output index. Scratch: ws (workspace_rows, W_WIDTH), sc (SC_SIZE,),
+    qdd (nv,) (out), mu (nv,), G (3, nv), Mt (7, nv, nv), F (njoints, nv, 6)."""
+    nv = mu.shape[0]
+    dtau_dq, dtau_dv, M, Minv, P, Pv, CD = Mt[0], Mt[1], Mt[2], Mt[3], Mt[4], Mt[5], Mt[6]
+    zero4(dQ, dV, dX, CD)
+    aba(mi, mf, q, v, tau, fext, ws, qdd)
+    minverse_factored(mi, ws, F, Minv)
+    for r in range(nv):
+        s = Minv[r, 0] * lam[0]
+        for c in range(1, nv):
+            s += Minv[r, c] * lam[c]
+        mu[r] = s
+    # ABA leaves world placements, S, v, S qd and a (with qdd) in ws, as IDSVA needs
+    idsva_dynamics_pass(mi, mf, fext, ws)
+    costate_pass(mi, mu, ws)
+    fo_contraction_backward_pass(mi, mu, ws, sc, dtau_dq, dtau_dv, M, dQ, dV, dX, CD)
+    armature_bias_jacobian(mi, mf, v, dtau_dv)
+    armature_bias_hessian_contracted(mi, mf, mu, dV)
+    neg_minv_mul_tree(mi, Minv, dtau_dq, dtau_dv, P, Pv, G[0], G[1])
+    for r in range(nv):
+        for c in range(nv):
+            dQ[r, c] = -dQ[r, c]
+            dV[r, c] = -dV[r, c]
+            dX[r, c] = -dX[r, c]
+    branch_products(mi, CD, P, Pv, Minv, dQ, dX, dT, G)
