@@ -75,10 +75,9 @@ D_Z = D_T4 + 3
 D_ZP = D_Z + 6
 
 # scratch `sc` (SC_SIZE scalars): idsva_so's A1, A3, T4 and W at their offsets, then
-SC_G12 = 43         # A1 x (6)
-SC_G1 = 49          # A3^T x (6; linear half zero)
-SC_G11 = 55         # A1 x - x x* T1 (6)
-SC_X = 61           # a 6-vector (N or W)
+SC_Y1 = 43          # A1 nu_lambda(i) (6)
+SC_Y3 = 49          # A3^T nu_lambda(i), angular half (3)
+SC_G = 55           # Y1 - nu_lambda(i) x* T1 (6)
 SC_U8 = 67          # output a: U8, U9, U12 (6 each)
 SC_U9 = 73
 SC_U12 = 79
@@ -111,103 +110,77 @@ def costate_pass(mi, lam, ws):
 
 
 @helper
-def a_vectors(x, T1, sc):
-    """g12 = A1 x, g1 = A3^T x, g11 = A1 x - x x* T1 for a dof whose A1, A3 are in sc
-    and whose T1 is given, x a 6-vector."""
-    g12 = sc[SC_G12:SC_G12 + 6]
-    g1 = sc[SC_G1:SC_G1 + 6]
-    g11 = sc[SC_G11:SC_G11 + 6]
-    inertia_mul(sc[SC_A1:SC_A1 + 13], x, g12)
-    g1[0] = 0.0 * x[0]
-    g1[1] = g1[0]
-    g1[2] = g1[0]
-    bct_mul_ang(sc[SC_A3:SC_A3 + 12], x, g1[3:6])
-    force_cross(x, T1, g11)
+def deepest_vectors(mi, i, ra, ws, sc):
+    """Per dof a (row ra, joint i; A1, A3 in sc) with nl = nu_lambda(i):
+    Y1 = A1 nl, Y3 = A3^T nl (angular half), G = Y1 - nl x* T1, and w = IC_i (nl x s_a)."""
+    nl = ws[mi[i, MI_PARENT], W_NU:W_NU + 6]
+    Y1 = sc[SC_Y1:SC_Y1 + 6]
+    G = sc[SC_G:SC_G + 6]
+    inertia_mul(sc[SC_A1:SC_A1 + 13], nl, Y1)
+    bct_mul_ang(sc[SC_A3:SC_A3 + 12], nl, sc[SC_Y3:SC_Y3 + 3])
+    force_cross(nl, ws[ra, D_T1:D_T1 + 6], G)
     for c in range(6):
-        g11[c] = g12[c] - g11[c]
+        G[c] = Y1[c] - G[c]
+    inertia_mul(ws[i, W_Y:W_Y + 13], ws[ra, D_Z:D_Z + 6], sc[SC_W:SC_W + 6])
 
 
 @helper
-def output_c(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
-    """Entries whose output index c lies above b's joint j (j = i, its ancestors), summed
-    over c: u.N with N = nu_lambda(j) for dof a (row ra, joint i) and each dof b of j."""
+def output_bc(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
+    """Entries of dof a (row ra, joint i) whose output index lies above it, summed over
+    that index: the output c above b's joint (the listing's rows k != j) and the output
+    b between c's joint and a's (rows j != i). With N = nu_lambda(j) and
+    W = nu_lambda(i) - nu_lambda(k) the sums are u.N and g.(c's vectors) (module
+    docstring); for a dof d strictly above joint i, which is both a b and a c, the
+    terms of A1 N and A3^T N cancel between the two, leaving dot products of d's rows
+    (s, psid, psidd, phi, Z, ZP) with a's vectors (Y1, Y3, G, T1, T2, T3): O(1) a pair
+    with no 6x6 product."""
     n = mi[0, 0]
     T1 = ws[ra, D_T1:D_T1 + 6]
     T2 = ws[ra, D_T2:D_T2 + 6]
     T3 = ws[ra, D_T3:D_T3 + 6]
-    y1 = sc[SC_G12:SC_G12 + 6]
-    y3 = sc[SC_G1:SC_G1 + 6]
+    Y1 = sc[SC_Y1:SC_Y1 + 6]
+    y30, y31, y32 = sc[SC_Y3], sc[SC_Y3 + 1], sc[SC_Y3 + 2]
+    G = sc[SC_G:SC_G + 6]
     w = sc[SC_W:SC_W + 6]
-    j = i
-    while mi[j, MI_PARENT] > 0:
-        N = ws[mi[j, MI_PARENT], W_NU:W_NU + 6]
-        inertia_mul(sc[SC_A1:SC_A1 + 13], N, y1)             # A1 N
-        bct_mul_ang(sc[SC_A3:SC_A3 + 12], N, y3[3:6])        # A3^T N (angular half)
-        same = j == i
-        if same:
-            inertia_mul(ws[i, W_Y:W_Y + 13], ws[ra, D_Z:D_Z + 6], w)    # IC (N x s_a)
-        jiv = mi[j, MI_IV]
-        for b in range(jiv, jiv + mi[j, MI_NV]):
+    if mi[i, MI_PARENT] > 0:             # b in joint i (the listing's j = i): output c
+        iv = mi[i, MI_IV]
+        for b in range(iv, iv + mi[i, MI_NV]):
             rb = n + 1 + b
-            st = ws[rb, D_S:D_S + 6]
             pst = ws[rb, D_PSID:D_PSID + 6]
             z = ws[rb, D_Z:D_Z + 6]
-            zp = ws[rb, D_ZP:D_ZP + 6]
-            u12 = dot6(st, y1)
             u9 = dot6(T1, z)
-            u3 = (pst[3] * y3[3] + pst[4] * y3[4] + pst[5] * y3[5]
-                  + dot6(ws[rb, D_PSIDD:D_PSIDD + 6], y1) + dot6(T3, z))
-            u6 = dot6(pst, y1) + dot6(T1, zp) + dot6(T2, z)
+            u3 = (pst[3] * y30 + pst[4] * y31 + pst[5] * y32
+                  + dot6(ws[rb, D_PSIDD:D_PSIDD + 6], Y1) + dot6(T3, z))
+            u6 = dot6(pst, Y1) + dot6(T1, ws[rb, D_ZP:D_ZP + 6]) + dot6(T2, z)
+            u4 = dot6(ws[rb, D_S:D_S + 6], w) + u9
             HQ[a, b] += u3
             HX[b, a] += u6
             HD[a, b] += u9
-            if same:
-                HV[b, a] += dot6(st, w) + u9
-            else:
-                HD[b, a] += u12
-                HQ[b, a] += u3
-                vc = u12 + u9
-                HV[a, b] += vc
-                HV[b, a] += vc
-                HX[a, b] += (st[3] * y3[3] + st[4] * y3[4] + st[5] * y3[5]
-                             + dot6(ws[rb, D_PHI:D_PHI + 6], y1))
-        j = mi[j, MI_PARENT]
-
-
-@helper
-def output_b(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
-    """Entries whose output index b lies strictly above a's joint i and at or below c's
-    joint k, summed over b: W = nu_lambda(i) - nu_lambda(k), for each dof c of each
-    strict ancestor k of i."""
-    n = mi[0, 0]
-    W = sc[SC_X:SC_X + 6]
-    g12 = sc[SC_G12:SC_G12 + 6]
-    g1 = sc[SC_G1:SC_G1 + 6]
-    g11 = sc[SC_G11:SC_G11 + 6]
-    nli = ws[mi[i, MI_PARENT], W_NU:W_NU + 6]
-    k = mi[i, MI_PARENT]
-    while k > 0:
-        nlk = ws[mi[k, MI_PARENT], W_NU:W_NU + 6]
-        for c in range(6):
-            W[c] = nli[c] - nlk[c]
-        a_vectors(W, ws[ra, D_T1:D_T1 + 6], sc)
-        kiv = mi[k, MI_IV]
-        for c in range(kiv, kiv + mi[k, MI_NV]):
-            rc = n + 1 + c
-            sr = ws[rc, D_S:D_S + 6]
-            psr = ws[rc, D_PSID:D_PSID + 6]
-            w3 = (dot6(g12, ws[rc, D_PSIDD:D_PSIDD + 6])
-                  + g1[3] * psr[3] + g1[4] * psr[4] + g1[5] * psr[5])
-            HQ[c, a] += w3
-            HQ[a, c] += w3
-            HX[c, a] += dot6(g11, psr)
-            HX[a, c] += (g1[3] * sr[3] + g1[4] * sr[4] + g1[5] * sr[5]
-                         + dot6(g12, ws[rc, D_PHI:D_PHI + 6]))
-            w6 = dot6(g11, sr)
-            HV[c, a] += w6
-            HV[a, c] += w6
-            HD[c, a] += dot6(g12, sr)
-        k = mi[k, MI_PARENT]
+            HV[b, a] += u4
+    x = mi[i, MI_PARENT]
+    while x > 0:                         # d in a strict ancestor x: output b and c
+        xiv = mi[x, MI_IV]
+        for d in range(xiv, xiv + mi[x, MI_NV]):
+            rd = n + 1 + d
+            s = ws[rd, D_S:D_S + 6]
+            ps = ws[rd, D_PSID:D_PSID + 6]
+            z = ws[rd, D_Z:D_Z + 6]
+            q1 = (ps[3] * y30 + ps[4] * y31 + ps[5] * y32
+                  + dot6(ws[rd, D_PSIDD:D_PSIDD + 6], Y1) + dot6(T3, z))
+            xda = dot6(ps, G) + dot6(T2, z)
+            xad = s[3] * y30 + s[4] * y31 + s[5] * y32 + dot6(ws[rd, D_PHI:D_PHI + 6], Y1)
+            v1 = dot6(s, G)
+            dad = dot6(T1, z)
+            dda = dot6(s, Y1)
+            HQ[a, d] += q1
+            HQ[d, a] += q1
+            HX[d, a] += xda
+            HX[a, d] += xad
+            HV[a, d] += v1
+            HV[d, a] += v1
+            HD[a, d] += dad
+            HD[d, a] += dda
+        x = mi[x, MI_PARENT]
 
 
 @helper
@@ -286,8 +259,8 @@ def joint_contraction(mi, i, lam, ws, sc, HQ, HV, HX, HD):
         SA1 = ws[i, W_SA1:W_SA1 + 13]
         for c in range(13):
             SA1[c] += la * A1[c]
-        output_c(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
-        output_b(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
+        deepest_vectors(mi, i, ra, ws, sc)
+        output_bc(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
     output_a(mi, i, ws, sc, HQ, HV, HX, HD)
 
 
