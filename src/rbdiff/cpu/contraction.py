@@ -88,7 +88,7 @@ def aba_contraction_one(mi, mf, q, v, tau, lam, fext, dQ, dV, dX, dT):
     qdd = np.empty(nv, q.dtype)
     mu = np.empty(nv, q.dtype)
     G = np.empty((3, nv), q.dtype)
-    Mt = np.empty((7, nv, nv), q.dtype)
+    Mt = np.empty((5, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     aba_contraction(mi, mf, q, v, tau, lam, fext, ws, sc, qdd, mu, G, Mt, F, dQ, dV, dX,
                     dT)
@@ -106,7 +106,7 @@ def aba_contraction_batch(mi, mf, q, v, tau, lam, fext, dQ, dV, dX, dT, check):
     qdd = np.empty(nv, q.dtype)
     mu = np.empty(nv, q.dtype)
     G = np.empty((3, nv), q.dtype)
-    Mt = np.empty((7, nv, nv), q.dtype)
+    Mt = np.empty((5, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     bad = -1
     for b in range(q.shape[0]):

@@ -42,8 +42,10 @@ mu = Minv lam (Minv symmetric) and C_T the RNEA contractions at (q, v, qdd) and 
   lam.d2qdd/dv2    = -C_V
   lam.d2qdd/dqdv   = -(C_X + C_D^T Pv)
   lam.d2qdd/dtaudq = -Minv C_D
-C_D has the branch pattern (zero unless its two dofs lie on one branch), so the products
-run over it (branch_products), O(nv nnz) like aba_derivatives' own products.
+P and Pv are never formed: with Y = Minv C_D, P^T C_D = -dtau_dq^T Y and
+C_D^T Pv = -(dtau_dv^T Y)^T (Minv symmetric), three products instead of
+aba_derivatives' two plus three; C_D, dtau_dq and dtau_dv have the branch pattern (zero
+unless their two dofs lie on one branch), so each product is O(nv nnz) (fd_products).
 
 Symbols as in idsva.py and idsva_so.py (A1, A3, T1..T4 of a dof, IC, BC, f subtree sums);
 all world frame.
@@ -51,7 +53,6 @@ all world frame.
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT, MF_ARM, MI_ARM_WORLD
 from .aba import aba
-from .aba_derivatives import neg_minv_mul_tree
 from .armature import armature_bias_jacobian
 from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, IDSVA_WIDTH,
                     bct_mul_ang, idsva_dynamics_pass, idsva_forward_pass, joint_fill,
@@ -336,38 +337,53 @@ def rnea_contraction(mi, mf, q, v, a, lam, fext, ws, sc, HQ, HV, HX, HD):
     armature_bias_hessian_contracted(mi, mf, lam, HV)
 
 
+@helper
+def branch_axpy(mi, jt, B, k, A, buf):
+    """buf = sum of B[m, k] A[m, :] over the dofs m on the branch of joint jt (k one of
+    its dofs): its ancestors' dofs and its own, then its strict descendants'; every
+    inner loop runs along a row of A."""
+    nv = A.shape[1]
+    for c in range(nv):
+        buf[c] = 0.0
+    j = jt
+    while j > 0:
+        for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
+            d = B[m, k]
+            for c in range(nv):
+                buf[c] += d * A[m, c]
+        j = mi[j, MI_PARENT]
+    iv = mi[jt, MI_IV]
+    for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
+        d = B[m, k]
+        for c in range(nv):
+            buf[c] += d * A[m, c]
+
+
 @kernel
-def branch_products(mi, CD, P, Pv, Minv, dQ, dX, dT, G):
-    """With C_D zero off the branch pattern, for each column k and the dofs m on k's
-    branch: G[0] = P^T C_D[:, k], G[1] = Pv^T C_D[:, k], G[2] = Minv C_D[:, k]; then
-    dQ[:, k] -= G[0], dQ[k, :] -= G[0] (P^T C_D + C_D^T P), dX[k, :] -= G[1] (C_D^T Pv),
-    dT[:, k] = -G[2]. G: (3, nv) scratch; every inner loop runs along a row."""
+def fd_products(mi, Minv, CD, dtau_dq, dtau_dv, dQ, dX, dT, G):
+    """The products of the ABA contraction (module docstring) without P and Pv:
+    dT = -Minv C_D (Y = Minv C_D), and with P = -Minv dtau_dq, Pv = -Minv dtau_dv
+    (Minv symmetric) P^T C_D = -dtau_dq^T Y and C_D^T Pv = -(dtau_dv^T Y)^T, so
+    dQ += dtau_dq^T Y + (dtau_dq^T Y)^T and dX += (dtau_dv^T Y)^T. C_D, dtau_dq and
+    dtau_dv are read on the branch pattern only (zero or unwritten elsewhere): three
+    products of O(nv nnz) each. G: (3, nv) scratch."""
     nv = CD.shape[0]
-    for jt in range(1, mi[0, 0] + 1):
+    n = mi[0, 0]
+    for jt in range(1, n + 1):
         iv = mi[jt, MI_IV]
         for k in range(iv, iv + mi[jt, MI_NV]):
-            G[:, :] = 0.0
-            j = jt
-            while j > 0:
-                for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
-                    branch_row(CD[m, k], P, Pv, Minv, m, G, nv)
-                j = mi[j, MI_PARENT]
-            for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
-                branch_row(CD[m, k], P, Pv, Minv, m, G, nv)
+            branch_axpy(mi, jt, CD, k, Minv, G[0])        # Y[:, k] (Minv symmetric)
             for c in range(nv):
-                dQ[c, k] -= G[0, c]
-                dQ[k, c] -= G[0, c]
-                dX[k, c] -= G[1, c]
-                dT[c, k] = -G[2, c]
-
-
-@helper
-def branch_row(d, P, Pv, Minv, m, G, nv):
-    """G[0] += d P[m], G[1] += d Pv[m], G[2] += d Minv[m]."""
-    for c in range(nv):
-        G[0, c] += d * P[m, c]
-        G[1, c] += d * Pv[m, c]
-        G[2, c] += d * Minv[m, c]
+                dT[c, k] = -G[0, c]
+    for jt in range(1, n + 1):
+        iv = mi[jt, MI_IV]
+        for c in range(iv, iv + mi[jt, MI_NV]):
+            branch_axpy(mi, jt, dtau_dq, c, dT, G[1])     # -(dtau_dq^T Y)[c, :]
+            branch_axpy(mi, jt, dtau_dv, c, dT, G[2])     # -(dtau_dv^T Y)[c, :]
+            for k in range(nv):
+                dQ[c, k] -= G[1, k]
+                dQ[k, c] -= G[1, k]
+                dX[k, c] -= G[2, k]
 
 
 @kernel
@@ -376,9 +392,9 @@ def aba_contraction(mi, mf, q, v, tau, lam, fext, ws, sc, qdd, mu, G, Mt, F, dQ,
     """dQ, dV, dX, dT (each (nv, nv), every entry written): the FDSVA-SO tensors
     d2qdd/dq2, d2qdd/dv2, d2qdd/dqdv, d2qdd/dtaudq at (q, v, tau, fext) contracted with
     lam over their output index. Scratch: ws (workspace_rows, W_WIDTH), sc (SC_SIZE,),
-    qdd (nv,) (out), mu (nv,), G (3, nv), Mt (7, nv, nv), F (njoints, nv, 6)."""
+    qdd (nv,) (out), mu (nv,), G (3, nv), Mt (5, nv, nv), F (njoints, nv, 6)."""
     nv = mu.shape[0]
-    dtau_dq, dtau_dv, M, Minv, P, Pv, CD = Mt[0], Mt[1], Mt[2], Mt[3], Mt[4], Mt[5], Mt[6]
+    dtau_dq, dtau_dv, M, Minv, CD = Mt[0], Mt[1], Mt[2], Mt[3], Mt[4]
     zero4(dQ, dV, dX, CD)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     minverse_factored(mi, ws, F, Minv)
@@ -393,10 +409,9 @@ def aba_contraction(mi, mf, q, v, tau, lam, fext, ws, sc, qdd, mu, G, Mt, F, dQ,
     fo_contraction_backward_pass(mi, mu, ws, sc, dtau_dq, dtau_dv, M, dQ, dV, dX, CD)
     armature_bias_jacobian(mi, mf, v, dtau_dv)
     armature_bias_hessian_contracted(mi, mf, mu, dV)
-    neg_minv_mul_tree(mi, Minv, dtau_dq, dtau_dv, P, Pv, G[0], G[1])
     for r in range(nv):
         for c in range(nv):
             dQ[r, c] = -dQ[r, c]
             dV[r, c] = -dV[r, c]
             dX[r, c] = -dX[r, c]
-    branch_products(mi, CD, P, Pv, Minv, dQ, dX, dT, G)
+    fd_products(mi, Minv, CD, dtau_dq, dtau_dv, dQ, dX, dT, G)
