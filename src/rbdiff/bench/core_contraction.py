@@ -51,8 +51,8 @@ def _state(model, seed=0):
     return q, v, tau, lam
 
 
-def compare(model, label, settings=SETTINGS):
-    """One row: seconds per call (median) of the contraction, the tensor route and
+def compare(model, label, settings=SETTINGS, stat="median"):
+    """One row: seconds per call (``stat``: "median" or "min" over the rounds) of the contraction, the tensor route and
     aba_derivatives at one random state, and the largest difference between the
     contraction and the tensor route (relative to max(1, |tensor route|))."""
     q, v, tau, lam = _state(model)
@@ -66,22 +66,23 @@ def compare(model, label, settings=SETTINGS):
                      "aba_derivatives": partial(rbd.aba_derivatives, model, q, v, tau)},
                     **settings)
     return dict(robot=label, nv=model.nv, err=err,
-                **{k: t[k]["median"] for k in ("contraction", "tensors", "aba_derivatives")})
+                **{k: t[k][stat] for k in ("contraction", "tensors", "aba_derivatives")})
 
 
-def robots_table(robots=ROBOTS, settings=SETTINGS):
+def robots_table(robots=ROBOTS, settings=SETTINGS, stat="median"):
     rows = []
     for name in robots:
         floating = default_floating_base(name)
         model = rbd.load_robot(name, floating_base=floating)
-        rows.append(compare(model, name + ("+ff" if floating else ""), settings))
+        rows.append(compare(model, name + ("+ff" if floating else ""), settings, stat))
     return rows
 
 
-def chain_scaling(sizes=CHAINS, settings=SETTINGS):
+def chain_scaling(sizes=CHAINS, settings=SETTINGS, stat="median"):
     """Rows of compare on serial chains, and the log-log slope of the contraction's
     time (least squares over the sizes) and of aba_derivatives'."""
-    rows = [compare(rbd.models.serial_chain(n), f"chain {n}", settings) for n in sizes]
+    rows = [compare(rbd.models.serial_chain(n), f"chain {n}", settings, stat)
+            for n in sizes]
     x = np.log([r["nv"] for r in rows])
     slope = {k: float(np.polyfit(x, np.log([r[k] for r in rows]), 1)[0])
              for k in ("contraction", "tensors", "aba_derivatives")}
@@ -107,15 +108,17 @@ def main(argv=None):
     p.add_argument("--robots", nargs="*", default=list(ROBOTS), metavar="NAME")
     p.add_argument("--chains", nargs="*", type=int, default=list(CHAINS), metavar="N")
     p.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    p.add_argument("--stat", choices=("median", "min"), default="median",
+                   help="per-call time over the rounds (min: on a loaded machine)")
     args = p.parse_args(argv)
     settings = dict(repeats=7, min_time=2e-3) if args.quick else SETTINGS
     print("aba_second_order_contraction vs the tensor route (aba_second_order_derivatives "
           "+ einsum) and vs aba_derivatives (ratio: contraction / aba_derivatives; issue "
-          "27: <= 3, goal 2); median per call")
+          "27: <= 3, goal 2); " + args.stat + " per call")
     if args.robots:
-        print(format_rows(robots_table(args.robots, settings)))
+        print(format_rows(robots_table(args.robots, settings, args.stat)))
     if args.chains:
-        rows, slope = chain_scaling(args.chains, settings)
+        rows, slope = chain_scaling(args.chains, settings, args.stat)
         print()
         print(format_rows(rows))
         print("log-log slope over N = " + ", ".join(map(str, args.chains)) + ": "
