@@ -52,9 +52,10 @@ def _state(model, seed=0):
 
 
 def compare(model, label, settings=SETTINGS, stat="median"):
-    """One row: seconds per call (``stat``: "median" or "min" over the rounds) of the contraction, the tensor route and
-    aba_derivatives at one random state, and the largest difference between the
-    contraction and the tensor route (relative to max(1, |tensor route|))."""
+    """One row: seconds per call (``stat``: "median" or "min" over the rounds) of the
+    contraction, the tensor route and aba_derivatives at one random state, and the
+    largest difference between the contraction and the tensor route (relative to
+    max(1, |tensor route|))."""
     q, v, tau, lam = _state(model)
     got = rbd.aba_second_order_contraction(model, q, v, tau, lam)
     ref = _tensor_route(model, q, v, tau, lam)

@@ -18,21 +18,39 @@ moves inside the dot products and the remaining pair is O(1):
 - output c (the shallowest; sum over c above j, listing rows k != j): the entries are
   u.s_c with u a u-vector of the pair (a, b), so they sum to u.N with
   N = nu_lambda(j), where nu_i = sum over the joints on the path root..i of S lam (the
-  "velocity" the costate induces). u.N is then written with cross-product identities,
-  (m x* f).n = f.(n x m), as dot products with Z = N x s_b and ZP = N x psid_b, which
-  depend on b alone (dof rows, costate_pass).
+  "velocity" the costate induces), rewritten with (m x* f).n = f.(n x m) as dot
+  products with Z = N x s_b and ZP = N x psid_b, which depend on b alone (dof rows,
+  costate_pass).
 - output b (the middle one, b strictly above a's joint; listing rows j != i): the
   u-vectors u12 = A1 s_b, u1 = A3^T s_b, u11 = A1 s_b - s_b x* T1 are linear in s_b,
   so the sum over the b between c's joint k (included) and a's joint i (excluded) uses
-  W = nu_lambda(i) - nu_lambda(k): g12 = A1 W, g1 = A3^T W, g11 = A1 W - W x* T1.
+  W = nu_lambda(i) - nu_lambda(k): A1 W, A3^T W, A1 W - W x* T1.
 - output a (the deepest; sum over a in subtree(j), j's own dofs included): u12, u9, u11
   and u8 = s_b x* T4 - A1 psid_b + psid_b x* T1 are linear in a's T1, T4 and
   A1 = Idot(IC_i, s_a), so the sums use lam-weighted subtree sums ST1 = sum lam_a T1_a,
   ST4 = sum lam_a T4_a, SA1 = sum lam_a A1_a, accumulated leaves first like IC.
 
+A dof d strictly above a's joint is both a "b" (output b, its c above) and a "c"
+(output c, its b between); adding the two, the terms of A1 nu_lambda(x) and
+A3^T nu_lambda(x) (x: d's joint) cancel, and with nl = nu_lambda(i),
+Y1 = A1 nl, Y3 = A3^T nl, G = Y1 - nl x* T1 (per dof a, O(1)) each pair (a, d) is six
+dot products (output_bc):
+  C_Q[a, d] = C_Q[d, a] += psid_d.Y3 + psidd_d.Y1 + T3.Z_d
+  C_X[d, a] += psid_d.G + T2.Z_d          C_X[a, d] += s_d.Y3 + phi_d.Y1
+  C_V[a, d] = C_V[d, a] += s_d.G
+  C_D[a, d] += T1.Z_d                     C_D[d, a] += s_d.Y1
+and for b in a's own joint (output c only, N = nl):
+  C_Q[a, b] += psid_b.Y3 + psidd_b.Y1 + T3.Z_b     C_X[b, a] += psid_b.Y1 + T1.ZP_b + T2.Z_b
+  C_D[a, b] += T1.Z_b                              C_V[b, a] += s_b.(IC Z_a) + T1.Z_b.
+Output a (output_a), for b in joint i and c in i or an ancestor k, with U12 = SA1 s_b,
+U9 = s_b x* ST1, U8 = s_b x* ST4 - SA1 psid_b + psid_b x* ST1, p2 = U8.psid_c + U9.psidd_c:
+  C_Q[b, c] += p2                         C_X[c, b] -= (U12 - U9).psid_c
+  k != i: C_Q[c, b] += p2, C_V[b, c] = C_V[c, b] += (U9 - U12).s_c,
+          C_X[b, c] += U8.s_c + U9.phi_c, C_D[c, b] += U9.s_c
+  k == i: C_V[b, c] -= U12.s_c
 Each entry of the listing is counted once: where the listing writes one position twice
 (D[c, b, a] = D[b, c, a] when b and c share a joint, by the triples (a, b, c) and
-(a, c, b)), only the output-b term is kept. Three loops over pairs of dofs on one
+(a, c, b)), only the output-b term is kept. Two loops over pairs of dofs on one
 branch, O(1) each: O(N d) in all, O(N^2) on a chain.
 
 ABA (FDSVA-SO, fdsva_so.py: the ABA tensors are -Minv times the ID ones at
