@@ -377,6 +377,35 @@ def branch_axpy(mi, jt, B, k, A, buf):
             buf[c] += d * A[m, c]
 
 
+@helper
+def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
+    """branch_axpy for two matrices at once, sharing each row of A: buf1 = sum of
+    B1[m, k] A[m, :], buf2 = sum of B2[m, k] A[m, :] over the dofs m on joint jt's
+    branch."""
+    nv = A.shape[1]
+    for c in range(nv):
+        buf1[c] = 0.0
+        buf2[c] = 0.0
+    j = jt
+    while j > 0:
+        for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
+            d1 = B1[m, k]
+            d2 = B2[m, k]
+            for c in range(nv):
+                a = A[m, c]
+                buf1[c] += d1 * a
+                buf2[c] += d2 * a
+        j = mi[j, MI_PARENT]
+    iv = mi[jt, MI_IV]
+    for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
+        d1 = B1[m, k]
+        d2 = B2[m, k]
+        for c in range(nv):
+            a = A[m, c]
+            buf1[c] += d1 * a
+            buf2[c] += d2 * a
+
+
 @kernel
 def fd_products(mi, Minv, CD, dtau_dq, dtau_dv, dQ, dX, dT, G):
     """The products of the ABA contraction (module docstring) without P and Pv:
@@ -384,7 +413,8 @@ def fd_products(mi, Minv, CD, dtau_dq, dtau_dv, dQ, dX, dT, G):
     (Minv symmetric) P^T C_D = -dtau_dq^T Y and C_D^T Pv = -(dtau_dv^T Y)^T, so
     dQ += dtau_dq^T Y + (dtau_dq^T Y)^T and dX += (dtau_dv^T Y)^T. C_D, dtau_dq and
     dtau_dv are read on the branch pattern only (zero or unwritten elsewhere): three
-    products of O(nv nnz) each. G: (3, nv) scratch."""
+    products of O(nv nnz) each, the last two sharing their reads of Y. G: (3, nv)
+    scratch."""
     nv = CD.shape[0]
     n = mi[0, 0]
     for jt in range(1, n + 1):
@@ -396,8 +426,8 @@ def fd_products(mi, Minv, CD, dtau_dq, dtau_dv, dQ, dX, dT, G):
     for jt in range(1, n + 1):
         iv = mi[jt, MI_IV]
         for c in range(iv, iv + mi[jt, MI_NV]):
-            branch_axpy(mi, jt, dtau_dq, c, dT, G[1])     # -(dtau_dq^T Y)[c, :]
-            branch_axpy(mi, jt, dtau_dv, c, dT, G[2])     # -(dtau_dv^T Y)[c, :]
+            # -(dtau_dq^T Y)[c, :] and -(dtau_dv^T Y)[c, :]
+            branch_axpy2(mi, jt, dtau_dq, dtau_dv, c, dT, G[1], G[2])
             for k in range(nv):
                 dQ[c, k] -= G[1, k]
                 dQ[k, c] -= G[1, k]
