@@ -34,7 +34,7 @@ A dof d strictly above a's joint is both a "b" (output b, its c above) and a "c"
 (output c, its b between); adding the two, the terms of A1 nu_lambda(x) and
 A3^T nu_lambda(x) (x: d's joint) cancel, and with nl = nu_lambda(i),
 Y1 = A1 nl, Y3 = A3^T nl, G = Y1 - nl x* T1 (per dof a, O(1)) each pair (a, d) is six
-dot products (output_bc):
+dot products:
   C_Q[a, d] = C_Q[d, a] += psid_d.Y3 + psidd_d.Y1 + T3.Z_d
   C_X[d, a] += psid_d.G + T2.Z_d          C_X[a, d] += s_d.Y3 + phi_d.Y1
   C_V[a, d] = C_V[d, a] += s_d.G
@@ -42,7 +42,7 @@ dot products (output_bc):
 and for b in a's own joint (output c only, N = nl):
   C_Q[a, b] += psid_b.Y3 + psidd_b.Y1 + T3.Z_b     C_X[b, a] += psid_b.Y1 + T1.ZP_b + T2.Z_b
   C_D[a, b] += T1.Z_b                              C_V[b, a] += s_b.(IC Z_a) + T1.Z_b.
-Output a (output_a), for b in joint i and c in i or an ancestor k, with U12 = SA1 s_b,
+Output a, for b in joint i and c in i or an ancestor k, with U12 = SA1 s_b,
 U9 = s_b x* ST1, U8 = s_b x* ST4 - SA1 psid_b + psid_b x* ST1, p2 = U8.psid_c + U9.psidd_c:
   C_Q[b, c] += p2                         C_X[c, b] -= (U12 - U9).psid_c
   k != i: C_Q[c, b] += p2, C_V[b, c] = C_V[c, b] += (U9 - U12).s_c,
@@ -50,8 +50,15 @@ U9 = s_b x* ST1, U8 = s_b x* ST4 - SA1 psid_b + psid_b x* ST1, p2 = U8.psid_c + 
   k == i: C_V[b, c] -= U12.s_c
 Each entry of the listing is counted once: where the listing writes one position twice
 (D[c, b, a] = D[b, c, a] when b and c share a joint, by the triples (a, b, c) and
-(a, c, b)), only the output-b term is kept. Two loops over pairs of dofs on one
-branch, O(1) each: O(N d) in all, O(N^2) on a chain.
+(a, c, b)), only the output-b term is kept. For a pair of a dof b of joint i and a dof
+d above it, output a (b the middle dof, d its c) and outputs b and c (b the deepest,
+d both) touch the same entries and read the same rows of d: pairs_of_dof adds them in
+one loop, with E1 = U8 + Y3, E2 = Y1 + U9, E3 = G - U12 + U9 of b:
+  C_Q[b, d] = C_Q[d, b] += psid_d.E1 + psidd_d.E2 + T3.Z_d    C_V[b, d] = C_V[d, b] += s_d.E3
+  C_X[b, d] += s_d.E1 + phi_d.E2      C_X[d, b] += psid_d.E3 + T2.Z_d
+  C_D[b, d] += T1.Z_d                 C_D[d, b] += s_d.E2
+(ten dot products a pair). One loop over pairs of dofs on one branch, O(1) each:
+O(N d) in all, O(N^2) on a chain.
 
 ABA (FDSVA-SO, fdsva_so.py: the ABA tensors are -Minv times the ID ones at
 qdd = ABA(q, v, tau), plus products of D with P = dqdd/dq, Pv = dqdd/dv and Minv). With
@@ -89,14 +96,16 @@ W_ST1 = W_NU + 6
 W_ST4 = W_ST1 + 6
 W_SA1 = W_ST4 + 3
 CONTRACTION_WIDTH = W_SA1 + 13
-# dof rows, past IDSVA's: Z = nu_lambda x s, ZP = nu_lambda x psid
+# dof rows, past IDSVA's: Z = nu_lambda x s, ZP = nu_lambda x psid; a dof a's Y1, Y3
+# (angular half), G (deepest_vectors)
 D_Z = D_T4 + 3
 D_ZP = D_Z + 6
+D_Y1 = D_ZP + 6
+D_Y3 = D_Y1 + 6
+D_G = D_Y3 + 3
+assert D_G + 6 <= CONTRACTION_WIDTH      # dof rows share the joint rows' width
 
 # scratch `sc` (SC_SIZE scalars): idsva_so's A1, A3, T4 and W at their offsets, then
-SC_Y1 = 43          # A1 nu_lambda(i) (6)
-SC_Y3 = 49          # A3^T nu_lambda(i), angular half (3)
-SC_G = 55           # Y1 - nu_lambda(i) x* T1 (6)
 SC_U8 = 67          # output a: U8, U9, U12 (6 each)
 SC_U9 = 73
 SC_U12 = 79
@@ -130,13 +139,14 @@ def costate_pass(mi, lam, ws):
 
 @helper
 def deepest_vectors(mi, i, ra, ws, sc):
-    """Per dof a (row ra, joint i; A1, A3 in sc) with nl = nu_lambda(i):
-    Y1 = A1 nl, Y3 = A3^T nl (angular half), G = Y1 - nl x* T1, and w = IC_i (nl x s_a)."""
+    """Per dof a (row ra, joint i; A1, A3 in sc) with nl = nu_lambda(i), on a's row:
+    Y1 = A1 nl, Y3 = A3^T nl (angular half), G = Y1 - nl x* T1; and in sc,
+    w = IC_i (nl x s_a)."""
     nl = ws[mi[i, MI_PARENT], W_NU:W_NU + 6]
-    Y1 = sc[SC_Y1:SC_Y1 + 6]
-    G = sc[SC_G:SC_G + 6]
+    Y1 = ws[ra, D_Y1:D_Y1 + 6]
+    G = ws[ra, D_G:D_G + 6]
     inertia_mul(sc[SC_A1:SC_A1 + 13], nl, Y1)
-    bct_mul_ang(sc[SC_A3:SC_A3 + 12], nl, sc[SC_Y3:SC_Y3 + 3])
+    bct_mul_ang(sc[SC_A3:SC_A3 + 12], nl, ws[ra, D_Y3:D_Y3 + 3])
     force_cross(nl, ws[ra, D_T1:D_T1 + 6], G)
     for c in range(6):
         G[c] = Y1[c] - G[c]
@@ -144,70 +154,39 @@ def deepest_vectors(mi, i, ra, ws, sc):
 
 
 @helper
-def output_bc(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
-    """Entries of dof a (row ra, joint i) whose output index lies above it, summed over
-    that index: the output c above b's joint (the listing's rows k != j) and the output
-    b between c's joint and a's (rows j != i). With N = nu_lambda(j) and
-    W = nu_lambda(i) - nu_lambda(k) the sums are u.N and g.(c's vectors) (module
-    docstring); for a dof d strictly above joint i, which is both a b and a c, the
-    terms of A1 N and A3^T N cancel between the two, leaving dot products of d's rows
-    (s, psid, psidd, phi, Z, ZP) with a's vectors (Y1, Y3, G, T1, T2, T3): O(1) a pair
-    with no 6x6 product."""
+def same_joint_c(mi, i, a, ra, ws, sc, HQ, HV, HX, HD):
+    """The output-c entries of dof a (row ra) and the dofs b of its own joint i, summed
+    over c above i: dot products with N = nl (module docstring)."""
+    if mi[i, MI_PARENT] == 0:           # nothing above: N = 0
+        return
     n = mi[0, 0]
     T1 = ws[ra, D_T1:D_T1 + 6]
     T2 = ws[ra, D_T2:D_T2 + 6]
     T3 = ws[ra, D_T3:D_T3 + 6]
-    Y1 = sc[SC_Y1:SC_Y1 + 6]
-    y30, y31, y32 = sc[SC_Y3], sc[SC_Y3 + 1], sc[SC_Y3 + 2]
-    G = sc[SC_G:SC_G + 6]
+    Y1 = ws[ra, D_Y1:D_Y1 + 6]
+    y30, y31, y32 = ws[ra, D_Y3], ws[ra, D_Y3 + 1], ws[ra, D_Y3 + 2]
     w = sc[SC_W:SC_W + 6]
-    if mi[i, MI_PARENT] > 0:             # b in joint i (the listing's j = i): output c
-        iv = mi[i, MI_IV]
-        for b in range(iv, iv + mi[i, MI_NV]):
-            rb = n + 1 + b
-            pst = ws[rb, D_PSID:D_PSID + 6]
-            z = ws[rb, D_Z:D_Z + 6]
-            u9 = dot6(T1, z)
-            u3 = (pst[3] * y30 + pst[4] * y31 + pst[5] * y32
-                  + dot6(ws[rb, D_PSIDD:D_PSIDD + 6], Y1) + dot6(T3, z))
-            u6 = dot6(pst, Y1) + dot6(T1, ws[rb, D_ZP:D_ZP + 6]) + dot6(T2, z)
-            u4 = dot6(ws[rb, D_S:D_S + 6], w) + u9
-            HQ[a, b] += u3
-            HX[b, a] += u6
-            HD[a, b] += u9
-            HV[b, a] += u4
-    x = mi[i, MI_PARENT]
-    while x > 0:                         # d in a strict ancestor x: output b and c
-        xiv = mi[x, MI_IV]
-        for d in range(xiv, xiv + mi[x, MI_NV]):
-            rd = n + 1 + d
-            s = ws[rd, D_S:D_S + 6]
-            ps = ws[rd, D_PSID:D_PSID + 6]
-            z = ws[rd, D_Z:D_Z + 6]
-            q1 = (ps[3] * y30 + ps[4] * y31 + ps[5] * y32
-                  + dot6(ws[rd, D_PSIDD:D_PSIDD + 6], Y1) + dot6(T3, z))
-            xda = dot6(ps, G) + dot6(T2, z)
-            xad = s[3] * y30 + s[4] * y31 + s[5] * y32 + dot6(ws[rd, D_PHI:D_PHI + 6], Y1)
-            v1 = dot6(s, G)
-            dad = dot6(T1, z)
-            dda = dot6(s, Y1)
-            HQ[a, d] += q1
-            HQ[d, a] += q1
-            HX[d, a] += xda
-            HX[a, d] += xad
-            HV[a, d] += v1
-            HV[d, a] += v1
-            HD[a, d] += dad
-            HD[d, a] += dda
-        x = mi[x, MI_PARENT]
+    iv = mi[i, MI_IV]
+    for b in range(iv, iv + mi[i, MI_NV]):
+        rb = n + 1 + b
+        pst = ws[rb, D_PSID:D_PSID + 6]
+        z = ws[rb, D_Z:D_Z + 6]
+        u9 = dot6(T1, z)
+        u3 = (pst[3] * y30 + pst[4] * y31 + pst[5] * y32
+              + dot6(ws[rb, D_PSIDD:D_PSIDD + 6], Y1) + dot6(T3, z))
+        u6 = dot6(pst, Y1) + dot6(T1, ws[rb, D_ZP:D_ZP + 6]) + dot6(T2, z)
+        u4 = dot6(ws[rb, D_S:D_S + 6], w) + u9
+        HQ[a, b] += u3
+        HX[b, a] += u6
+        HD[a, b] += u9
+        HV[b, a] += u4
 
 
 @helper
-def output_a(mi, i, ws, sc, HQ, HV, HX, HD):
-    """Entries whose output index a lies in subtree(i) (i's own dofs included), summed
-    over a through ST1, ST4, SA1 of joint i: for each dof b of joint i and each dof c of
-    i or an ancestor k."""
-    n = mi[0, 0]
+def subtree_vectors(i, rb, ws, sc):
+    """Output a's vectors of dof b (row rb, joint i) from joint i's lam-weighted subtree
+    sums: U12 = SA1 s_b, U9 = s_b x* ST1, U8 = s_b x* ST4 - SA1 psid_b + psid_b x* ST1;
+    U11 = U12 - U9 in U12's place."""
     ST1 = ws[i, W_ST1:W_ST1 + 6]
     SA1 = ws[i, W_SA1:W_SA1 + 13]
     T4 = sc[SC_T4:SC_T4 + 6]                 # ST4, full
@@ -221,49 +200,83 @@ def output_a(mi, i, ws, sc, HQ, HV, HX, HD):
     U9 = sc[SC_U9:SC_U9 + 6]
     U12 = sc[SC_U12:SC_U12 + 6]
     y = sc[SC_V:SC_V + 6]
+    st = ws[rb, D_S:D_S + 6]
+    pst = ws[rb, D_PSID:D_PSID + 6]
+    inertia_mul(SA1, st, U12)
+    force_cross(st, ST1, U9)
+    force_cross_ang(st, T4, U8)
+    force_cross(pst, ST1, y)
+    add6(y, U8)
+    inertia_mul(SA1, pst, y)
+    axpy6(-1.0, y, U8)
+
+
+@helper
+def pairs_of_dof(mi, i, b, rb, ws, sc, HQ, HV, HX, HD):
+    """Every entry left for dof b (row rb) of joint i: output a for c in joint i, then
+    for each dof d strictly above joint i output a (b as the middle dof, d as c) and
+    outputs b and c (b as the deepest dof, d as b and c) at once, which share d's rows
+    and their writes (module docstring)."""
+    n = mi[0, 0]
+    subtree_vectors(i, rb, ws, sc)
+    U8 = sc[SC_U8:SC_U8 + 6]
+    U9 = sc[SC_U9:SC_U9 + 6]
+    U12 = sc[SC_U12:SC_U12 + 6]
     iv = mi[i, MI_IV]
-    for b in range(iv, iv + mi[i, MI_NV]):
-        rb = n + 1 + b
-        st = ws[rb, D_S:D_S + 6]
-        pst = ws[rb, D_PSID:D_PSID + 6]
-        inertia_mul(SA1, st, U12)
-        force_cross(st, ST1, U9)
-        # U8 = s_b x* ST4 - SA1 psid_b + psid_b x* ST1
-        force_cross_ang(st, T4, U8)
-        force_cross(pst, ST1, y)
-        add6(y, U8)
-        inertia_mul(SA1, pst, y)
-        axpy6(-1.0, y, U8)
-        k = i
-        while k > 0:
-            below = k != i
-            kiv = mi[k, MI_IV]
-            for c in range(kiv, kiv + mi[k, MI_NV]):
-                rc = n + 1 + c
-                sr = ws[rc, D_S:D_S + 6]
-                psr = ws[rc, D_PSID:D_PSID + 6]
-                p2 = dot6(U8, psr) + dot6(U9, ws[rc, D_PSIDD:D_PSIDD + 6])
-                d12 = dot6(U12, sr)
-                d9 = dot6(U9, sr)
-                HQ[b, c] += p2
-                HX[c, b] -= dot6(U12, psr) - dot6(U9, psr)
-                if below:
-                    HQ[c, b] += p2
-                    va = d9 - d12
-                    HV[b, c] += va
-                    HV[c, b] += va
-                    HX[b, c] += dot6(U8, sr) + dot6(U9, ws[rc, D_PHI:D_PHI + 6])
-                    HD[c, b] += d9
-                else:
-                    HV[b, c] -= d12
-            k = mi[k, MI_PARENT]
+    for c in range(iv, iv + mi[i, MI_NV]):        # output a, c in joint i
+        rc = n + 1 + c
+        psr = ws[rc, D_PSID:D_PSID + 6]
+        p2 = dot6(U8, psr) + dot6(U9, ws[rc, D_PSIDD:D_PSIDD + 6])
+        HQ[b, c] += p2
+        HX[c, b] -= dot6(U12, psr) - dot6(U9, psr)
+        HV[b, c] -= dot6(U12, ws[rc, D_S:D_S + 6])
+    if mi[i, MI_PARENT] == 0:
+        return
+    # E1 = U8 + Y3, E2 = Y1 + U9, E3 = G - U12 + U9 (U8, U12 and U9 no longer needed)
+    E1 = U8
+    E2 = U9
+    E3 = U12
+    for c in range(6):
+        u9 = U9[c]
+        E3[c] = ws[rb, D_G + c] - U12[c] + u9       # E3 aliases U12
+        E2[c] = u9 + ws[rb, D_Y1 + c]                # E2 aliases U9
+    E1[3] += ws[rb, D_Y3]
+    E1[4] += ws[rb, D_Y3 + 1]
+    E1[5] += ws[rb, D_Y3 + 2]
+    T1 = ws[rb, D_T1:D_T1 + 6]
+    T2 = ws[rb, D_T2:D_T2 + 6]
+    T3 = ws[rb, D_T3:D_T3 + 6]
+    x = mi[i, MI_PARENT]
+    while x > 0:
+        xiv = mi[x, MI_IV]
+        for d in range(xiv, xiv + mi[x, MI_NV]):
+            rd = n + 1 + d
+            s = ws[rd, D_S:D_S + 6]
+            ps = ws[rd, D_PSID:D_PSID + 6]
+            z = ws[rd, D_Z:D_Z + 6]
+            hq = dot6(ps, E1) + dot6(ws[rd, D_PSIDD:D_PSIDD + 6], E2) + dot6(T3, z)
+            hv = dot6(s, E3)
+            xbd = dot6(s, E1) + dot6(ws[rd, D_PHI:D_PHI + 6], E2)
+            xdb = dot6(ps, E3) + dot6(T2, z)
+            dbd = dot6(T1, z)
+            ddb = dot6(s, E2)
+            HQ[b, d] += hq
+            HQ[d, b] += hq
+            HV[b, d] += hv
+            HV[d, b] += hv
+            HX[b, d] += xbd
+            HX[d, b] += xdb
+            HD[b, d] += dbd
+            HD[d, b] += ddb
+        x = mi[x, MI_PARENT]
 
 
 @helper
 def joint_contraction(mi, i, lam, ws, sc, HQ, HV, HX, HD):
-    """Joint i's share: for each dof a of i, its blocks A1, A3, the lam-weighted subtree
-    sums, and the entries whose output index lies above (output_c, output_b); then the
-    entries whose output index lies in subtree(i) (output_a)."""
+    """Joint i's share: for each dof a of i its blocks A1, A3, its share of the
+    lam-weighted subtree sums, its vectors Y1, Y3, G and the output-c entries within
+    joint i; then, the sums complete, every pair of a dof of i with a dof of i or above
+    (pairs_of_dof)."""
     n = mi[0, 0]
     iv = mi[i, MI_IV]
     for a in range(iv, iv + mi[i, MI_NV]):
@@ -279,8 +292,9 @@ def joint_contraction(mi, i, lam, ws, sc, HQ, HV, HX, HD):
         for c in range(13):
             SA1[c] += la * A1[c]
         deepest_vectors(mi, i, ra, ws, sc)
-        output_bc(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
-    output_a(mi, i, ws, sc, HQ, HV, HX, HD)
+        same_joint_c(mi, i, a, ra, ws, sc, HQ, HV, HX, HD)
+    for b in range(iv, iv + mi[i, MI_NV]):
+        pairs_of_dof(mi, i, b, n + 1 + b, ws, sc, HQ, HV, HX, HD)
 
 
 @helper
