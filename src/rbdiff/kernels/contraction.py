@@ -243,9 +243,17 @@ def pairs_of_dof(mi, i, b, rb, ws, sc, HQ, HV, HX, HD):
     E1[3] += ws[rb, D_Y3]
     E1[4] += ws[rb, D_Y3 + 1]
     E1[5] += ws[rb, D_Y3 + 2]
+    # b's vectors in scalars: for the compiler the writes below may alias them, and it
+    # would reload each after every write
+    e10, e11, e12, e13, e14, e15 = E1[0], E1[1], E1[2], E1[3], E1[4], E1[5]
+    e20, e21, e22, e23, e24, e25 = E2[0], E2[1], E2[2], E2[3], E2[4], E2[5]
+    e30, e31, e32, e33, e34, e35 = E3[0], E3[1], E3[2], E3[3], E3[4], E3[5]
     T1 = ws[rb, D_T1:D_T1 + 6]
+    t10, t11, t12, t13, t14, t15 = T1[0], T1[1], T1[2], T1[3], T1[4], T1[5]
     T2 = ws[rb, D_T2:D_T2 + 6]
+    t20, t21, t22, t23, t24, t25 = T2[0], T2[1], T2[2], T2[3], T2[4], T2[5]
     T3 = ws[rb, D_T3:D_T3 + 6]
+    t30, t31, t32, t33, t34, t35 = T3[0], T3[1], T3[2], T3[3], T3[4], T3[5]
     x = mi[i, MI_PARENT]
     while x > 0:
         xiv = mi[x, MI_IV]
@@ -253,13 +261,22 @@ def pairs_of_dof(mi, i, b, rb, ws, sc, HQ, HV, HX, HD):
             rd = n + 1 + d
             s = ws[rd, D_S:D_S + 6]
             ps = ws[rd, D_PSID:D_PSID + 6]
+            pp = ws[rd, D_PSIDD:D_PSIDD + 6]
+            ph = ws[rd, D_PHI:D_PHI + 6]
             z = ws[rd, D_Z:D_Z + 6]
-            hq = dot6(ps, E1) + dot6(ws[rd, D_PSIDD:D_PSIDD + 6], E2) + dot6(T3, z)
-            hv = dot6(s, E3)
-            xbd = dot6(s, E1) + dot6(ws[rd, D_PHI:D_PHI + 6], E2)
-            xdb = dot6(ps, E3) + dot6(T2, z)
-            dbd = dot6(T1, z)
-            ddb = dot6(s, E2)
+            hq = (e10 * ps[0] + e11 * ps[1] + e12 * ps[2] + e13 * ps[3] + e14 * ps[4]
+                  + e15 * ps[5] + e20 * pp[0] + e21 * pp[1] + e22 * pp[2] + e23 * pp[3]
+                  + e24 * pp[4] + e25 * pp[5] + t30 * z[0] + t31 * z[1] + t32 * z[2]
+                  + t33 * z[3] + t34 * z[4] + t35 * z[5])
+            hv = e30 * s[0] + e31 * s[1] + e32 * s[2] + e33 * s[3] + e34 * s[4] + e35 * s[5]
+            xbd = (e10 * s[0] + e11 * s[1] + e12 * s[2] + e13 * s[3] + e14 * s[4]
+                   + e15 * s[5] + e20 * ph[0] + e21 * ph[1] + e22 * ph[2] + e23 * ph[3]
+                   + e24 * ph[4] + e25 * ph[5])
+            xdb = (e30 * ps[0] + e31 * ps[1] + e32 * ps[2] + e33 * ps[3] + e34 * ps[4]
+                   + e35 * ps[5] + t20 * z[0] + t21 * z[1] + t22 * z[2] + t23 * z[3]
+                   + t24 * z[4] + t25 * z[5])
+            dbd = t10 * z[0] + t11 * z[1] + t12 * z[2] + t13 * z[3] + t14 * z[4] + t15 * z[5]
+            ddb = e20 * s[0] + e21 * s[1] + e22 * s[2] + e23 * s[3] + e24 * s[4] + e25 * s[5]
             HQ[b, d] += hq
             HQ[d, b] += hq
             HV[b, d] += hv
