@@ -60,6 +60,33 @@ def test_aba_equals_contracted_tensors(name, fext):
         assert rel_err(g, r) < TOL
 
 
+def _world_armature_model():
+    """A free-flyer tree with armature everywhere and MuJoCo's world-frame linear armature
+    on its free flyer (a velocity product b(v) in ID: test_armature.py)."""
+    model = rbd.models.random_tree(7, 2, floating_base=True)
+    arm = np.random.default_rng(11).uniform(0.05, 0.5, model.nv)
+    arm[:3] = 0.4
+    flags = np.zeros(model.njoints, bool)
+    flags[1] = True
+    return model.with_armature(arm, flags)
+
+
+@pytest.mark.parametrize("model", [_world_armature_model(), rbd.models.serial_chain(1),
+                                   rbd.models.serial_chain(2)],
+                         ids=["world armature", "chain 1", "chain 2"])
+def test_armature_and_tiny_models(model):
+    rng = np.random.default_rng(4)
+    q = rbd.random_configuration(model, rng)
+    v, u, lam = rng.normal(size=(3, model.nv))
+    for contraction, tensors in ((rbd.rnea_second_order_contraction,
+                                  rbd.rnea_second_order_derivatives),
+                                 (rbd.aba_second_order_contraction,
+                                  rbd.aba_second_order_derivatives)):
+        got = contraction(model, q, v, u, lam)
+        for g, r in zip(got, _contract(lam, tensors(model, q, v, u))):
+            assert rel_err(g, r) < TOL
+
+
 def _complex_step(model, first_order, q, v, u, lam, f):
     """The four contractions by the complex step of lam^T (first-order derivatives), on
     complex128, along each tangent direction of q and each direction of v:
