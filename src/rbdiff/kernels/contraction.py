@@ -105,12 +105,13 @@ D_Y3 = D_Y1 + 6
 D_G = D_Y3 + 3
 assert D_G + 6 <= CONTRACTION_WIDTH      # dof rows share the joint rows' width
 
-# scratch `sc` (SC_SIZE scalars): idsva_so's A1, A3, T4 and W at their offsets, then
-SC_U8 = 67          # output a: U8, U9, U12 (6 each)
-SC_U9 = 73
-SC_U12 = 79
-SC_V = 85           # scratch (6)
-SC_SIZE = 91
+# scratch `sc` (SC_SIZE scalars): idsva_so's A1, A3, T4 and W at their offsets (its
+# dof_blocks fills them; its u-vectors from 43 on are not used here), then
+SC_U8 = 43          # output a's U8, U9, U12 of a dof (6 each), then E1, E2, E3 in place
+SC_U9 = 49
+SC_U12 = 55
+SC_V = 61           # scratch (6)
+SC_SIZE = 67
 
 
 @helper
