@@ -90,20 +90,30 @@ def _adjoint_gradient(prob, us):
     return g.ravel()
 
 
-def _step(prob, us, method, costate=False):
-    """The control step of one backward pass (reg 0) through the linearised dynamics."""
+def _policy(prob, us, method, costate=False, contract=True):
+    """(k, K) of one backward pass (reg 0); DDP's curvature by the contraction at each
+    knot (solve's route) or, without ``contract``, from the batched tensors."""
     q, v = prob.rollout(us)
-    Fx, Fu, _ = prob.dynamics_derivatives(q, v, us)
-    Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, us, second_order=method == "ddp")
+    tensors = method == "ddp" and not contract
+    Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, us, second_order=tensors)
     lx, lu, lxx, luu = prob.cost_derivatives(q, v, us)
     T, nv = us.shape
     k, K = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
     inf = np.full(nv, np.inf)
     knot, _, _ = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, 0.0, prob.dt, method == "ddp",
-                               costate, *(so if so is not None else (empty,) * 4), us,
-                               -inf, inf, k, K)
+                               costate, *(so if tensors else (empty,) * 4), us, -inf, inf,
+                               k, K, prob.model.mi, prob.model.mf, q, v, contract)
     assert knot == -1
+    return k, K
+
+
+def _step(prob, us, method, costate=False):
+    """The control step of one backward pass (reg 0) through the linearised dynamics."""
+    q, v = prob.rollout(us)
+    Fx, Fu, _ = prob.dynamics_derivatives(q, v, us)
+    k, K = _policy(prob, us, method, costate)
+    T, nv = us.shape
     du, dx = np.zeros((T, nv)), np.zeros(2 * nv)
     for t in range(T):
         du[t] = k[t] + K[t] @ dx
@@ -135,6 +145,22 @@ def test_ddp_step_is_newtons_step():
     assert residual(_step(prob, us, "ilqr")) > 1e3 * stagewise   # no curvature: not it
     # classical DDP (V_x' in place of the costate) differs away from a solution
     assert residual(_step(prob, us, "ddp")) > 100 * stagewise
+
+
+@pytest.mark.parametrize("costate", [False, True])
+def test_ddp_contraction_equals_tensor_route(costate):
+    """The backward pass's per-knot contraction gives the policy the batched tensors
+    contracted with the same costate give (the tensor route, kept as the oracle)."""
+    rng = np.random.default_rng(2)
+    prob = _newton_problem(rng)
+    us = prob.quasi_static(np.broadcast_to(prob.x0[:prob.nq], (prob.T, prob.nq)).copy()) \
+        + rng.normal(size=(prob.T, prob.nv))
+    (k, K), (kt, Kt) = (_policy(prob, us, "ddp", costate, contract)
+                        for contract in (True, False))
+    np.testing.assert_allclose(k, kt, rtol=1e-10, atol=1e-10 * np.abs(kt).max())
+    np.testing.assert_allclose(K, Kt, rtol=1e-10, atol=1e-10 * np.abs(Kt).max())
+    k0, _ = _policy(prob, us, "ilqr")
+    assert np.abs(k - k0).max() > 1e-6 * np.abs(k0).max()     # the curvature counts
 
 
 def test_control_bounds_warm_start_and_shift(solved):

@@ -61,6 +61,28 @@ class ABASecondOrderDerivatives(NamedTuple):
     d2qdd_dtaudq: np.ndarray
 
 
+class RNEASecondOrderContraction(NamedTuple):
+    """RNEASecondOrderDerivatives contracted with a costate lam over the output index,
+    each (nv, nv) or (B, nv, nv): d2tau_dq2[j, k] = sum_i lam_i d^2 tau_i / dq_j dq_k,
+    and so on; with P = lam^T tau: d2P/dq2, d2P/dv2, d2P/dq_j dv_k and
+    dM_dq[j, k] = sum_i lam_i dM_ij/dq_k = d2P/da_j dq_k."""
+    d2tau_dq2: np.ndarray
+    d2tau_dv2: np.ndarray
+    d2tau_dqdv: np.ndarray
+    dM_dq: np.ndarray
+
+
+class ABASecondOrderContraction(NamedTuple):
+    """ABASecondOrderDerivatives contracted with a costate lam over the output index,
+    each (nv, nv) or (B, nv, nv): with P = lam^T qdd, d2qdd_dq2 = d2P/dq2,
+    d2qdd_dv2 = d2P/dv2, d2qdd_dqdv[j, k] = d2P/dq_j dv_k and
+    d2qdd_dtaudq[j, k] = d2P/dtau_j dq_k."""
+    d2qdd_dq2: np.ndarray
+    d2qdd_dv2: np.ndarray
+    d2qdd_dqdv: np.ndarray
+    d2qdd_dtaudq: np.ndarray
+
+
 class IntegrateJacobians(NamedTuple):
     """Jacobians of q' = integrate(q, v) on the configuration Lie group, each (nv, nv)
     or (B, nv, nv): dq = d q' / d q (tangent space at q to the one at q'), dv = d q' / d v

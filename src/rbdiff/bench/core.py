@@ -36,7 +36,7 @@ ROBOTS = ("iiwa14", "panda", "hyq", "solo12", "talos_full_v2", "g1")
 ALGORITHMS = ("rnea", "crba", "aba", "minverse")      # the dynamics pairs, in calls()
 # modules with more pairs
 PAIR_MODULES = ("core_configuration", "core_kinematics", "core_derivatives", "core_lie",
-                "core_frame_motion", "core_centroidal", "core_contacts")
+                "core_frame_motion", "core_centroidal", "core_contacts", "core_contraction")
 # rbdiff.jax / rbdiff.torch gradients against Pinocchio's derivative calls (``--frontends``:
 # they time a framework's call overhead beside the math, so they stay out of the bar's table)
 FRONTEND_MODULES = ("core_frontends",)

@@ -7,7 +7,9 @@ and for DDP the dynamics' curvature contracted with lambda = V_x' (Tassa et al. 
 Nganga & Wensing 2021): f is linear in a = aba(q, v, u) (v' = v + a dt, q' = q + v' dt),
 so lambda^T f_** = mu^T a_** with mu = dt lambda_v + dt^2 lambda_q: Q_xx gains
 [[mu.a_qq, mu.a_qv], [mu.a_qv^T, mu.a_vv]], Q_ux gains [mu.a_uq, 0] (a is affine in u:
-a_uu = 0, and M^-1 does not depend on v: a_uv = 0).
+a_uu = 0, and M^-1 does not depend on v: a_uv = 0). Those four contractions come from
+aba_second_order_contraction's kernel at each knot (V_x' is known only once the pass
+reaches it), O(N d) a knot and no tensor (issue 27).
 The gains use Tassa et al. 2012's regularisation, reg on V_xx' (it reaches Q_uu through
 F_u, so it scales with the dynamics): k = -Q~_uu^-1 Q_u, K = -Q~_uu^-1 Q~_ux with
 Q~_uu = Q_uu + reg F_u^T F_u, Q~_ux = Q_ux + reg F_u^T F_x (Cholesky; a failure returns the
@@ -18,7 +20,9 @@ V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K.
 
 import numpy as np
 
+from ..kernels.contraction import SC_SIZE, aba_contraction
 from ..kernels.jit import entry, kernel
+from ..kernels.workspace import W_WIDTH, workspace_rows
 
 
 @kernel
@@ -128,6 +132,21 @@ def _curvature(t, Vx, dt, a_qq, a_vv, a_qv, a_uq, Qxx, Qux):
 
 
 @kernel
+def _add_contracted(H, Qxx, Qux):
+    """DDP: Q_xx += [[H_qq, H_qv], [H_qv^T, H_vv]], Q_ux[:, :nv] += H_uq for the
+    contractions H (4, nv, nv) of aba_second_order_contraction (the same sums as
+    _curvature's, without the tensors)."""
+    nv = H.shape[1]
+    for j in range(nv):
+        for c in range(nv):
+            Qxx[j, c] += H[0, j, c]
+            Qxx[nv + j, nv + c] += H[1, j, c]
+            Qxx[j, nv + c] += H[2, j, c]
+            Qxx[nv + c, j] += H[2, j, c]
+            Qux[j, c] += H[3, j, c]
+
+
+@kernel
 def _clamp_rows(t, us, lo, hi, Qu, Qr, G):
     """Control bounds (Tassa et al. 2014's clamped set, one pass): a control at its bound
     that the gradient pushes further out stays put: its row and column of the regularised
@@ -176,7 +195,7 @@ def _grad_x(lxt, Vx, Pq, Pv, dt, out):
 
 @entry
 def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv,
-                  a_uq, us, lo, hi, k_ff, K_fb):
+                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, contract):
     """Fill k_ff (T, nu) and K_fb (T, nu, nx); returns (-1, d1, d2) with the expected cost
     change alpha d1 + alpha^2 d2 of the step alpha, or (knot, 0, 0) where the regularised
     Q_uu is not positive definite.
@@ -186,10 +205,15 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     S = [[I, dt I], [0, I]]; the products run on those nv x nv blocks (about half the work
     of dense 2nv x 2nv ones). lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the terminal
     cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds (+-inf:
-    none). ddp: add the curvature terms (a_** (T, nv, nv, nv); ignored otherwise),
-    contracted with V_x' (classical DDP) or, with ``costate``, with the open-loop costate
-    lambda_t = l_x + F_x^T lambda_{t+1} (Pantoja's stagewise Newton: with reg 0 the step
-    is then exactly Newton's step on the controls)."""
+    none). ddp: add the curvature terms contracted with V_x' (classical DDP) or, with
+    ``costate``, with the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1}
+    (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
+    the controls). With ``contract`` (what solve() does) the contraction is computed at
+    each knot as the pass reaches it, from the model (mi, mf) and the trajectory's
+    q (T+1, nq), v (T+1, nv) and us (kernels/contraction.aba_contraction: O(N d) a knot,
+    no tensor; the costate is only known there); otherwise from the tensors
+    a_** (T, nv, nv, nv) (the tensor route, kept as the tests' oracle; ignored, and
+    may be (T, 0, 0, 0), with ``contract``)."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
     lam = lx[T].copy()
@@ -205,6 +229,13 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     QuuK, KQ = np.empty((nu, nx)), np.empty((nx, nx))
     BB, BA = np.empty((nu, nu)), np.empty((nu, nx))
     Quk = np.empty(nu)
+    # the contraction's scratch (kernels/contraction.aba_contraction)
+    ws = np.empty((workspace_rows(mi), W_WIDTH))
+    sc = np.empty(SC_SIZE)
+    qdd, mu, cost = np.empty(n), np.empty(n), np.empty(n)
+    Gc, Mt = np.empty((3, n)), np.empty((5, n, n))
+    Fc = np.empty((mi[0, 0] + 1, n, 6))
+    H = np.empty((4, n, n))
     c = 1.0 + dt * dt                   # S^T S = [[I, dt I], [dt I, c I]]
     d1 = 0.0
     d2 = 0.0
@@ -238,7 +269,14 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
         _mm(W22, B_u, WPu, 0.0)
         Quu[:, :] = luu[t]
         _mtm(B_u, WPu, Quu, 1.0)
-        if ddp:
+        if ddp and contract:
+            lv = lam if costate else Vx
+            for i in range(n):          # f is linear in a (module docstring)
+                cost[i] = dt * lv[n + i] + dt * dt * lv[i]
+            aba_contraction(mi, mf, q[t], v[t], us[t], cost, None, ws, sc, qdd, mu, Gc,
+                            Mt, Fc, H[0], H[1], H[2], H[3])
+            _add_contracted(H, Qxx, Qux)
+        elif ddp:
             _curvature(t, lam if costate else Vx, dt, a_qq, a_vv, a_qv, a_uq, Qxx, Qux)
         if costate:
             lam_next[:] = lam

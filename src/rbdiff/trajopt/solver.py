@@ -1,9 +1,10 @@
 """iLQR and DDP (Tassa, Mansard & Todorov 2014's regularisation and line search; DDP's
 second-order dynamics terms from rbdiff's second-order kernels, Nganga & Wensing 2021).
 
-One iteration: the derivatives of the whole horizon (one batched aba_derivatives call,
-plus one batched aba_second_order_derivatives call for DDP; the cost terms batched),
-the compiled backward pass (riccati.py), then a forward pass with backtracking
+One iteration: the derivatives of the whole horizon (one batched aba_derivatives call;
+the cost terms batched), the compiled backward pass (riccati.py; for DDP it contracts
+the dynamics' second derivatives with the costate at each knot, O(N d) a knot, without
+forming the tensors: kernels/contraction.py), then a forward pass with backtracking
 alpha = 1, 1/2, ..., 2^-10 accepted on Armijo's condition
 J(alpha) - J <= 1e-4 (alpha d1 + alpha^2 d2) (the expected change). Regularisation of
 Q_uu: x10 on a failed backward pass or line search, /10 on success, within [1e-9, 1e9].
@@ -21,8 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numba import typeof
-
-import rbdiff as _rbd
 
 from ..cpu import background
 from ..kernels.compile_clock import seconds as compile_seconds
@@ -83,36 +82,27 @@ def _initial_controls(prob, xs, us):
 
 def backward_pass_signature(prob):
     """The argument types solve() calls backward_pass with (the same for ilqr and ddp:
-    ilqr passes empty (T, 0, 0, 0) tensors); tiny arrays, as types ignore shapes."""
+    both pass empty (T, 0, 0, 0) tensors and contract=True); tiny arrays, as types
+    ignore shapes."""
     z = np.zeros
-    nv = prob.nv
+    nv, m = prob.nv, prob.model
     args = (z((1, nv, nv)),) * 3 + (z((1, 2 * nv)), z((1, nv)), z((1, 2 * nv, 2 * nv)),
                                     z((1, nv, nv)), REG_MIN, prob.dt, True, False) \
         + (z((1, nv, nv, nv)),) * 4 + (z((1, nv)), prob._lo, prob._hi, z((1, nv)),
-                                        z((1, nv, 2 * nv)))
+                                        z((1, nv, 2 * nv)), m.mi, m.mf, z((1, prob.nq)),
+                                        z((1, nv)), True)
     return tuple(typeof(a) for a in args)
 
 
-def warm_second_order(model):
-    """What a DDP solve's first aba_second_order_derivatives batch compiles (run by a
-    background child, cpu/background.warm)."""
-    q = np.stack([_rbd.neutral(model)] * 2)
-    z = np.zeros((2, model.nv))
-    _rbd.aba_second_order_derivatives(model, q, z, z)
-
-
 def _prefetch(prob, ddp):
-    """On a cold cache, start compiling in background children what this solve needs
-    after its derivatives (the backward pass; for ddp the second-order batch entry), so
-    that a first solve compiles on two cores: {"backward": job, "second_order": job}
-    (each with a wait()), empty when the pass is compiled or cached already."""
+    """On a cold cache, start compiling in a background child what this solve needs
+    after its derivatives (the backward pass, DDP's contraction kernel included), so
+    that a first solve compiles on two cores: {"backward": job} (with a wait()), empty
+    when the pass is compiled or cached already."""
     sig = backward_pass_signature(prob)
     if backward_pass.overloads or background._cached(backward_pass, sig) is not False:
         return {}
     jobs = {"backward": background._spawn(backward_pass, sig)}
-    if ddp:         # the cache is all or nothing (one digest of rbdiff's sources)
-        jobs["second_order"] = background.warm(warm_second_order, (prob.model,),
-                                               near=backward_pass)
     return {k: j for k, j in jobs.items() if j is not None}
 
 
@@ -167,18 +157,16 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), _compiling(jobs)
-        if ddp:
-            _wait(jobs, "second_order")
-        Pq, Pv, Pu, so = prob.dynamics_blocks(q, v, u, second_order=ddp)
+        Pq, Pv, Pu, _ = prob.dynamics_blocks(q, v, u)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
-        a_qq, a_vv, a_qv, a_uq = so if ddp else (empty,) * 4
         t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
         while True:
             knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
-                                         curvature == "costate", a_qq, a_vv, a_qv, a_uq,
-                                         u, prob._lo, prob._hi, k_ff, K_fb)
+                                         curvature == "costate", empty, empty, empty,
+                                         empty, u, prob._lo, prob._hi, k_ff, K_fb,
+                                         prob.model.mi, prob.model.mf, q, v, True)
             if knot < 0:
                 break
             if second:      # the second-order model is not convex here: this iteration

@@ -1,0 +1,104 @@
+"""Second-order derivatives of inverse and forward dynamics contracted with a costate,
+computed without forming a tensor (issue 27; kernels/contraction.py derives the O(N d)
+recursion from IDSVA-SO and FDSVA-SO, Singh, Russell & Wensing 2023; the contraction
+is the idea of Nganga & Wensing, RA-L 2021).
+
+``rnea_second_order_contraction(model, q, v, a, lam)`` equals
+``np.einsum("i,ijk->jk", lam, T)`` for each tensor T of
+``rnea_second_order_derivatives(model, q, v, a)``, and
+``aba_second_order_contraction(model, q, v, tau, lam)`` the same for
+``aba_second_order_derivatives``: the Hessian blocks of the scalar lam^T ID or lam^T FD
+(q in the tangent space), which is what DDP's backward pass needs of the dynamics. Each
+costs O(N d) (O(N^2) on a serial chain) instead of the tensors' O(N d^2) work and
+O(nv^3) memory.
+"""
+
+import numpy as np
+
+from .cpu import contraction as cc
+from .declare import Function
+from .results import ABASecondOrderContraction, RNEASecondOrderContraction
+from .validation import F64 as _F64
+from .validation import ND as _ND
+
+_rnea_one, _aba_one = cc.rnea_contraction_one, cc.aba_contraction_one
+_new = tuple.__new__
+
+_M4 = (("nv", "nv"),) * 4
+# the four matrices of one call are views of one block (4, nv, nv) (or (4, B, nv, nv))
+_RNEA_C = Function("rnea_second_order_contraction", cc.rnea_contraction_one,
+                   (cc.rnea_contraction_batch, cc.rnea_contraction_parallel),
+                   (("q", "nq"), ("v", "nv"), ("a", "nv"), ("lam", "nv")), _M4, fext=True,
+                   scratch="none", result=RNEASecondOrderContraction, options_last=True,
+                   block=True)
+
+
+def _fast(q, v, u, lam, fext):
+    """True for the common case the entry point can take directly (as second_order.py):
+    one state, float64 NumPy vectors, no external force. The declared path costs ~10 us
+    more, as much as the whole contraction on a 7-dof arm."""
+    return (fext is None and type(q) is _ND and type(v) is _ND and type(u) is _ND
+            and type(lam) is _ND and q.dtype is _F64 and v.dtype is _F64
+            and u.dtype is _F64 and lam.dtype is _F64 and q.ndim == 1 and v.ndim == 1
+            and u.ndim == 1 and lam.ndim == 1)
+_ABA_C = Function("aba_second_order_contraction", cc.aba_contraction_one,
+                  (cc.aba_contraction_batch, cc.aba_contraction_parallel),
+                  (("q", "nq"), ("v", "nv"), ("tau", "nv"), ("lam", "nv")), _M4, fext=True,
+                  scratch="none", result=ABASecondOrderContraction, options_last=True,
+                  block=True)
+
+
+def rnea_second_order_contraction(model, q, v, a, lam, fext=None):
+    """Second-order derivatives of inverse dynamics contracted with a costate lam.
+
+    q (nq,), v (nv,), a (nv,), lam (nv,); fext (njoints, 6) spatial forces [linear,
+    angular] on each joint's body in the joint's local frame, or None. Returns
+    RNEASecondOrderContraction(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq), each (nv, nv):
+    ``np.einsum("i,ijk->jk", lam, T)`` for the tensor T of the same name that
+    rnea_second_order_derivatives returns, i.e. with P = lam^T tau(q, v, a):
+    d2tau_dq2[j, k] = d^2 P / dq_j dq_k (tangent space, the derivative along q_k of
+    lam^T dtau_dq[:, j]), d2tau_dv2 = d^2 P / dv^2, d2tau_dqdv[j, k] = d^2 P / dq_j dv_k,
+    dM_dq[j, k] = sum_i lam_i dM_ij / dq_k = d^2 P / da_j dq_k.
+
+    Computed in O(N d) (N joints, d depth; O(N^2) on a chain) by summing IDSVA-SO's
+    entries (Singh et al. 2023, Appendix C) over the output index inside the recursion
+    (kernels/contraction.py), never forming a tensor. A leading batch axis on every
+    argument gives (B, nv, nv) matrices."""
+    if _fast(q, v, a, lam, fext):
+        nv = model.nv
+        out = np.empty((4, nv, nv))
+        t = out[0], out[1], out[2], out[3]
+        try:
+            _rnea_one(model.mi, model.mf, q, v, a, lam, None, *t)
+            return _new(RNEASecondOrderContraction, t)
+        except ValueError:          # the declared path names the problem
+            pass
+    return _RNEA_C(model, q, v, a, lam, fext=fext)
+
+
+def aba_second_order_contraction(model, q, v, tau, lam, fext=None):
+    """Second-order derivatives of forward dynamics contracted with a costate lam.
+
+    q (nq,), v (nv,), tau (nv,), lam (nv,); fext (njoints, 6) local-frame forces or None.
+    Returns ABASecondOrderContraction(d2qdd_dq2, d2qdd_dv2, d2qdd_dqdv, d2qdd_dtaudq),
+    each (nv, nv): ``np.einsum("i,ijk->jk", lam, T)`` for the tensor T of the same name
+    that aba_second_order_derivatives returns, i.e. with P = lam^T qdd(q, v, tau):
+    d2qdd_dq2 = d^2 P / dq^2 (tangent space), d2qdd_dv2 = d^2 P / dv^2,
+    d2qdd_dqdv[j, k] = d^2 P / dq_j dv_k, d2qdd_dtaudq[j, k] = d^2 P / dtau_j dq_k
+    (P is affine in tau). The blocks of the Hessian of P in (q, v, tau) that DDP needs.
+
+    FDSVA-SO (Singh et al. 2023 eq. 46) contracted: with qdd = ABA(q, v, tau),
+    mu = M^-1 lam and C_Q, C_V, C_X, C_D the inverse-dynamics contraction at
+    (q, v, qdd) and mu, the results are -(C_Q + P^T C_D + C_D^T P), -C_V,
+    -(C_X + C_D^T Pv) and -M^-1 C_D, P = dqdd/dq and Pv = dqdd/dv; O(N d) plus
+    aba_derivatives' products. A leading batch axis gives (B, nv, nv)."""
+    if _fast(q, v, tau, lam, fext):
+        nv = model.nv
+        out = np.empty((4, nv, nv))
+        t = out[0], out[1], out[2], out[3]
+        try:
+            _aba_one(model.mi, model.mf, q, v, tau, lam, None, *t)
+            return _new(ABASecondOrderContraction, t)
+        except ValueError:
+            pass
+    return _ABA_C(model, q, v, tau, lam, fext=fext)
