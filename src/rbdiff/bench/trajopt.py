@@ -39,37 +39,104 @@ def crocoddyl_ok():
 
 
 def crocoddyl_problem(prob, pin_model):
-    """The Crocoddyl ShootingProblem of a trajopt.Problem (its cost terms mapped one to
-    one: ResidualModelFrameTranslation, ResidualModelState, ResidualModelControl with
-    CostModelResidual's 0.5 ||r||^2; IntegratedActionModelEuler, the terminal one with
-    dt 0) on ``pin_model``, Pinocchio's model of the same robot."""
+    """The Crocoddyl ShootingProblem of a trajopt.Problem on ``pin_model``, Pinocchio's
+    model of the same robot: the cost terms one to one (ResidualModelFrameTranslation,
+    ResidualModelState, ResidualModelControl with CostModelResidual's 0.5 ||r||^2);
+    ActuationModelFull or ActuationModelFloatingBase as prob.actuation; per knot an
+    IntegratedActionModelEuler of DifferentialActionModelFreeFwdDynamics (a free knot) or
+    DifferentialActionModelContactFwdDynamics (a contact knot: ContactModel3D / 6D of the
+    same frames, reference, gains and reference placement), or an
+    ActionModelImpulseFwdDynamics (an impulse knot: ImpulseModel3D / 6D, r_coeff 0, its
+    costs impulse_costs); the terminal one an Euler model with dt 0. Contact gains must be
+    the same on every row (Crocoddyl's are two numbers)."""
     import crocoddyl
-    state = crocoddyl.StateMultibody(pin_model)
-    actuation = crocoddyl.ActuationModelFull(state)
+    import pinocchio as pin
+    from rbdiff.trajopt.rollout import CONTACT, IMPULSE
 
-    def costs(terms):
-        cm = crocoddyl.CostModelSum(state)
+    state = crocoddyl.StateMultibody(pin_model)
+    actuation = (crocoddyl.ActuationModelFloatingBase(state)
+                 if prob.actuation == "floating_base" else crocoddyl.ActuationModelFull(state))
+    refs = {"local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+
+    def fid(frame):
+        return pin_model.getFrameId(prob.model.frames[
+            rbd.kinematics._frame_id(prob.model, frame)].name)
+
+    def costs(terms, nu):
+        cm = crocoddyl.CostModelSum(state, nu)
         for k, t in enumerate(terms):
             if isinstance(t, to.FrameTranslation):
-                fid = pin_model.getFrameId(prob.model.frames[
-                    rbd.kinematics._frame_id(prob.model, t.frame)].name)
-                r = crocoddyl.ResidualModelFrameTranslation(state, fid, t.target)
+                r = crocoddyl.ResidualModelFrameTranslation(state, fid(t.frame), t.target, nu)
             elif isinstance(t, to.StateRegularization):
-                r = crocoddyl.ResidualModelState(state, t.x_ref)
+                r = crocoddyl.ResidualModelState(state, t.x_ref, nu)
             elif isinstance(t, to.ControlRegularization):
-                r = crocoddyl.ResidualModelControl(state) if t.u_ref is None else \
+                r = crocoddyl.ResidualModelControl(state, nu) if t.u_ref is None else \
                     crocoddyl.ResidualModelControl(state, t.u_ref)
             else:
                 raise TypeError(f"no Crocoddyl twin for {type(t).__name__}")
             cm.addCost(f"c{k}", crocoddyl.CostModelResidual(state, r), t.weight)
         return cm
 
-    def model(terms, dt):
-        dam = crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, costs(terms))
-        return crocoddyl.IntegratedActionModelEuler(dam, dt)
+    def placement(c):
+        T = np.eye(4) if c.placement is None else np.vstack(
+            [np.reshape(c.placement, (3, 4)), [0.0, 0.0, 0.0, 1.0]])
+        return pin.SE3(T[:3, :3].copy(), T[:3, 3].copy())
 
-    return crocoddyl.ShootingProblem(prob.x0, [model(prob.running, prob.dt)] * prob.T,
-                                     model(prob.terminal, 0.0))
+    def gains(c):
+        kp, kd = c.gains
+        if len(set(kp)) > 1 or len(set(kd)) > 1:
+            raise ValueError("Crocoddyl's contact gains are one kp and one kd")
+        return np.array([kp[0], kd[0]])
+
+    def contact_model(contacts):
+        cm = crocoddyl.ContactModelMultiple(state, actuation.nu)
+        for k, c in enumerate(contacts):
+            if c.kind == "3d":
+                m = crocoddyl.ContactModel3D(state, fid(c.frame), placement(c).translation,
+                                             refs[c.reference], actuation.nu, gains(c))
+            else:
+                m = crocoddyl.ContactModel6D(state, fid(c.frame), placement(c),
+                                             refs[c.reference], actuation.nu, gains(c))
+            cm.addContact(f"k{k}", m)
+        return cm
+
+    def impulse_model(contacts):
+        im = crocoddyl.ImpulseModelMultiple(state)
+        for k, c in enumerate(contacts):
+            cls = crocoddyl.ImpulseModel3D if c.kind == "3d" else crocoddyl.ImpulseModel6D
+            im.addImpulse(f"i{k}", cls(state, fid(c.frame), refs[c.reference]))
+        return im
+
+    cache = {}
+
+    def knot(kind, contacts):
+        key = (kind, contacts)
+        if key not in cache:
+            if kind == IMPULSE:
+                cache[key] = crocoddyl.ActionModelImpulseFwdDynamics(
+                    state, impulse_model(contacts), costs(prob.impulse_costs, 0), 0.0, 0.0,
+                    True)
+            else:
+                cm = costs(prob.running, actuation.nu)
+                dam = (crocoddyl.DifferentialActionModelContactFwdDynamics(
+                    state, actuation, contact_model(contacts), cm, 0.0, True)
+                    if kind == CONTACT else
+                    crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, cm))
+                cache[key] = crocoddyl.IntegratedActionModelEuler(dam, prob.dt)
+        return cache[key]
+
+    running = [knot(int(prob.kind[t]), prob.knot_contacts[t]) for t in range(prob.T)]
+    terminal = crocoddyl.IntegratedActionModelEuler(
+        crocoddyl.DifferentialActionModelFreeFwdDynamics(
+            state, actuation, costs(prob.terminal, actuation.nu)), 0.0)
+    return crocoddyl.ShootingProblem(prob.x0, running, terminal)
+
+
+def crocoddyl_controls(prob, us):
+    """Crocoddyl's list of controls for ``us`` (T, nu): impulse knots take none."""
+    from rbdiff.trajopt.rollout import IMPULSE
+    return [np.zeros(0) if prob.kind[t] == IMPULSE else np.asarray(us[t], dtype=float)
+            for t in range(prob.T)]
 
 
 def reach_problem(T=100, dt=0.01):
