@@ -39,6 +39,13 @@ from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 _ACTUATIONS = ("auto", "full", "floating_base")
 
 
+def _span(K):
+    """The knot indices K as a slice when they are consecutive (views, not copies)."""
+    if len(K) and K[-1] - K[0] == len(K) - 1:
+        return slice(int(K[0]), int(K[-1]) + 1)
+    return K
+
+
 class Problem:
     """``Problem(model, x0, horizon, dt, running, terminal, u_lower=None, u_upper=None,
     actuation="auto", contacts=None, impulses=None, impulse_costs=())``.
@@ -306,15 +313,15 @@ class Problem:
         off = nv - nu
         Fx = np.zeros((T, 2 * nv, 2 * nv))
         Fu = np.zeros((T, 2 * nv, nu))
-        Px = Fx[:, nv:]                      # the velocity rows, filled per group
-        Pu = Fu[:, nv:]
+        eye = np.eye(nv)
         for (kind, contacts), K in self.groups.items():
+            K = _span(K)                 # a phase's knots are consecutive: views
             qk, vk = q[K], v[K]
             if kind == IMPULSE:
                 d = _rbd.impulse_dynamics_derivatives(m, qk, vk, contacts)
-                Px[K, :, :nv] = d.dvafter_dq
-                Px[K, :, nv:] = d.dvafter_dv
-                Fx[K, :nv, :nv] = np.eye(nv)
+                Fx[K, nv:, :nv] = d.dvafter_dq
+                Fx[K, nv:, nv:] = d.dvafter_dv
+                Fx[K, :nv, :nv] = eye
                 continue
             tau = self.tau(us[K])
             if kind == CONTACT:
@@ -322,16 +329,23 @@ class Problem:
                 a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
-            Px[K, :, :nv] = dt * a_q
-            Px[K, :, nv:] = dt * a_v + np.eye(nv)
-            Pu[K] = dt * a_t[:, :, off:]
-        D = self.dynamic
-        if len(D):
-            Jq, Jv = _rbd.integrate_jacobians(m, np.ascontiguousarray(q[D]),
-                                              dt * vnext[D])
-            Fx[D, :nv] = dt * np.einsum("kij,kjl->kil", Jv, Px[D])
+            view = isinstance(K, slice)
+            Px = Fx[K, nv:] if view else np.empty((len(a_q), nv, 2 * nv))
+            np.multiply(a_q, dt, out=Px[:, :, :nv])
+            np.multiply(a_v, dt, out=Px[:, :, nv:])
+            Px[:, :, nv:] += eye
+            Fu[K, nv:] = dt * a_t[:, :, off:]
+            if not view:
+                Fx[K, nv:] = Px
+        D = _span(self.dynamic)
+        if len(self.dynamic):
+            Jq, Jv = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
+            Jv *= dt
+            # einsum, not matmul: a stack of small products through BLAS (its threads)
+            # measured 10-100x slower on a loaded machine
+            Fx[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fx[D, nv:])
             Fx[D, :nv, :nv] += Jq
-            Fu[D, :nv] = dt * np.einsum("kij,kjl->kil", Jv, Pu[D])
+            Fu[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fu[D, nv:])
         return Fx, Fu
 
     def dynamics_blocks(self, q, v, us, second_order=False):
