@@ -17,41 +17,25 @@ from conftest import robot_pair
 
 import rbdiff as rbd
 import rbdiff.trajopt as to
-from rbdiff.bench.trajopt import crocoddyl_controls, crocoddyl_ok, crocoddyl_problem
+from rbdiff.bench.trajopt import (FEET, crocoddyl_controls, crocoddyl_ok, crocoddyl_problem,
+                                  feet_contacts, legged_problem, solo_standing)
 from rbdiff.model.layout import FREE_FLYER, SPHERICAL
 from rbdiff.trajopt.rollout import CONTACT, FREE, IMPULSE
 
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-
-
 def _solo():
-    """solo12 standing on its four feet (soles at z = 0), at rest."""
-    m = rbd.load_robot("solo12", floating_base=True)
-    q0 = rbd.neutral(m)
-    q0[7:] = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
-    q0[2] -= min(rbd.frame_placement(m, q0, f)[2, 3] for f in FEET)
-    return m, np.concatenate([q0, np.zeros(m.nv)])
+    return solo_standing()
 
 
 def _feet(frames=FEET):
-    return tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(0.0, 50.0))
-                 for f in frames)
+    return feet_contacts(frames)
 
 
-def _phases(m, x0, T=12, **kw):
+def _phases(m, x0, T=12):
     """Four feet, then three (FL lifted), a free knot, a touch-down (impulse) on four, and
-    four feet again (knots 0-3, 4-6, 7, 8, 9-); the base asked to move 3 cm forward and 2 cm down."""
-    four, three = _feet(), _feet(FEET[1:])
-    xref = x0.copy()
-    xref[0] += 0.03
-    xref[2] -= 0.02
-    per = [four] * 4 + [three] * 3 + [None, None] + [four] * (T - 9)
-    return to.Problem(m, x0, T, 0.01,
-                      running=[to.StateRegularization(xref, 1e-1),
-                               to.ControlRegularization(1e-3)],
-                      terminal=[to.StateRegularization(xref, 1e2)],
-                      contacts=per, impulses={8: four},
-                      impulse_costs=[to.StateRegularization(xref, 1e1)], **kw)
+    four feet again (knots 0-3, 4-6, 7, 8, 9-): bench/trajopt.legged_problem."""
+    prob = legged_problem(T)
+    assert prob.model.nv == m.nv and np.array_equal(prob.x0, x0)
+    return prob
 
 
 @pytest.fixture(scope="module")

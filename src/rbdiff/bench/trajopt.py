@@ -139,6 +139,45 @@ def crocoddyl_controls(prob, us):
             for t in range(prob.T)]
 
 
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+
+
+def solo_standing():
+    """(model, x0): solo12 with a free flyer standing on its four feet (soles at z = 0),
+    at rest."""
+    m = rbd.load_robot("solo12", floating_base=True)
+    q0 = rbd.neutral(m)
+    q0[7:] = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
+    q0[2] -= min(rbd.frame_placement(m, q0, f)[2, 3] for f in FEET)
+    return m, np.concatenate([q0, np.zeros(m.nv)])
+
+
+def feet_contacts(frames=FEET):
+    """Point contacts on the feet as Crocoddyl's quadruped gaits make them
+    (LOCAL_WORLD_ALIGNED, Baumgarte kp 0, kd 50)."""
+    return tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(0.0, 50.0))
+                 for f in frames)
+
+
+def legged_problem(T=12, dt=0.01):
+    """(D): solo12 shifting its base 3 cm forward and 2 cm down while lifting a foot:
+    four feet at knots 0-3, three (FL lifted) at 4-6, a free knot at 7, a touch-down on
+    four (an impulse knot) at 8, four feet from 9 on (T >= 10); state and control
+    regularisation, Crocoddyl's weights of its gaits' order."""
+    m, x0 = solo_standing()
+    four, three = feet_contacts(), feet_contacts(FEET[1:])
+    xref = x0.copy()
+    xref[0] += 0.03
+    xref[2] -= 0.02
+    per = [four] * 4 + [three] * 3 + [None, None] + [four] * (T - 9)
+    return to.Problem(m, x0, T, dt,
+                      running=[to.StateRegularization(xref, 1e-1),
+                               to.ControlRegularization(1e-3)],
+                      terminal=[to.StateRegularization(xref, 1e2)],
+                      contacts=per, impulses={8: four},
+                      impulse_costs=[to.StateRegularization(xref, 1e1)])
+
+
 def reach_problem(T=100, dt=0.01):
     """(A): panda's hand to a point 25 cm away, from a bent pose at rest."""
     model = rbd.load_robot("panda")
@@ -254,8 +293,46 @@ def run_swing(cfg, name, x0, T, dt, runs, seed, noise):
     return out
 
 
+def run_legged(cfg):
+    """(D): rbdiff fddp and Crocoddyl FDDP on legged_problem from the same infeasible warm
+    start (x0 at every knot, quasi-static controls + noise), ``repeats`` solves each,
+    interleaved; medians; and the cost of the same controls in both."""
+    tiny = cfg.mode == "tiny"
+    prob = legged_problem(T=12 if tiny else 60)
+    repeats = 1 if tiny else 5
+    T, nq = prob.T, prob.nq
+    rng = np.random.default_rng(cfg.seed + 17)
+    xs = np.broadcast_to(prob.x0, (T + 1, prob.x0.size)).copy()
+    us = prob.quasi_static_controls(xs[:, :nq]) + 0.3 * rng.normal(size=(T, prob.nu))
+    res = dict(T=T, dt=prob.dt, nu=prob.nu, crocoddyl=crocoddyl_ok(), rows=[])
+    runs = {"rbdiff fddp": []}
+    croc = None
+    if res["crocoddyl"]:
+        from rbdiff.bench.anchor import pin_model
+        croc = crocoddyl_problem(prob, pin_model("solo12", True))
+        cu = crocoddyl_controls(prob, us)
+        res["cost_check"] = dict(crocoddyl=float(croc.calc(croc.rollout(cu), cu)),
+                                 rbdiff=float(to.rollout_cost(prob, us)))
+        runs["Crocoddyl FDDP"] = []
+    for _ in range(repeats + 1):       # the first of each warms up (compiles, allocates)
+        t0 = time.perf_counter()
+        r = to.solve(prob, method="fddp", xs=xs, us=us)
+        wall = time.perf_counter() - t0
+        runs["rbdiff fddp"].append(dict(
+            solver="rbdiff fddp", iterations=r.iterations, converged=r.converged,
+            cost=r.cost, per_iter_s=wall / max(r.iterations, 1),
+            split_s={k: v / max(r.iterations, 1) for k, v in r.timings.items()
+                     if k != "compile"}, history=[h["cost"] for h in r.history]))
+        if croc is not None:
+            row = _solve_crocoddyl(croc, "FDDP", prob.x0, crocoddyl_controls(prob, us))
+            row["iterations"] += row["converged"]   # Crocoddyl counts from 0 when it converges
+            runs["Crocoddyl FDDP"].append(row)
+    res["rows"] = [_median_of(v[1:] if len(v) > 1 else v) for v in runs.values()]
+    return res
+
+
 def total(cfg):
-    return 3
+    return 4
 
 
 def run(cfg, bar, out):
@@ -270,6 +347,8 @@ def run(cfg, bar, out):
     res["pendulum"] = run_swing(cfg, "double_pendulum", [np.pi, 0.0, 0.0, 0.0], T, 0.01,
                                 1, cfg.seed + 16, 0.0)
     bar.step("trajopt double pendulum")
+    res["legged"] = run_legged(cfg)
+    bar.step("trajopt legged (solo12, contact phases)")
     return res
 
 
@@ -333,6 +412,25 @@ def report(sec, files, cfg):
                   f"{np.median(ratio):.2f} (ilqr needs more in {np.mean(ratio > 1):.0%} of "
                   f"runs); solved (converged within 1 % of the best cost "
                   f"{s['best_cost']:.6g}): ilqr {ok['ilqr']:.0%}, ddp {ok['ddp']:.0%}."]
+    if "legged" in sec:
+        lines += ["", *_legged_report(sec["legged"])]
     if "trajopt" in files:
         lines += ["", f"![cost against iteration]({files['trajopt']})"]
+    return lines
+
+
+def _legged_report(r):
+    lines = [f"(D) solo12, contact phases (four feet, three, a free knot, a touch-down "
+             f"impulse, four), T = {r['T']}, dt = {r['dt']}, nu = {r['nu']}: FDDP from x0 at "
+             "every knot (infeasible), median of the solves.", ""]
+    if "cost_check" in r:
+        c = r["cost_check"]
+        lines += [f"Same controls: Crocoddyl's cost {c['crocoddyl']:.15g}, rbdiff's "
+                  f"{c['rbdiff']:.15g}.", ""]
+    rows = [[x["solver"], str(x["iterations"]), "yes" if x["converged"] else "no",
+             f"{x['cost']:.12g}", f"{x['per_iter_s'] * 1e3:.3f}"]
+            + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
+               for k in ("derivatives", "backward", "line_search")] for x in r["rows"]]
+    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost", "ms / iter",
+                              "derivatives", "backward", "line search"], rows))
     return lines
