@@ -2,14 +2,18 @@
 ``trajopt`` (``python -m rbdiff bench --only trajopt``).
 
 (A) panda reach (T = 100, dt = 0.01): iterations, time per iteration split into
-    derivatives, backward pass and line search, final cost; rbdiff ilqr / ddp and, when a
-    compatible Crocoddyl is installed (``pip install 'rbdiff[trajopt-bench]'``: Crocoddyl
-    3.2 needs pin 4.0.x), Crocoddyl FDDP / DDP on the identical problem, interleaved in
-    one process (the median of ``repeats`` solves of each).
+    derivatives, backward pass and line search, final cost; rbdiff ilqr / ddp / fddp
+    and, when a compatible Crocoddyl is installed (``pip install
+    'rbdiff[trajopt-bench]'``: Crocoddyl 3.2 needs pin 4.0.x), Crocoddyl FDDP / DDP on
+    the identical problem, interleaved in one process (the median of ``repeats`` solves
+    of each).
 (B) iiwa14 swing-up from a folded pose to the upright one (q = 0) from ``runs`` random
     initial controls (gravity torques + noise): iterations of ilqr against ddp per run,
     as Nganga & Wensing (RA-L 2021) compare them.
 (C) double-pendulum swing-up (hanging to upright).
+(D) solo12 with contact phases (four feet, three, a free knot, a touch-down impulse, four):
+    rbdiff fddp against Crocoddyl FDDP from the same infeasible warm start, and the cost
+    of the same controls in both.
 Cost-against-iteration curves of (A) and (C) in ``trajopt.png``.
 """
 
@@ -55,7 +59,8 @@ def crocoddyl_problem(prob, pin_model):
 
     state = crocoddyl.StateMultibody(pin_model)
     actuation = (crocoddyl.ActuationModelFloatingBase(state)
-                 if prob.actuation == "floating_base" else crocoddyl.ActuationModelFull(state))
+                 if prob.actuation == "floating_base" else
+                 crocoddyl.ActuationModelFull(state))
     refs = {"local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
 
     def fid(frame):
@@ -66,7 +71,8 @@ def crocoddyl_problem(prob, pin_model):
         cm = crocoddyl.CostModelSum(state, nu)
         for k, t in enumerate(terms):
             if isinstance(t, to.FrameTranslation):
-                r = crocoddyl.ResidualModelFrameTranslation(state, fid(t.frame), t.target, nu)
+                r = crocoddyl.ResidualModelFrameTranslation(state, fid(t.frame), t.target,
+                                                            nu)
             elif isinstance(t, to.StateRegularization):
                 r = crocoddyl.ResidualModelState(state, t.x_ref, nu)
             elif isinstance(t, to.ControlRegularization):
@@ -256,11 +262,12 @@ def run_reach(cfg):
         xs = croc.rollout(list(us0))
         res["cost_check"] = dict(crocoddyl=croc.calc(xs, list(us0)),
                                  rbdiff=to.rollout_cost(prob, us0))
-    for m in METHODS:
+    ours = METHODS + ("fddp",)      # fddp from x0 at every knot, as Crocoddyl's solves
+    for m in ours:
         _solve_rbdiff(prob, m, us0)                        # compiled before timing
-    runs = {k: [] for k in METHODS + (CROCODDYL if croc is not None else ())}
+    runs = {k: [] for k in ours + (CROCODDYL if croc is not None else ())}
     for _ in range(repeats):
-        for m in METHODS:
+        for m in ours:
             runs[m].append(_solve_rbdiff(prob, m, us0))
         if croc is not None:
             for k in CROCODDYL:
@@ -325,7 +332,8 @@ def run_legged(cfg):
                      if k != "compile"}, history=[h["cost"] for h in r.history]))
         if croc is not None:
             row = _solve_crocoddyl(croc, "FDDP", prob.x0, crocoddyl_controls(prob, us))
-            row["iterations"] += row["converged"]   # Crocoddyl counts from 0 when it converges
+            # Crocoddyl's iter counts from 0 when it converges
+            row["iterations"] += row["converged"]
             runs["Crocoddyl FDDP"].append(row)
     res["rows"] = [_median_of(v[1:] if len(v) > 1 else v) for v in runs.values()]
     return res
@@ -421,8 +429,8 @@ def report(sec, files, cfg):
 
 def _legged_report(r):
     lines = [f"(D) solo12, contact phases (four feet, three, a free knot, a touch-down "
-             f"impulse, four), T = {r['T']}, dt = {r['dt']}, nu = {r['nu']}: FDDP from x0 at "
-             "every knot (infeasible), median of the solves.", ""]
+             f"impulse, four), T = {r['T']}, dt = {r['dt']}, nu = {r['nu']}: FDDP from x0 "
+             "at every knot (infeasible), median of the solves.", ""]
     if "cost_check" in r:
         c = r["cost_check"]
         lines += [f"Same controls: Crocoddyl's cost {c['crocoddyl']:.15g}, rbdiff's "
@@ -431,6 +439,6 @@ def _legged_report(r):
              f"{x['cost']:.12g}", f"{x['per_iter_s'] * 1e3:.3f}"]
             + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
                for k in ("derivatives", "backward", "line_search")] for x in r["rows"]]
-    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost", "ms / iter",
-                              "derivatives", "backward", "line search"], rows))
+    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost",
+                              "ms / iter", "derivatives", "backward", "line search"], rows))
     return lines

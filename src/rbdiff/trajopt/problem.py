@@ -6,11 +6,13 @@ configuration manifold, tangent differences x (-) y = (difference(y_q, x_q), x_v
 
 - a free knot: a = aba(q, v, tau);
 - a contact knot (its tuple of rbd.Contact, Baumgarte gains included): a =
-  contact_dynamics(q, v, tau, contacts) (Crocoddyl's DifferentialActionModelContactFwdDynamics
-  with ContactModel3D / 6D of the same frames, gains and reference, no damping);
+  contact_dynamics(q, v, tau, contacts) (Crocoddyl's
+  DifferentialActionModelContactFwdDynamics with ContactModel3D / 6D of the same frames,
+  gains and reference, no damping);
 
-  both then the symplectic Euler step x' = f(x, u) of Crocoddyl's IntegratedActionModelEuler:
-  v' = v + a dt, q' = integrate(q, v' dt), the running costs times dt;
+  both then the symplectic Euler step x' = f(x, u) of Crocoddyl's
+  IntegratedActionModelEuler: v' = v + a dt, q' = integrate(q, v' dt), the running costs
+  times dt;
 
 - an impulse knot (a touch-down, Crocoddyl's ActionModelImpulseFwdDynamics with r_coeff 0,
   no damping): q' = q, v' = impulse_dynamics(q, v, contacts); no control (its row of us is
@@ -128,8 +130,8 @@ class Problem:
         else:
             per = list(contacts)
             if len(per) != T:
-                raise ValueError(f"contacts: expected None, a tuple of Contact or a list of "
-                                 f"{T} per-knot entries, got {len(per)} entries")
+                raise ValueError(f"contacts: expected None, a tuple of Contact or a list "
+                                 f"of {T} per-knot entries, got {len(per)} entries")
             per = [() if c is None else _as_tuple(c) for c in per]
         kind = np.array([CONTACT if c else FREE for c in per], np.int64)
         for t, c in dict(impulses or {}).items():
@@ -268,7 +270,8 @@ class Problem:
             qd, vd, ud = (q[:-1], v[:-1], us) if len(D) == self.T else (q[D], v[D], us[D])
             c = self.dt * sum(t.value(self.model, qd, vd, ud).sum() for t in self.running)
         if len(I):
-            c += sum(t.value(self.model, q[I], v[I], None).sum() for t in self.impulse_costs)
+            c += sum(t.value(self.model, q[I], v[I], None).sum()
+                     for t in self.impulse_costs)
         return c + sum(t.value(self.model, q[-1:], v[-1:], None)[0] for t in self.terminal)
 
     def cost_derivatives(self, q, v, us):

@@ -161,9 +161,10 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     if curvature not in ("value", "costate"):
         raise ValueError(f"curvature: expected 'value' or 'costate', got {curvature!r}")
     if not prob.simple:
-        raise ValueError(f"method {method!r} handles fixed-base problems with vector-space "
-                         "joints, free knots and u = tau; this problem has a floating base, "
-                         "spherical joints, contacts or underactuation: use method='fddp'")
+        raise ValueError(f"method {method!r} handles fixed-base problems with "
+                         "vector-space joints, free knots and u = tau; this problem has a "
+                         "floating base, spherical joints, contacts or underactuation: use "
+                         "method='fddp'")
     ddp = method == "ddp"
     reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
     jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
@@ -306,7 +307,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     infeasible, the expected one negative) exceeds 2 times it; reg /10 after a step above
     1/2, x10 after one at or below 0.01; stops when the last step left the trajectory
     feasible and |d1 + d2 / 2| < tol. ``history[i]``: cost, alpha, reg, expected (d1 +
-    d2 / 2), gap (the largest gap entry before the step), feasible."""
+    d2 / 2), gap (the largest gap entry before the step), feasible. Control bounds (none
+    in Crocoddyl's FDDP; its BoxFDDP differs) as ilqr's: a clamped set in the backward
+    pass, clamping in the rollout."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
@@ -314,8 +317,8 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     try:
         qx, vx, forces = prob.shoot(q, v, u)
     except ValueError as e:
-        raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / us") \
-            from None
+        raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / "
+                         "us") from None
     J = prob.cost(q, v, u)
     if not np.isfinite(J):
         raise ValueError("fddp: the warm start's cost is not finite")
