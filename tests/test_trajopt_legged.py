@@ -201,6 +201,9 @@ def test_fddp_from_an_infeasible_warm_start_reaches_a_stationary_point(solo):
     us = prob.quasi_static_controls(xs[:, :m.nq]) + 2.0 * rng.normal(size=(T, prob.nu))
     r = to.solve(prob, method="fddp", xs=xs, us=us, max_iter=100)
     assert r.converged and r.method == "fddp"
+    # reg 0: the impulse knot's Q_uu (no control cost, no control) is 0 at first
+    r0 = to.solve(prob, method="fddp", xs=xs, us=us, max_iter=100, reg=0.0)
+    assert r0.converged and r0.cost == pytest.approx(r.cost, rel=1e-9)
     assert r.history[0]["gap"] > 1e-3 and r.history[-1]["feasible"]     # gaps closed
     assert r.cost == pytest.approx(to.rollout_cost(prob, r.us), rel=1e-12)
     q, v = prob.rollout(r.us)

@@ -342,7 +342,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
                                                   K_fb, Vx, Vxx)
             if knot < 0:
                 break
-            reg = min(reg * 10, REG_MAX)
+            reg = min(max(reg * 10, REG_MIN), REG_MAX)     # (from reg = 0 too)
             if reg >= REG_MAX:
                 _add(timings, (t0, t1, time.perf_counter()), (c0, c1, compile_seconds()))
                 history.append(dict(cost=J, alpha=0.0, reg=reg, expected=np.nan,
@@ -388,7 +388,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         if alpha > TH_STEPDEC:
             reg = max(reg / 10, REG_MIN)
         if alpha <= TH_STEPINC:
-            reg = min(reg * 10, REG_MAX)
+            reg = min(max(reg * 10, REG_MIN), REG_MAX)
         stop = abs(d1 + 0.5 * d2)
         history.append(dict(cost=J, alpha=accepted or 0.0, reg=reg, expected=d1 + 0.5 * d2,
                             gap=gap_before, feasible=feasible))
