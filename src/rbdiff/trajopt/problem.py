@@ -318,20 +318,25 @@ class Problem:
         Fu = np.zeros((T, 2 * nv, nu))
         eye = np.eye(nv)
         for (kind, contacts), K in self.groups.items():
-            K = _span(K)                 # a phase's knots are consecutive: views
-            qk, vk = q[K], v[K]
+            one = len(K) == 1            # a single call (a batch of one pays a parallel
+            K = _span(K)                 # region's wake-up); a phase's consecutive knots:
+            qk, vk = q[K], v[K]          # views
+            if one:
+                qk, vk = qk[0], vk[0]
             if kind == IMPULSE:
                 d = _rbd.impulse_dynamics_derivatives(m, qk, vk, contacts)
                 Fx[K, nv:, :nv] = d.dvafter_dq
                 Fx[K, nv:, nv:] = d.dvafter_dv
                 Fx[K, :nv, :nv] = eye
                 continue
-            tau = self.tau(us[K])
+            tau = self.tau(us[K][0] if one else us[K])
             if kind == CONTACT:
                 d = _rbd.contact_dynamics_derivatives(m, qk, vk, tau, contacts)
                 a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
+            if one:
+                a_q, a_v, a_t = a_q[None], a_v[None], a_t[None]
             view = isinstance(K, slice)
             Px = Fx[K, nv:] if view else np.empty((len(a_q), nv, 2 * nv))
             np.multiply(a_q, dt, out=Px[:, :, :nv])
