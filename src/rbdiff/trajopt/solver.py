@@ -305,9 +305,13 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     the gaps' terms (d1 = dg + dv, d2 = dq - 2 dv); a trial alpha = 1, 1/2, ..., 2^-9 is
     accepted when its cost reduction exceeds 0.1 of the expected one, or (while
     infeasible, the expected one negative) exceeds 2 times it; reg /10 after a step above
-    1/2, x10 after one at or below 0.01; stops when the last step left the trajectory
-    feasible and |d1 + d2 / 2| < tol. ``history[i]``: cost, alpha, reg, expected (d1 +
-    d2 / 2), gap (the largest gap entry before the step), feasible. Control bounds (none
+    1/2, x10 after one at or below 0.01; stops when a step was taken from a feasible
+    trajectory (Crocoddyl's was_feasible) and |d1 + d2 / 2| < tol. ``history[i]``: cost,
+    alpha (0: no step accepted), reg, expected (d1 + d2 / 2: the expected reduction of a
+    full step, Crocoddyl's sign, the opposite of ilqr's expected change), gap (the
+    largest gap entry before the step), feasible; "stop" where it gave up (regularisation
+    at its bound). Result.iterations counts the iterations run (Crocoddyl's ``iter`` + 1
+    when it converges). Control bounds (none
     in Crocoddyl's FDDP; its BoxFDDP differs) as ilqr's: a clamped set in the backward
     pass, clamping in the rollout."""
     T, nv, nu = prob.T, prob.nv, prob.nu
