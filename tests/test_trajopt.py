@@ -214,8 +214,8 @@ def test_bad_input():
                    running=[to.ControlRegularization(1.0, u_ref=np.zeros(3))])
     hyq = rbd.load_robot("hyq", floating_base=True)
     x = np.concatenate([rbd.neutral(hyq), np.zeros(hyq.nv)])
-    with pytest.raises(ValueError, match="root_joint are spherical or free-flyer"):
-        to.Problem(hyq, x, 5, 0.01)
+    with pytest.raises(ValueError, match="floating base.*use method='fddp'"):
+        to.solve(to.Problem(hyq, x, 5, 0.01), method="ilqr")
 
 
 @pytest.mark.skipif(not crocoddyl_ok(), reason="needs crocoddyl 3.2 with pin 4.0.x "

@@ -2,14 +2,18 @@
 ``trajopt`` (``python -m rbdiff bench --only trajopt``).
 
 (A) panda reach (T = 100, dt = 0.01): iterations, time per iteration split into
-    derivatives, backward pass and line search, final cost; rbdiff ilqr / ddp and, when a
-    compatible Crocoddyl is installed (``pip install 'rbdiff[trajopt-bench]'``: Crocoddyl
-    3.2 needs pin 4.0.x), Crocoddyl FDDP / DDP on the identical problem, interleaved in
-    one process (the median of ``repeats`` solves of each).
+    derivatives, backward pass and line search, final cost; rbdiff ilqr / ddp / fddp
+    and, when a compatible Crocoddyl is installed (``pip install
+    'rbdiff[trajopt-bench]'``: Crocoddyl 3.2 needs pin 4.0.x), Crocoddyl FDDP / DDP on
+    the identical problem, interleaved in one process (the median of ``repeats`` solves
+    of each).
 (B) iiwa14 swing-up from a folded pose to the upright one (q = 0) from ``runs`` random
     initial controls (gravity torques + noise): iterations of ilqr against ddp per run,
     as Nganga & Wensing (RA-L 2021) compare them.
 (C) double-pendulum swing-up (hanging to upright).
+(D) solo12 with contact phases (four feet, three, a free knot, a touch-down impulse, four):
+    rbdiff fddp against Crocoddyl FDDP from the same infeasible warm start, and the cost
+    of the same controls in both.
 Cost-against-iteration curves of (A) and (C) in ``trajopt.png``.
 """
 
@@ -39,37 +43,145 @@ def crocoddyl_ok():
 
 
 def crocoddyl_problem(prob, pin_model):
-    """The Crocoddyl ShootingProblem of a trajopt.Problem (its cost terms mapped one to
-    one: ResidualModelFrameTranslation, ResidualModelState, ResidualModelControl with
-    CostModelResidual's 0.5 ||r||^2; IntegratedActionModelEuler, the terminal one with
-    dt 0) on ``pin_model``, Pinocchio's model of the same robot."""
+    """The Crocoddyl ShootingProblem of a trajopt.Problem on ``pin_model``, Pinocchio's
+    model of the same robot: the cost terms one to one (ResidualModelFrameTranslation,
+    ResidualModelState, ResidualModelControl with CostModelResidual's 0.5 ||r||^2);
+    ActuationModelFull or ActuationModelFloatingBase as prob.actuation; per knot an
+    IntegratedActionModelEuler of DifferentialActionModelFreeFwdDynamics (a free knot) or
+    DifferentialActionModelContactFwdDynamics (a contact knot: ContactModel3D / 6D of the
+    same frames, reference, gains and reference placement), or an
+    ActionModelImpulseFwdDynamics (an impulse knot: ImpulseModel3D / 6D, r_coeff 0, its
+    costs impulse_costs); the terminal one an Euler model with dt 0. Contact gains must be
+    the same on every row (Crocoddyl's are two numbers)."""
     import crocoddyl
-    state = crocoddyl.StateMultibody(pin_model)
-    actuation = crocoddyl.ActuationModelFull(state)
+    import pinocchio as pin
+    from rbdiff.trajopt.rollout import CONTACT, IMPULSE
 
-    def costs(terms):
-        cm = crocoddyl.CostModelSum(state)
+    state = crocoddyl.StateMultibody(pin_model)
+    actuation = (crocoddyl.ActuationModelFloatingBase(state)
+                 if prob.actuation == "floating_base" else
+                 crocoddyl.ActuationModelFull(state))
+    refs = {"local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+
+    def fid(frame):
+        return pin_model.getFrameId(prob.model.frames[
+            rbd.kinematics._frame_id(prob.model, frame)].name)
+
+    def costs(terms, nu):
+        cm = crocoddyl.CostModelSum(state, nu)
         for k, t in enumerate(terms):
             if isinstance(t, to.FrameTranslation):
-                fid = pin_model.getFrameId(prob.model.frames[
-                    rbd.kinematics._frame_id(prob.model, t.frame)].name)
-                r = crocoddyl.ResidualModelFrameTranslation(state, fid, t.target)
+                r = crocoddyl.ResidualModelFrameTranslation(state, fid(t.frame), t.target,
+                                                            nu)
             elif isinstance(t, to.StateRegularization):
-                r = crocoddyl.ResidualModelState(state, t.x_ref)
+                r = crocoddyl.ResidualModelState(state, t.x_ref, nu)
             elif isinstance(t, to.ControlRegularization):
-                r = crocoddyl.ResidualModelControl(state) if t.u_ref is None else \
+                r = crocoddyl.ResidualModelControl(state, nu) if t.u_ref is None else \
                     crocoddyl.ResidualModelControl(state, t.u_ref)
             else:
                 raise TypeError(f"no Crocoddyl twin for {type(t).__name__}")
             cm.addCost(f"c{k}", crocoddyl.CostModelResidual(state, r), t.weight)
         return cm
 
-    def model(terms, dt):
-        dam = crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, costs(terms))
-        return crocoddyl.IntegratedActionModelEuler(dam, dt)
+    def placement(c):
+        T = np.eye(4) if c.placement is None else np.vstack(
+            [np.reshape(c.placement, (3, 4)), [0.0, 0.0, 0.0, 1.0]])
+        return pin.SE3(T[:3, :3].copy(), T[:3, 3].copy())
 
-    return crocoddyl.ShootingProblem(prob.x0, [model(prob.running, prob.dt)] * prob.T,
-                                     model(prob.terminal, 0.0))
+    def gains(c):
+        kp, kd = c.gains
+        if len(set(kp)) > 1 or len(set(kd)) > 1:
+            raise ValueError("Crocoddyl's contact gains are one kp and one kd")
+        return np.array([kp[0], kd[0]])
+
+    def contact_model(contacts):
+        cm = crocoddyl.ContactModelMultiple(state, actuation.nu)
+        for k, c in enumerate(contacts):
+            if c.kind == "3d":
+                m = crocoddyl.ContactModel3D(state, fid(c.frame), placement(c).translation,
+                                             refs[c.reference], actuation.nu, gains(c))
+            else:
+                m = crocoddyl.ContactModel6D(state, fid(c.frame), placement(c),
+                                             refs[c.reference], actuation.nu, gains(c))
+            cm.addContact(f"k{k}", m)
+        return cm
+
+    def impulse_model(contacts):
+        im = crocoddyl.ImpulseModelMultiple(state)
+        for k, c in enumerate(contacts):
+            cls = crocoddyl.ImpulseModel3D if c.kind == "3d" else crocoddyl.ImpulseModel6D
+            im.addImpulse(f"i{k}", cls(state, fid(c.frame), refs[c.reference]))
+        return im
+
+    cache = {}
+
+    def knot(kind, contacts):
+        key = (kind, contacts)
+        if key not in cache:
+            if kind == IMPULSE:
+                cache[key] = crocoddyl.ActionModelImpulseFwdDynamics(
+                    state, impulse_model(contacts), costs(prob.impulse_costs, 0), 0.0, 0.0,
+                    True)
+            else:
+                cm = costs(prob.running, actuation.nu)
+                dam = (crocoddyl.DifferentialActionModelContactFwdDynamics(
+                    state, actuation, contact_model(contacts), cm, 0.0, True)
+                    if kind == CONTACT else
+                    crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, cm))
+                cache[key] = crocoddyl.IntegratedActionModelEuler(dam, prob.dt)
+        return cache[key]
+
+    running = [knot(int(prob.kind[t]), prob.knot_contacts[t]) for t in range(prob.T)]
+    terminal = crocoddyl.IntegratedActionModelEuler(
+        crocoddyl.DifferentialActionModelFreeFwdDynamics(
+            state, actuation, costs(prob.terminal, actuation.nu)), 0.0)
+    return crocoddyl.ShootingProblem(prob.x0, running, terminal)
+
+
+def crocoddyl_controls(prob, us):
+    """Crocoddyl's list of controls for ``us`` (T, nu): impulse knots take none."""
+    from rbdiff.trajopt.rollout import IMPULSE
+    return [np.zeros(0) if prob.kind[t] == IMPULSE else np.asarray(us[t], dtype=float)
+            for t in range(prob.T)]
+
+
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+
+
+def solo_standing():
+    """(model, x0): solo12 with a free flyer standing on its four feet (soles at z = 0),
+    at rest."""
+    m = rbd.load_robot("solo12", floating_base=True)
+    q0 = rbd.neutral(m)
+    q0[7:] = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
+    q0[2] -= min(rbd.frame_placement(m, q0, f)[2, 3] for f in FEET)
+    return m, np.concatenate([q0, np.zeros(m.nv)])
+
+
+def feet_contacts(frames=FEET):
+    """Point contacts on the feet as Crocoddyl's quadruped gaits make them
+    (LOCAL_WORLD_ALIGNED, Baumgarte kp 0, kd 50)."""
+    return tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(0.0, 50.0))
+                 for f in frames)
+
+
+def legged_problem(T=12, dt=0.01):
+    """(D): solo12 shifting its base 3 cm forward and 2 cm down while lifting a foot:
+    four feet at knots 0-3, three (FL lifted) at 4-6, a free knot at 7, a touch-down on
+    four (an impulse knot) at 8, four feet from 9 on (T >= 10); state and control
+    regularisation, Crocoddyl's weights of its gaits' order."""
+    m, x0 = solo_standing()
+    four, three = feet_contacts(), feet_contacts(FEET[1:])
+    xref = x0.copy()
+    xref[0] += 0.03
+    xref[2] -= 0.02
+    per = [four] * 4 + [three] * 3 + [None, None] + [four] * (T - 9)
+    return to.Problem(m, x0, T, dt,
+                      running=[to.StateRegularization(xref, 1e-1),
+                               to.ControlRegularization(1e-3)],
+                      terminal=[to.StateRegularization(xref, 1e2)],
+                      contacts=per, impulses={8: four},
+                      impulse_costs=[to.StateRegularization(xref, 1e1)])
 
 
 def reach_problem(T=100, dt=0.01):
@@ -150,11 +262,12 @@ def run_reach(cfg):
         xs = croc.rollout(list(us0))
         res["cost_check"] = dict(crocoddyl=croc.calc(xs, list(us0)),
                                  rbdiff=to.rollout_cost(prob, us0))
-    for m in METHODS:
+    ours = METHODS + ("fddp",)      # fddp from x0 at every knot, as Crocoddyl's solves
+    for m in ours:
         _solve_rbdiff(prob, m, us0)                        # compiled before timing
-    runs = {k: [] for k in METHODS + (CROCODDYL if croc is not None else ())}
+    runs = {k: [] for k in ours + (CROCODDYL if croc is not None else ())}
     for _ in range(repeats):
-        for m in METHODS:
+        for m in ours:
             runs[m].append(_solve_rbdiff(prob, m, us0))
         if croc is not None:
             for k in CROCODDYL:
@@ -187,8 +300,47 @@ def run_swing(cfg, name, x0, T, dt, runs, seed, noise):
     return out
 
 
+def run_legged(cfg):
+    """(D): rbdiff fddp and Crocoddyl FDDP on legged_problem from the same infeasible warm
+    start (x0 at every knot, quasi-static controls + noise), ``repeats`` solves each,
+    interleaved; medians; and the cost of the same controls in both."""
+    tiny = cfg.mode == "tiny"
+    prob = legged_problem(T=12 if tiny else 60)
+    repeats = 1 if tiny else 5
+    T, nq = prob.T, prob.nq
+    rng = np.random.default_rng(cfg.seed + 17)
+    xs = np.broadcast_to(prob.x0, (T + 1, prob.x0.size)).copy()
+    us = prob.quasi_static_controls(xs[:, :nq]) + 0.3 * rng.normal(size=(T, prob.nu))
+    res = dict(T=T, dt=prob.dt, nu=prob.nu, crocoddyl=crocoddyl_ok(), rows=[])
+    runs = {"rbdiff fddp": []}
+    croc = None
+    if res["crocoddyl"]:
+        from rbdiff.bench.anchor import pin_model
+        croc = crocoddyl_problem(prob, pin_model("solo12", True))
+        cu = crocoddyl_controls(prob, us)
+        res["cost_check"] = dict(crocoddyl=float(croc.calc(croc.rollout(cu), cu)),
+                                 rbdiff=float(to.rollout_cost(prob, us)))
+        runs["Crocoddyl FDDP"] = []
+    for _ in range(repeats + 1):       # the first of each warms up (compiles, allocates)
+        t0 = time.perf_counter()
+        r = to.solve(prob, method="fddp", xs=xs, us=us)
+        wall = time.perf_counter() - t0
+        runs["rbdiff fddp"].append(dict(
+            solver="rbdiff fddp", iterations=r.iterations, converged=r.converged,
+            cost=r.cost, per_iter_s=wall / max(r.iterations, 1),
+            split_s={k: v / max(r.iterations, 1) for k, v in r.timings.items()
+                     if k != "compile"}, history=[h["cost"] for h in r.history]))
+        if croc is not None:
+            row = _solve_crocoddyl(croc, "FDDP", prob.x0, crocoddyl_controls(prob, us))
+            # Crocoddyl's iter counts from 0 when it converges
+            row["iterations"] += row["converged"]
+            runs["Crocoddyl FDDP"].append(row)
+    res["rows"] = [_median_of(v[1:] if len(v) > 1 else v) for v in runs.values()]
+    return res
+
+
 def total(cfg):
-    return 3
+    return 4
 
 
 def run(cfg, bar, out):
@@ -203,6 +355,8 @@ def run(cfg, bar, out):
     res["pendulum"] = run_swing(cfg, "double_pendulum", [np.pi, 0.0, 0.0, 0.0], T, 0.01,
                                 1, cfg.seed + 16, 0.0)
     bar.step("trajopt double pendulum")
+    res["legged"] = run_legged(cfg)
+    bar.step("trajopt legged (solo12, contact phases)")
     return res
 
 
@@ -266,6 +420,25 @@ def report(sec, files, cfg):
                   f"{np.median(ratio):.2f} (ilqr needs more in {np.mean(ratio > 1):.0%} of "
                   f"runs); solved (converged within 1 % of the best cost "
                   f"{s['best_cost']:.6g}): ilqr {ok['ilqr']:.0%}, ddp {ok['ddp']:.0%}."]
+    if "legged" in sec:
+        lines += ["", *_legged_report(sec["legged"])]
     if "trajopt" in files:
         lines += ["", f"![cost against iteration]({files['trajopt']})"]
+    return lines
+
+
+def _legged_report(r):
+    lines = [f"(D) solo12, contact phases (four feet, three, a free knot, a touch-down "
+             f"impulse, four), T = {r['T']}, dt = {r['dt']}, nu = {r['nu']}: FDDP from x0 "
+             "at every knot (infeasible), median of the solves.", ""]
+    if "cost_check" in r:
+        c = r["cost_check"]
+        lines += [f"Same controls: Crocoddyl's cost {c['crocoddyl']:.15g}, rbdiff's "
+                  f"{c['rbdiff']:.15g}.", ""]
+    rows = [[x["solver"], str(x["iterations"]), "yes" if x["converged"] else "no",
+             f"{x['cost']:.12g}", f"{x['per_iter_s'] * 1e3:.3f}"]
+            + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
+               for k in ("derivatives", "backward", "line_search")] for x in r["rows"]]
+    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost",
+                              "ms / iter", "derivatives", "backward", "line search"], rows))
     return lines

@@ -1,5 +1,6 @@
-"""Trajectory optimisation with rbdiff's dynamics derivatives: iLQR (Gauss-Newton) and
-DDP with the exact second-order dynamics terms, in Crocoddyl's conventions.
+"""Trajectory optimisation with rbdiff's dynamics derivatives: iLQR (Gauss-Newton), DDP
+with the exact second-order dynamics terms, and Crocoddyl's feasibility-driven DDP (FDDP)
+for floating bases with contact phases, in Crocoddyl's conventions.
 
     import rbdiff.trajopt as to
     prob = to.Problem(model, x0, horizon=100, dt=0.01,
@@ -10,6 +11,16 @@ DDP with the exact second-order dynamics terms, in Crocoddyl's conventions.
                                 to.StateRegularization(x_ref, weight=1e-2)])
     res = to.solve(prob, method="ddp")          # or "ilqr"
     res.xs, res.us, res.cost, res.iterations, res.converged, res.history, res.timings
+
+    # a quadruped: u the 12 actuated torques (the free flyer is not actuated), each knot
+    # with its contacts (None: a free knot), impulse knots at touch-downs
+    feet = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(0.0, 50.0))
+                 for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    prob = to.Problem(solo, x0, 12, 0.01, running=[...], terminal=[...],
+                      contacts=[feet] * 4 + [feet[1:]] * 3 + [None] * 2 + [feet] * 3,
+                      impulses={8: feet}, impulse_costs=[to.StateRegularization(x0, 10.0)])
+    res = to.solve(prob, method="fddp", xs=[x0] * 13)       # infeasible warm start
+    res.forces                  # (T, 12): each knot's contact forces (impulses at knot 8)
 """
 
 from .costs import ControlRegularization, FrameTranslation, StateRegularization

@@ -16,6 +16,14 @@ import numpy as np
 
 import rbdiff as _rbd
 from ..kinematics import _frame_id as _frame_index
+from ..model.layout import FREE_FLYER, SPHERICAL
+
+
+def _lie(model):
+    """Whether a joint's configuration space is not a vector space (its tangent maps
+    are not the identity): spherical joints and free flyers."""
+    return any(int(model.joint_types[i]) in (SPHERICAL, FREE_FLYER)
+               for i in range(1, model.njoints))
 
 
 def _weight(w):
@@ -42,7 +50,7 @@ class FrameTranslation:
         self.target = _finite("target", target, (3,))
         self.weight = _weight(weight)
 
-    def check(self, model):
+    def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
 
     def value(self, model, q, v, u):
@@ -64,13 +72,15 @@ class FrameTranslation:
 
 class StateRegularization:
     """0.5 w ||x (-) x_ref||^2 with x (-) x_ref = (difference(q_ref, q), v - v_ref)
-    (Crocoddyl's ResidualModelState); x_ref (nq + nv,)."""
+    (Crocoddyl's ResidualModelState); x_ref (nq + nv,). Its Jacobian is
+    blockdiag(d difference / d q, I) (difference_jacobians; Crocoddyl's Jdiff), the
+    identity for vector-space joints (then not computed)."""
 
     def __init__(self, x_ref, weight=1.0):
         self.x_ref = np.asarray(x_ref, dtype=float)
         self.weight = _weight(weight)
 
-    def check(self, model):
+    def check(self, model, nu=None):
         self.x_ref = _finite("StateRegularization x_ref", self.x_ref,
                              (model.nq + model.nv,))
 
@@ -86,23 +96,34 @@ class StateRegularization:
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
     def derivatives(self, model, q, v, u):
-        K, nv = q.shape[0], model.nv
+        K, nq, nv = q.shape[0], model.nq, model.nv
         r = self.residual(model, q, v)
         w = self.weight
         lxx = np.broadcast_to(w * np.eye(2 * nv), (K, 2 * nv, 2 * nv)).copy()
-        return 0.5 * w * np.einsum("ki,ki->k", r, r), w * r, None, lxx, None
+        lx = w * r
+        if _lie(model):
+            Rq = _rbd.difference_jacobians(
+                model, np.ascontiguousarray(np.broadcast_to(self.x_ref[:nq], (K, nq))),
+                np.ascontiguousarray(q)).dq1
+            lx[:, :nv] = w * np.einsum("kji,kj->ki", Rq, r[:, :nv])
+            lxx[:, :nv, :nv] = w * np.einsum("kji,kjl->kil", Rq, Rq)
+        return 0.5 * w * np.einsum("ki,ki->k", r, r), lx, None, lxx, None
 
 
 class ControlRegularization:
-    """0.5 w ||u - u_ref||^2 (Crocoddyl's ResidualModelControl; u_ref defaults to 0)."""
+    """0.5 w ||u - u_ref||^2 (Crocoddyl's ResidualModelControl; u_ref defaults to 0);
+    u the problem's controls (nu: the actuated joints' torques)."""
+
+    reads_control = True
 
     def __init__(self, weight=1.0, u_ref=None):
         self.weight = _weight(weight)
         self.u_ref = None if u_ref is None else np.asarray(u_ref, dtype=float)
 
-    def check(self, model):
+    def check(self, model, nu=None):
         if self.u_ref is not None:
-            self.u_ref = _finite("ControlRegularization u_ref", self.u_ref, (model.nv,))
+            self.u_ref = _finite("ControlRegularization u_ref", self.u_ref,
+                                 (model.nv if nu is None else nu,))
 
     def value(self, model, q, v, u):
         r = u if self.u_ref is None else u - self.u_ref

@@ -1,16 +1,30 @@
-"""A trajectory-optimisation problem in Crocoddyl's conventions: state x = (q, v), control
-u = tau, symplectic Euler x' = f(x, u):
+"""A trajectory-optimisation problem in Crocoddyl's conventions: state x = (q, v) on the
+configuration manifold, tangent differences x (-) y = (difference(y_q, x_q), x_v - y_v)
+(2 nv), controls u the actuated joints' torques, tau = [0_6; u] under a free-flyer root
+(Crocoddyl's ActuationModelFloatingBase, nu = nv - 6), u = tau otherwise
+(ActuationModelFull). Knot t = 0..T-1 is one of
 
-    a = aba(q, v, u),   v' = v + a dt,   q' = integrate(q, v' dt),
+- a free knot: a = aba(q, v, tau);
+- a contact knot (its tuple of rbd.Contact, Baumgarte gains included): a =
+  contact_dynamics(q, v, tau, contacts) (Crocoddyl's
+  DifferentialActionModelContactFwdDynamics with ContactModel3D / 6D of the same frames,
+  gains and reference, no damping);
 
-running costs multiplied by dt, the terminal cost not. Differences of states are tangent:
-x (-) y = (difference(y_q, x_q), x_v - y_v).
+  both then the symplectic Euler step x' = f(x, u) of Crocoddyl's
+  IntegratedActionModelEuler: v' = v + a dt, q' = integrate(q, v' dt), the running costs
+  times dt;
 
-The state Jacobians below take the tangent map of integrate and difference as the
-identity, which holds for revolute, prismatic and continuous joints (their configuration
-spaces are vector spaces or tori); Problem refuses other joints (spherical, free-flyer:
-their Lie-group Jacobians are not implemented here, and a floating base needs contacts
-this module does not model).
+- an impulse knot (a touch-down, Crocoddyl's ActionModelImpulseFwdDynamics with r_coeff 0,
+  no damping): q' = q, v' = impulse_dynamics(q, v, contacts); no control (its row of us is
+  carried but unused), the ``impulse_costs`` not multiplied by dt.
+
+The terminal cost is not multiplied by dt. The Jacobians of f in the tangent spaces use
+the Lie-group Jacobians of integrate (integrate_jacobians; Crocoddyl's Jintegrate and
+JintegrateTransport), batched over the knots of each kind and contact set.
+
+iLQR and DDP (solver.py) use the structured blocks of ``dynamics_blocks`` (identity
+tangent maps), valid only for a "simple" problem: vector-space joints, free knots, full
+actuation; FDDP uses the dense ``dynamics_jacobians`` and handles every problem.
 """
 
 from __future__ import annotations
@@ -18,25 +32,42 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
+from ..contacts import Contact, _as_tuple, pack
 from ..cpu.scratch import single_call_scratch
+from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
-from .rollout import closed_loop
+from .rollout import CONTACT, FREE, IMPULSE, closed_loop
+
+_ACTUATIONS = ("auto", "full", "floating_base")
+
+
+def _span(K):
+    """The knot indices K as a slice when they are consecutive (views, not copies)."""
+    if len(K) and K[-1] - K[0] == len(K) - 1:
+        return slice(int(K[0]), int(K[-1]) + 1)
+    return K
 
 
 class Problem:
-    """``Problem(model, x0, horizon, dt, running, terminal, u_lower=None, u_upper=None)``.
+    """``Problem(model, x0, horizon, dt, running, terminal, u_lower=None, u_upper=None,
+    actuation="auto", contacts=None, impulses=None, impulse_costs=())``.
 
     x0 (nq + nv,); horizon T knots of control (T + 1 states); dt > 0; running / terminal:
-    lists of cost terms (rbdiff.trajopt.costs); u_lower, u_upper (nv,) optional control
-    bounds (the solver clamps its controls to them)."""
+    lists of cost terms (rbdiff.trajopt.costs); u_lower, u_upper (nu,) optional control
+    bounds (the solver clamps its controls to them). ``actuation``: "full" (u = tau,
+    nu = nv), "floating_base" (a free-flyer root joint 1 unactuated: tau = [0_6; u],
+    nu = nv - 6), or "auto" (floating_base when joint 1 is a free flyer).
+    ``contacts``: None (every knot free), a Contact or a tuple of them (every knot in
+    contact), or a list of T entries, each None / () (a free knot) or a tuple of Contact.
+    ``impulses``: {knot: Contact or tuple of them}: impulse knots (touch-downs).
+    ``impulse_costs``: cost terms of the impulse knots (state terms only).
+
+    Raises at construction: a contact on a missing frame (KeyError), a contact set whose
+    rows are dependent at x0 (rbd.DependentContacts), an empty horizon (ValueError)."""
 
     def __init__(self, model, x0, horizon, dt, running=(), terminal=(), u_lower=None,
-                 u_upper=None):
-        bad = [model.names[i] for i in range(1, model.njoints)
-               if int(model.joint_types[i]) in (SPHERICAL, FREE_FLYER)]
-        if bad:
-            raise ValueError("trajopt supports revolute, prismatic and continuous joints; "
-                             f"{', '.join(bad)} are spherical or free-flyer")
+                 u_upper=None, actuation="auto", contacts=None, impulses=None,
+                 impulse_costs=()):
         self.model = model
         self.nq, self.nv = model.nq, model.nv
         self.x0 = np.array(x0, dtype=float)
@@ -49,26 +80,107 @@ class Problem:
         self.dt = float(dt)
         if not self.dt > 0:
             raise ValueError(f"dt: expected > 0, got {dt}")
+        self.actuation = self._actuation(actuation)
+        self.nu = self.nv - 6 if self.actuation == "floating_base" else self.nv
+        self._knots(contacts, impulses)
         self.running, self.terminal = list(running), list(terminal)
-        for term in self.running + self.terminal:
-            term.check(model)
-        if any(not hasattr(t, "derivatives") for t in self.running + self.terminal):
+        self.impulse_costs = list(impulse_costs)
+        if any(not hasattr(t, "derivatives") for t in
+               self.running + self.terminal + self.impulse_costs):
             raise TypeError("costs: expected rbdiff.trajopt cost terms")
+        for term in self.running + self.terminal + self.impulse_costs:
+            term.check(model, self.nu)
+        for term in self.impulse_costs:
+            if getattr(term, "reads_control", False):
+                raise ValueError(f"impulse_costs: {type(term).__name__} reads the control, "
+                                 "which an impulse knot does not have")
         self.u_lower = None if u_lower is None else np.asarray(u_lower, dtype=float)
         self.u_upper = None if u_upper is None else np.asarray(u_upper, dtype=float)
         for name, b in (("u_lower", self.u_lower), ("u_upper", self.u_upper)):
-            if b is not None and b.shape != (self.nv,):
-                raise ValueError(f"{name}: expected ({self.nv},), got {b.shape}")
-        self._lo = np.full(self.nv, -np.inf) if u_lower is None else self.u_lower
-        self._hi = np.full(self.nv, np.inf) if u_upper is None else self.u_upper
+            if b is not None and b.shape != (self.nu,):
+                raise ValueError(f"{name}: expected ({self.nu},), got {b.shape}")
+        self._lo = np.full(self.nu, -np.inf) if u_lower is None else self.u_lower
+        self._hi = np.full(self.nu, np.inf) if u_upper is None else self.u_upper
         if (self._lo > self._hi).any():
             raise ValueError("u_lower above u_upper")
         self._ws = single_call_scratch(model.njoints, model.nv)[0]   # the rollouts'
+        self._args = (contacts, impulses)
+
+    def _actuation(self, actuation):
+        if actuation not in _ACTUATIONS:
+            raise ValueError(f"actuation: expected one of {_ACTUATIONS}, got {actuation!r}")
+        floating = self.model.njoints > 1 and int(self.model.joint_types[1]) == FREE_FLYER
+        if actuation == "auto":
+            return "floating_base" if floating else "full"
+        if actuation == "floating_base" and not floating:
+            raise ValueError("actuation: 'floating_base' needs a free-flyer root joint "
+                             "(joint 1)")
+        return actuation
+
+    def _knots(self, contacts, impulses):
+        """kind (T,), the knots' contact sets, their packed tables stacked (cint, cflt,
+        cstart) and the groups of knots sharing a kind and a contact set."""
+        T, model = self.T, self.model
+        if contacts is None:
+            per = [()] * T
+        elif isinstance(contacts, Contact) or (
+                isinstance(contacts, (tuple, list)) and contacts
+                and all(isinstance(c, Contact) for c in contacts)):
+            per = [_as_tuple(contacts)] * T
+        else:
+            per = list(contacts)
+            if len(per) != T:
+                raise ValueError(f"contacts: expected None, a tuple of Contact or a list "
+                                 f"of {T} per-knot entries, got {len(per)} entries")
+            per = [() if c is None else _as_tuple(c) for c in per]
+        kind = np.array([CONTACT if c else FREE for c in per], np.int64)
+        for t, c in dict(impulses or {}).items():
+            if not (isinstance(t, (int, np.integer)) and 0 <= t < T):
+                raise ValueError(f"impulses: knot {t!r} is not in 0..{T - 1}")
+            c = _as_tuple(c)
+            if not c:
+                raise ValueError(f"impulses: knot {t} has no contacts")
+            per[t] = c
+            kind[t] = IMPULSE
+        q0 = self.x0[:self.nq]
+        packed, groups = {}, {}
+        for t, c in enumerate(per):
+            if c and c not in packed:
+                packed[c] = pack(model, c)       # KeyError / IndexError for a bad frame
+                z = np.zeros(self.nv)            # DependentContacts naming the rows
+                _rbd.contact_dynamics(model, q0, z, z, c)
+            groups.setdefault((int(kind[t]), c), []).append(t)
+        cstart = np.zeros(T + 1, np.int64)
+        rows_i, rows_f = [], []
+        for t, c in enumerate(per):
+            n = len(c)
+            cstart[t + 1] = cstart[t] + n
+            if n:
+                rows_i.append(packed[c][0])
+                rows_f.append(packed[c][1])
+        self.kind = kind
+        self.knot_contacts = per
+        self.groups = {k: np.array(v, np.int64) for k, v in groups.items()}
+        self._cint = np.concatenate(rows_i) if rows_i else np.zeros((0, CI_WIDTH), np.int64)
+        self._cflt = np.concatenate(rows_f) if rows_f else np.zeros((0, CF_WIDTH))
+        self._cstart = cstart
+        self.ncmax = max([packed[c][2] for c in packed], default=0)
+        self.dynamic = np.flatnonzero(kind != IMPULSE)
+        self.impulse_knots = np.flatnonzero(kind == IMPULSE)
+
+    @property
+    def simple(self):
+        """A problem iLQR / DDP handle (their structured derivatives assume identity
+        tangent maps and u = tau): vector-space joints, free knots, full actuation."""
+        lie = any(int(self.model.joint_types[i]) in (SPHERICAL, FREE_FLYER)
+                  for i in range(1, self.model.njoints))
+        return not lie and self.actuation == "full" and (self.kind == FREE).all()
 
     def with_x0(self, x0):
         """The same problem from another initial state (model predictive control)."""
         return Problem(self.model, x0, self.T, self.dt, self.running, self.terminal,
-                       self.u_lower, self.u_upper)
+                       self.u_lower, self.u_upper, self.actuation, *self._args,
+                       self.impulse_costs)
 
     def clamp(self, u):
         """u clipped to the control bounds (if any)."""
@@ -78,53 +190,171 @@ class Problem:
             u = np.minimum(u, self.u_upper)
         return u
 
+    def tau(self, u):
+        """Joint torques (K, nv) of controls u (K, nu): [0_6; u] under a floating base."""
+        if self.nu == self.nv:
+            return u
+        tau = np.zeros(u.shape[:-1] + (self.nv,))
+        tau[..., self.nv - self.nu:] = u
+        return tau
+
     def quasi_static(self, q):
-        """Gravity torques at configurations q (K, nq): the default initial controls."""
+        """Gravity torques at configurations q (K, nq): the default initial controls of a
+        simple problem."""
         return _rbd.gravity(self.model, q)
 
+    def quasi_static_controls(self, q):
+        """Controls (T, nu) that hold each knot's configuration q (T or T+1, nq) at rest:
+        the least-norm [u; forces] of B u + J_c^T f = g(q) (B the actuation's columns,
+        J_c the knot's contact Jacobians in their references; Crocoddyl's quasiStatic);
+        impulse knots get zeros."""
+        q = np.ascontiguousarray(q[:self.T])
+        g = _rbd.gravity(self.model, q)
+        off = self.nv - self.nu
+        u = np.zeros((self.T, self.nu))
+        for t in range(self.T):
+            if self.kind[t] == IMPULSE:
+                continue
+            cols = [np.eye(self.nv)[:, off:]]
+            for c in self.knot_contacts[t]:
+                J = _rbd.frame_jacobian(self.model, q[t], c.frame, c.reference)[:c.dim]
+                cols.append(J.T)
+            A = np.hstack(cols)
+            u[t] = np.linalg.lstsq(A, g[t], rcond=None)[0][:self.nu]
+        return u
+
+    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False):
+        """(q, v, u) of the trial and each knot's (q', v', forces) (rollout.py)."""
+        T, nq, nv, nu = self.T, self.nq, self.nv, self.nu
+        qn, vn, un = np.empty((T + 1, nq)), np.empty((T + 1, nv)), np.empty((T, nu))
+        qx, vx = np.empty((T, nq)), np.empty((T, nv))
+        forces = np.zeros((T, self.ncmax))
+        qn[0], vn[0] = self.x0[:nq], self.x0[nq:]
+        fb = K_fb is not None
+        m = self.model
+        closed_loop(m.mi, m.mf, m.frame_parents, m.frame_mf, self._ws,
+                    q if (fb or shoot) else qn, v if (fb or shoot) else vn, us, k_ff,
+                    K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt, self._lo,
+                    self._hi, fb, self.kind, self._cstart, self._cint, self._cflt,
+                    fs if fs is not None else np.zeros((T + 1, 2 * nv)), float(gap),
+                    shoot, qn, vn, un, qx, vx, forces)
+        return qn, vn, un, qx, vx, forces
+
     def rollout(self, us):
-        """States (q (T+1, nq), v (T+1, nv)) from x0 under controls us (T, nv) (clamped
+        """States (q (T+1, nq), v (T+1, nv)) from x0 under controls us (T, nu) (clamped
         to the bounds)."""
-        zeros = np.zeros((self.T, self.nv))
-        q, v, _ = self.closed_loop(None, None, us, zeros, None, 0.0)
+        zeros = np.zeros((self.T, self.nu))
+        q, v, _, _, _, _ = self._run(None, None, us, zeros, None, 0.0)
         return q, v
 
     def closed_loop(self, q, v, us, k_ff, K_fb, alpha):
         """(q, v, u) of the policy u = clamp(us + alpha k_ff + K_fb (x (-) (q, v))) from x0
         (rollout.py); K_fb None: open loop."""
-        T, nq, nv = self.T, self.nq, self.nv
-        qn, vn, un = np.empty((T + 1, nq)), np.empty((T + 1, nv)), np.empty((T, nv))
-        qn[0], vn[0] = self.x0[:nq], self.x0[nq:]
-        fb = K_fb is not None
-        closed_loop(self.model.mi, self.model.mf, self._ws, q if fb else qn, v if fb else vn,
-                    us, k_ff, K_fb if fb else np.zeros((T, nv, 2 * nv)), alpha, self.dt,
-                    self._lo, self._hi, fb, qn, vn, un, np.empty(2 * nv), np.empty(nv),
-                    np.empty(nv))
-        return qn, vn, un
+        return self._run(q, v, us, k_ff, K_fb, alpha)[:3]
+
+    def shoot(self, q, v, us):
+        """Each knot's successor from the given states (multiple shooting): (q' (T, nq),
+        v' (T, nv), forces (T, ncmax)), the contact forces / impulses of knot t in its
+        first nc entries."""
+        zeros = np.zeros((self.T, self.nu))
+        _, _, _, qx, vx, f = self._run(np.ascontiguousarray(q), np.ascontiguousarray(v), us,
+                                       zeros, None, 0.0, shoot=True)
+        return qx, vx, f
 
     def cost(self, q, v, us):
-        """Total cost of a trajectory: dt * sum of running costs + terminal cost."""
-        c = self.dt * sum(t.value(self.model, q[:-1], v[:-1], us).sum() for t in self.running)
+        """Total cost of a trajectory: dt * sum of running costs at the free and contact
+        knots + the impulse knots' costs + the terminal cost."""
+        D, I = self.dynamic, self.impulse_knots
+        c = 0.0
+        if len(D):
+            qd, vd, ud = (q[:-1], v[:-1], us) if len(D) == self.T else (q[D], v[D], us[D])
+            c = self.dt * sum(t.value(self.model, qd, vd, ud).sum() for t in self.running)
+        if len(I):
+            c += sum(t.value(self.model, q[I], v[I], None).sum()
+                     for t in self.impulse_costs)
         return c + sum(t.value(self.model, q[-1:], v[-1:], None)[0] for t in self.terminal)
 
     def cost_derivatives(self, q, v, us):
-        """(l_x (T+1, 2nv), l_u (T, nv), l_xx (T+1, 2nv, 2nv), l_uu (T, nv, nv)): running
-        terms times dt at knots 0..T-1, the terminal terms at knot T."""
-        T, n, nu = self.T, 2 * self.nv, self.nv
+        """(l_x (T+1, 2nv), l_u (T, nu), l_xx (T+1, 2nv, 2nv), l_uu (T, nu, nu)): running
+        terms times dt at the free and contact knots, the impulse terms at the impulse
+        knots, the terminal terms at knot T."""
+        T, n, nu, dt = self.T, 2 * self.nv, self.nu, self.dt
         lx, lu = np.zeros((T + 1, n)), np.zeros((T, nu))
         lxx, luu = np.zeros((T + 1, n, n)), np.zeros((T, nu, nu))
-        for t in self.running:
-            _, gx, gu, hxx, huu = t.derivatives(self.model, q[:-1], v[:-1], us)
-            lx[:T] += self.dt * gx
-            lxx[:T] += self.dt * hxx
-            if gu is not None:
-                lu += self.dt * gu
-                luu += self.dt * huu
+        D, I = self.dynamic, self.impulse_knots
+        every = len(D) == T
+        for terms, K, scale, uk in ((self.running, D, dt, True),
+                                    (self.impulse_costs, I, 1.0, False)):
+            if not len(K):
+                continue
+            sel = slice(0, T) if (every and uk) else K
+            for t in terms:
+                _, gx, gu, hxx, huu = t.derivatives(self.model, q[sel], v[sel],
+                                                    us[sel] if uk else None)
+                lx[sel] += scale * gx
+                lxx[sel] += scale * hxx
+                if gu is not None:
+                    lu[sel] += scale * gu
+                    luu[sel] += scale * huu
         for t in self.terminal:
             _, gx, _, hxx, _ = t.derivatives(self.model, q[-1:], v[-1:], None)
             lx[T] += gx[0]
             lxx[T] += hxx[0]
         return lx, lu, lxx, luu
+
+    def dynamics_jacobians(self, q, v, us, vnext):
+        """(F_x (T, 2nv, 2nv), F_u (T, 2nv, nu)): f's Jacobians in the tangent spaces at
+        knots 0..T-1, v' = vnext (T, nv) the knots' successor velocities (shoot or a
+        rollout). One batched derivatives call per kind and contact set, one batched
+        integrate_jacobians call: with P_x = dt [a_q, a_v] + [0, I], P_u = dt a_tau B,
+        (Jq, Jv) = integrate_jacobians(q, v' dt) (Crocoddyl's IntegratedActionModelEuler):
+
+            F_x = [[Jq, 0] + dt Jv P_x ; P_x],   F_u = [dt Jv P_u ; P_u];
+
+        an impulse knot: F_x = [[I, 0], [dv'/dq, dv'/dv]], F_u = 0."""
+        T, nv, nu, dt, m = self.T, self.nv, self.nu, self.dt, self.model
+        off = nv - nu
+        Fx = np.zeros((T, 2 * nv, 2 * nv))
+        Fu = np.zeros((T, 2 * nv, nu))
+        eye = np.eye(nv)
+        for (kind, contacts), K in self.groups.items():
+            one = len(K) == 1            # a single call (a batch of one pays a parallel
+            K = _span(K)                 # region's wake-up); a phase's consecutive knots:
+            qk, vk = q[K], v[K]          # views
+            if one:
+                qk, vk = qk[0], vk[0]
+            if kind == IMPULSE:
+                d = _rbd.impulse_dynamics_derivatives(m, qk, vk, contacts)
+                Fx[K, nv:, :nv] = d.dvafter_dq
+                Fx[K, nv:, nv:] = d.dvafter_dv
+                Fx[K, :nv, :nv] = eye
+                continue
+            tau = self.tau(us[K][0] if one else us[K])
+            if kind == CONTACT:
+                d = _rbd.contact_dynamics_derivatives(m, qk, vk, tau, contacts)
+                a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
+            else:
+                a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
+            if one:
+                a_q, a_v, a_t = a_q[None], a_v[None], a_t[None]
+            view = isinstance(K, slice)
+            Px = Fx[K, nv:] if view else np.empty((len(a_q), nv, 2 * nv))
+            np.multiply(a_q, dt, out=Px[:, :, :nv])
+            np.multiply(a_v, dt, out=Px[:, :, nv:])
+            Px[:, :, nv:] += eye
+            Fu[K, nv:] = dt * a_t[:, :, off:]
+            if not view:
+                Fx[K, nv:] = Px
+        D = _span(self.dynamic)
+        if len(self.dynamic):
+            Jq, Jv = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
+            Jv *= dt
+            # einsum, not matmul: a stack of small products through BLAS (its threads)
+            # measured 10-100x slower on a loaded machine
+            Fx[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fx[D, nv:])
+            Fx[D, :nv, :nv] += Jq
+            Fu[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fu[D, nv:])
+        return Fx, Fu
 
     def dynamics_blocks(self, q, v, us, second_order=False):
         """(Pq, Pv, Pu) = (dt a_q, I + dt a_v, dt M^-1), each (T, nv, nv), at knots

@@ -329,3 +329,96 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
                 Vxx[i, j] = s
                 Vxx[j, i] = s
     return -1, d1, d2
+
+
+@entry
+def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg, feasible, us, lo, hi, k_ff, K_fb,
+                       Vx, Vxx):
+    """FDDP's backward pass (Crocoddyl's SolverDDP::backwardPass with SolverFDDP's gaps)
+    on the dense Jacobians F_x (T, nx, nx), F_u (T, nx, nu) of the tangent dynamics:
+
+        Q_x = l_x + F_x^T V_x',  Q_u = l_u + F_u^T V_x',  Q_xx = l_xx + F_x^T V_xx' F_x,
+        Q_ux = F_u^T V_xx' F_x,  Q_uu = l_uu + F_u^T V_xx' F_u + reg I,
+        k = -Q_uu^-1 Q_u,  K = -Q_uu^-1 Q_ux,
+        V_x = Q_x + K^T Q_u,  V_xx = sym(Q_xx + Q_ux^T K) + reg I,
+
+    V_x += V_xx fs_t at each knot when not ``feasible`` (fs (T+1, nx) the gaps
+    x_t (-) f(x_{t-1}, u_{t-1})), the terminal V_xx = l_xx + reg I. Control bounds as
+    backward_pass (_clamp_rows). Fills k_ff (T, nu), K_fb (T, nu, nx), Vx (T+1, nx),
+    Vxx (T+1, nx, nx); returns (-1, sum Q_u.k, sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is
+    not positive definite (then the caller raises reg)."""
+    T, nx, nu = Fx.shape[0], Fx.shape[1], Fu.shape[2]
+    FxV, FuV = np.empty((nx, nx)), np.empty((nu, nx))
+    Qx, Qu = np.empty(nx), np.empty(nu)
+    Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
+    Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
+    Quk = np.empty(nu)
+    Vxx[T, :, :] = lxx[T]
+    for i in range(nx):
+        Vxx[T, i, i] += reg
+    Vx[T, :] = lx[T]
+    if not feasible:
+        _mv_add(Vxx[T], fs[T], Vx[T])
+    dg = 0.0
+    dq = 0.0
+    for t in range(T - 1, -1, -1):
+        A, B = Fx[t], Fu[t]
+        _mtm(A, Vxx[t + 1], FxV, 0.0)          # F_x^T V_xx'
+        Qx[:] = lx[t]
+        _mtv(A, Vx[t + 1], Qx, 1.0)
+        Qxx[:, :] = lxx[t]
+        _mm(FxV, A, Qxx, 1.0)
+        _mtm(B, Vxx[t + 1], FuV, 0.0)          # F_u^T V_xx'
+        Qu[:] = lu[t]
+        _mtv(B, Vx[t + 1], Qu, 1.0)
+        Quu[:, :] = luu[t]
+        _mm(FuV, B, Quu, 1.0)
+        for i in range(nu):
+            Quu[i, i] += reg
+        _mm(FuV, A, Qux, 0.0)
+        for i in range(nu):
+            for j in range(nu):
+                Qr[i, j] = Quu[i, j]
+            for j in range(nx):
+                G[i, j] = Qux[i, j]
+            G[i, nx] = Qu[i]
+        _clamp_rows(t, us, lo, hi, Qu, Qr, G)
+        if not _cholesky(Qr, L):
+            return t, 0.0, 0.0
+        _neg_cho_solve(L, G)
+        K = K_fb[t]
+        K[:, :] = G[:, :nx]
+        kf = k_ff[t]
+        kf[:] = G[:, nx]
+        for i in range(nu):
+            s = 0.0
+            for j in range(nu):
+                s += Quu[i, j] * kf[j]
+            Quk[i] = s
+            dg += Qu[i] * kf[i]
+            dq += kf[i] * s
+        Vx[t, :] = Qx
+        _mtv(K, Qu, Vx[t], 1.0)
+        _mtm(Qux, K, FxV, 0.0)                 # Q_ux^T K
+        V = Vxx[t]
+        for i in range(nx):
+            for j in range(i, nx):
+                s = Qxx[i, j] + 0.5 * (FxV[i, j] + FxV[j, i])
+                if j != i:
+                    s = 0.5 * (Qxx[i, j] + Qxx[j, i]) + 0.5 * (FxV[i, j] + FxV[j, i])
+                V[i, j] = s
+                V[j, i] = s
+            V[i, i] += reg
+        if not feasible:
+            _mv_add(V, fs[t], Vx[t])
+    return -1, dg, dq
+
+
+@kernel
+def _mv_add(A, x, y):
+    """y += A x."""
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s += A[i, j] * x[j]
+        y[i] += s

@@ -1,36 +1,95 @@
 """The closed-loop rollout of a line-search trial, compiled: for t = 0..T-1
 
+    x_t = x_next (+) gap fs_t                       (FDDP's infeasible trial; gap 0: x_next)
     u_t = clamp(u_bar_t + alpha k_t + K_t (x_t (-) x_bar_t)),
-    a = aba(q_t, v_t, u_t),  v_{t+1} = v_t + a dt,  q_{t+1} = integrate(q_t, v_{t+1} dt),
+    tau = [0; u_t] (the actuated rows: the last nu of nv),
+    free knot:    a = aba(q_t, v_t, tau)
+    contact knot: a = contact_dynamics(q_t, v_t, tau, contacts_t) (forces kept)
+    then          v' = v_t + a dt,  q' = integrate(q_t, v' dt)
+    impulse knot: v' = impulse_dynamics(q_t, v_t, contacts_t) (impulses kept), q' = q_t
+    x_next = (q', v')
 
-on rbdiff's own compiled entries (cpu/single.py), so a trial costs no Python per knot.
-``feedback`` False drops the K term (an open-loop rollout of the controls).
+on rbdiff's own compiled entries (cpu/single.py, cpu/contacts.py), so a trial costs no
+Python per knot. (-) is the manifold difference (difference_one: free flyers and
+spherical joints included). ``feedback`` False drops the K term (an open-loop rollout
+of the controls); ``shoot`` evaluates every knot at the given states x_bar_t instead
+(multiple shooting: the knots' x_next from the warm start, for FDDP's gaps).
 """
 
+import numpy as np
+
+from ..cpu.contacts import contact_dynamics_one, impulse_dynamics_one
 from ..cpu.single import aba_one, difference_one, integrate_one
+from ..kernels.contact_dynamics import CI_DIM
 from ..kernels.jit import entry
+
+FREE, CONTACT, IMPULSE = 0, 1, 2       # the knot kinds (Problem.kind)
 
 
 @entry
-def closed_loop(mi, mf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower, upper, feedback,
-                qn, vn, un, dx, qdd, dq):
-    """qn (T+1, nq), vn (T+1, nv), un (T, nv) from qn[0], vn[0] (set by the caller);
-    dx (2nv,), qdd, dq (nv,) scratch; lower / upper (nv,) bounds (+-inf for none).
-    Raises ValueError where aba refuses a state (NaN, singular M)."""
-    T, nv = us.shape
-    for t in range(T):
+def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower, upper,
+                feedback, kind, cstart, cint, cflt, fs, gap, shoot, qn, vn, un, qnext,
+                vnext, forces):
+    """qn (T+1, nq), vn (T+1, nv), un (T, nu), and each knot's successor qnext (T, nq),
+    vnext (T, nv) and contact forces (T, ncmax) (rows past the knot's nc untouched), from
+    qn[0], vn[0] (x0, set by the caller). kind (T,): FREE, CONTACT or IMPULSE; the
+    contacts of knot t are the packed rows cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv)
+    the gaps, used where gap != 0; lower / upper (nu,) bounds (+-inf for none).
+    Raises ValueError where the dynamics refuse a state (NaN, singular M, dependent
+    contacts)."""
+    T, nu = us.shape
+    nv = vn.shape[1]
+    off = nv - nu
+    dx = np.empty(2 * nv)
+    tau = np.zeros(nv)
+    qdd = np.empty(nv)
+    dq = np.empty(nv)
+    for t in range(T + 1):
+        if shoot:
+            qn[t, :] = q[t]
+            vn[t, :] = v[t]
+        elif t > 0:
+            if gap != 0.0:
+                for i in range(nv):
+                    dq[i] = gap * fs[t, i]
+                    vn[t, i] = vnext[t - 1, i] + gap * fs[t, nv + i]
+                integrate_one(mi, qnext[t - 1], dq, qn[t])
+            else:
+                qn[t, :] = qnext[t - 1]
+                vn[t, :] = vnext[t - 1]
+        elif gap != 0.0:                      # x0 (+) gap fs_0
+            for i in range(nv):
+                dq[i] = gap * fs[0, i]
+                vn[0, i] += gap * fs[0, nv + i]
+            integrate_one(mi, qn[0].copy(), dq, qn[0])
+        if t == T:
+            break
         if feedback:
             difference_one(mi, q[t], qn[t], dx[:nv])
             for i in range(nv):
                 dx[nv + i] = vn[t, i] - v[t, i]
-        for i in range(nv):
+        for i in range(nu):
             u = us[t, i] + alpha * k_ff[t, i]
             if feedback:
                 for j in range(2 * nv):
                     u += K_fb[t, i, j] * dx[j]
             un[t, i] = min(max(u, lower[i]), upper[i])
-        aba_one(mi, mf, qn[t], vn[t], un[t], None, ws, qdd)
+            tau[off + i] = un[t, i]
+        s, e = cstart[t], cstart[t + 1]
+        nc = 0
+        for c in range(s, e):
+            nc += cint[c, CI_DIM]
+        if kind[t] == IMPULSE:
+            impulse_dynamics_one(mi, mf, fparent, fmf, qn[t], vn[t], cint[s:e], cflt[s:e],
+                                 0.0, 0.0, ws, vnext[t], forces[t, :nc])
+            qnext[t, :] = qn[t]
+            continue
+        if kind[t] == CONTACT:
+            contact_dynamics_one(mi, mf, fparent, fmf, qn[t], vn[t], tau, None, cint[s:e],
+                                 cflt[s:e], 0.0, ws, qdd, forces[t, :nc])
+        else:
+            aba_one(mi, mf, qn[t], vn[t], tau, None, ws, qdd)
         for i in range(nv):
-            vn[t + 1, i] = vn[t, i] + dt * qdd[i]
-            dq[i] = dt * vn[t + 1, i]
-        integrate_one(mi, qn[t], dq, qn[t + 1])
+            vnext[t, i] = vn[t, i] + dt * qdd[i]
+            dq[i] = dt * vnext[t, i]
+        integrate_one(mi, qn[t], dq, qnext[t])

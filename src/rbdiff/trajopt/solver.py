@@ -25,7 +25,7 @@ from numba import typeof
 
 from ..cpu import background
 from ..kernels.compile_clock import seconds as compile_seconds
-from .riccati import backward_pass
+from .riccati import backward_pass, backward_pass_fddp
 
 REG_MIN, REG_MAX = 1e-9, 1e9
 ALPHAS = 0.5 ** np.arange(11)
@@ -47,6 +47,7 @@ class Result:
     method: str
     history: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    forces: np.ndarray = None       # FDDP: each knot's contact forces / impulses (T, ncmax)
 
     def shift(self):
         """(xs, us) warm start for the next MPC step: drop the first knot, repeat the last
@@ -56,10 +57,11 @@ class Result:
 
 
 def rollout_cost(prob, us):
-    """Total cost of controls us (T, nv) from prob.x0 (Crocoddyl's conventions)."""
+    """Total cost of controls us (T, nu) from prob.x0 (Crocoddyl's conventions: the
+    ShootingProblem's calc on its rollout)."""
     us = np.asarray(us, dtype=float)
-    if us.shape != (prob.T, prob.nv):
-        raise ValueError(f"us: expected ({prob.T}, {prob.nv}), got {us.shape}")
+    if us.shape != (prob.T, prob.nu) or not np.isfinite(us).all():
+        raise ValueError(f"us: expected ({prob.T}, {prob.nu}) finite, got {us.shape}")
     q, v = prob.rollout(prob.clamp(us))
     return prob.cost(q, v, prob.clamp(us))
 
@@ -126,17 +128,33 @@ def _compiling(jobs):
 
 def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN,
           curvature="value", callback=None):
-    """Solve ``prob`` (a trajopt.Problem) by "ddp" or "ilqr" from controls ``us`` (T, nv),
-    or quasi-static controls along states ``xs`` (T+1, nq+nv), or (neither) the gravity
-    torques at x0. ``curvature`` (DDP): contract the dynamics' second derivatives with
-    V_x' ("value", classical DDP) or with the open-loop costate ("costate": Pantoja's
-    stagewise Newton, whose step is Newton's step on the controls; the two agree at a
-    solution). Returns a Result; ``callback(iteration, result_so_far)`` is called after
-    each iteration."""
+    """Solve ``prob`` (a trajopt.Problem) by "ddp", "ilqr" or "fddp".
+
+    ddp / ilqr (simple problems: vector-space joints, free knots, u = tau): from
+    controls ``us`` (T, nv), or quasi-static controls along states ``xs`` (T+1, nq+nv),
+    or (neither) the gravity torques at x0. ``curvature`` (DDP): contract the dynamics'
+    second derivatives with V_x' ("value", classical DDP) or with the open-loop costate
+    ("costate": Pantoja's stagewise Newton, whose step is Newton's step on the controls;
+    the two agree at a solution).
+
+    fddp (every problem: floating bases, contact and impulse knots): Crocoddyl's
+    SolverFDDP (solve_fddp) from the states ``xs`` (T+1, nq+nv; default x0 at every
+    knot: an infeasible warm start is fine) and controls ``us`` (T, nu; default the
+    quasi-static ones along xs).
+
+    Returns a Result; ``callback(iteration, result_so_far)`` is called after each
+    iteration."""
+    if method == "fddp":
+        return solve_fddp(prob, xs, us, max_iter, tol, reg, callback)
     if method not in ("ddp", "ilqr"):
-        raise ValueError(f"method: expected 'ddp' or 'ilqr', got {method!r}")
+        raise ValueError(f"method: expected 'ddp', 'ilqr' or 'fddp', got {method!r}")
     if curvature not in ("value", "costate"):
         raise ValueError(f"curvature: expected 'value' or 'costate', got {curvature!r}")
+    if not prob.simple:
+        raise ValueError(f"method {method!r} handles fixed-base problems with "
+                         "vector-space joints, free knots and u = tau; this problem has a "
+                         "floating base, spherical joints, contacts or underactuation: use "
+                         "method='fddp'")
     ddp = method == "ddp"
     reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
     jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
@@ -219,6 +237,160 @@ def _add(timings, t, c):
         timings["compile"] += compiling
 
 
-def _result(prob, q, v, u, J, it, converged, method, history, timings):
+def _result(prob, q, v, u, J, it, converged, method, history, timings, forces=None):
     return Result(np.concatenate([q, v], axis=1), u.copy(), float(J), it, converged, method,
-                  list(history), dict(timings))
+                  list(history), dict(timings),
+                  None if forces is None else forces.copy())
+
+
+# ---- FDDP ------------------------------------------------------------------------------
+
+TH_ACCEPTSTEP, TH_ACCEPTNEGSTEP, TH_GRAD = 0.1, 2.0, 1e-12
+TH_STEPDEC, TH_STEPINC = 0.5, 0.01
+FDDP_ALPHAS = 0.5 ** np.arange(10)
+
+
+def _tangent(prob, qa, va, qb, vb):
+    """(qb, vb) (-) (qa, va) per knot: (K, 2nv)."""
+    d = np.empty((qa.shape[0], 2 * prob.nv))
+    d[:, :prob.nv] = _rbd.difference(prob.model, np.ascontiguousarray(qa),
+                                     np.ascontiguousarray(qb))
+    d[:, prob.nv:] = vb - va
+    return d
+
+
+def _gaps(prob, q, v, qx, vx):
+    """fs (T+1, 2nv): fs_0 = x0 (-) x_0, fs_{t+1} = f(x_t, u_t) (-) x_{t+1}."""
+    nq = prob.nq
+    fs = np.empty((prob.T + 1, 2 * prob.nv))
+    fs[:1] = _tangent(prob, q[:1], v[:1], prob.x0[None, :nq], prob.x0[None, nq:])
+    fs[1:] = _tangent(prob, q[1:], v[1:], qx, vx)
+    return fs
+
+
+def _warm_start(prob, xs, us):
+    T, nq, nv, nu = prob.T, prob.nq, prob.nv, prob.nu
+    if xs is None:
+        xs = np.broadcast_to(prob.x0, (T + 1, nq + nv))
+    xs = np.array(xs, dtype=float)
+    if xs.shape != (T + 1, nq + nv) or not np.isfinite(xs).all():
+        raise ValueError(f"xs: expected ({T + 1}, {nq + nv}) finite, got {xs.shape}")
+    q, v = np.ascontiguousarray(xs[:, :nq]), np.ascontiguousarray(xs[:, nq:])
+    if us is None:
+        us = prob.quasi_static_controls(q)
+    us = np.array(us, dtype=float)
+    if us.shape != (T, nu) or not np.isfinite(us).all():
+        raise ValueError(f"us: expected ({T}, {nu}) finite, got {us.shape}")
+    return q, v, prob.clamp(us)
+
+
+def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None):
+    """Crocoddyl's feasibility-driven DDP (SolverFDDP::solve, Mastalli et al. 2020), step
+    for step: the knots of the warm start (xs, us) are shot one by one (multiple
+    shooting), their gaps fs closed by the forward pass (x_t = x_next (+) (alpha - 1) fs_t
+    while infeasible, a rollout once a full step was taken); the backward pass
+    (riccati.backward_pass_fddp) with reg on Q_uu and V_xx; the expected improvement with
+    the gaps' terms (d1 = dg + dv, d2 = dq - 2 dv); a trial alpha = 1, 1/2, ..., 2^-9 is
+    accepted when its cost reduction exceeds 0.1 of the expected one, or (while
+    infeasible, the expected one negative) exceeds 2 times it; reg /10 after a step above
+    1/2, x10 after one at or below 0.01; stops when a step was taken from a feasible
+    trajectory (Crocoddyl's was_feasible) and |d1 + d2 / 2| < tol. ``history[i]``: cost,
+    alpha (0: no step accepted), reg, expected (d1 + d2 / 2: the expected reduction of a
+    full step, Crocoddyl's sign, the opposite of ilqr's expected change), gap (the
+    largest gap entry before the step), feasible; "stop" where it gave up (regularisation
+    at its bound). Result.iterations counts the iterations run (Crocoddyl's ``iter`` + 1
+    when it converges). Control bounds (none
+    in Crocoddyl's FDDP; its BoxFDDP differs) as ilqr's: a clamped set in the backward
+    pass, clamping in the rollout."""
+    T, nv, nu = prob.T, prob.nv, prob.nu
+    nx = 2 * nv
+    reg = float(reg)
+    q, v, u = _warm_start(prob, xs, us)
+    try:
+        qx, vx, forces = prob.shoot(q, v, u)
+    except ValueError as e:
+        raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / "
+                         "us") from None
+    J = prob.cost(q, v, u)
+    if not np.isfinite(J):
+        raise ValueError("fddp: the warm start's cost is not finite")
+    k_ff, K_fb = np.zeros((T, nu)), np.zeros((T, nu, nx))
+    Vx, Vxx = np.zeros((T + 1, nx)), np.zeros((T + 1, nx, nx))
+    timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
+    history, converged, it = [], False, 0
+    feasible = was_feasible = False
+    recalc = True
+    stop = np.inf
+    for it in range(1, max_iter + 1):
+        t0, c0 = time.perf_counter(), compile_seconds()
+        if recalc:
+            fs = _gaps(prob, q, v, qx, vx)
+            Fx, Fu = prob.dynamics_jacobians(q, v, u, vx)
+            lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
+        t1, c1 = time.perf_counter(), compile_seconds()
+        while True:
+            knot, dg_k, dq_k = backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg,
+                                                  feasible, u, prob._lo, prob._hi, k_ff,
+                                                  K_fb, Vx, Vxx)
+            if knot < 0:
+                break
+            reg = min(max(reg * 10, REG_MIN), REG_MAX)     # (from reg = 0 too)
+            if reg >= REG_MAX:
+                _add(timings, (t0, t1, time.perf_counter()), (c0, c1, compile_seconds()))
+                history.append(dict(cost=J, alpha=0.0, reg=reg, expected=np.nan,
+                                    gap=float(np.abs(fs).max()), feasible=feasible,
+                                    stop="regularisation at its bound"))
+                return _result(prob, q, v, u, J, it, False, "fddp", history, timings,
+                               forces)
+        t2, c2 = time.perf_counter(), compile_seconds()
+        # Crocoddyl's updateExpectedImprovement (its k is -ours: dg = -sum Q_u.k)
+        dg, dq = -dg_k, -dq_k
+        if not feasible:
+            dg -= np.einsum("ti,ti->", Vx, fs)
+            dq += np.einsum("ti,tij,tj->", fs, Vxx, fs)
+        accepted, alpha = None, 0.0
+        d1 = d2 = 0.0
+        for alpha in FDDP_ALPHAS:
+            gap = 0.0 if (feasible or alpha == 1.0) else alpha - 1.0
+            try:
+                qn, vn, un, qxn, vxn, fn = prob._run(q, v, u, k_ff, K_fb, alpha, fs, gap)
+            except ValueError:          # the trial's dynamics failed: a shorter step
+                continue
+            Jn = prob.cost(qn, vn, un)
+            if not np.isfinite(Jn):
+                continue
+            dv = 0.0
+            if not feasible:            # Crocoddyl's expectedImprovement
+                dx = _tangent(prob, qn, vn, q, v)          # x_t (-) x_try_t
+                dv = -np.einsum("ti,tij,tj->", fs, Vxx, dx)
+            d1, d2 = dg + dv, dq - 2 * dv
+            dV, dVexp = J - Jn, alpha * (d1 + 0.5 * alpha * d2)
+            if (dVexp >= 0 and (abs(d1) < TH_GRAD or dV > TH_ACCEPTSTEP * dVexp)) or \
+                    (dVexp < 0 and not feasible and dV > TH_ACCEPTNEGSTEP * dVexp):
+                accepted = alpha
+                break
+        t3, c3 = time.perf_counter(), compile_seconds()
+        _add(timings, (t0, t1, t2, t3), (c0, c1, c2, c3))
+        gap_before = float(np.abs(fs).max()) if not feasible else 0.0
+        recalc = accepted is not None
+        if recalc:
+            was_feasible = feasible
+            feasible = was_feasible or alpha == 1.0
+            q, v, u, J, qx, vx, forces = qn, vn, un, Jn, qxn, vxn, fn
+        if alpha > TH_STEPDEC:
+            reg = max(reg / 10, REG_MIN)
+        if alpha <= TH_STEPINC:
+            reg = min(max(reg * 10, REG_MIN), REG_MAX)
+        stop = abs(d1 + 0.5 * d2)
+        history.append(dict(cost=J, alpha=accepted or 0.0, reg=reg, expected=d1 + 0.5 * d2,
+                            gap=gap_before, feasible=feasible))
+        if alpha <= TH_STEPINC and reg >= REG_MAX:
+            history[-1]["stop"] = "line search failed with regularisation at its bound"
+            break
+        if callback is not None:
+            callback(it, _result(prob, q, v, u, J, it, False, "fddp", history, timings,
+                                 forces))
+        if was_feasible and stop < tol:
+            converged = True
+            break
+    return _result(prob, q, v, u, J, it, converged, "fddp", history, timings, forces)
