@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import typeof
 
+import rbdiff as _rbd
+
 from ..cpu import background
 from ..kernels.compile_clock import seconds as compile_seconds
 from .riccati import backward_pass, backward_pass_fddp
