@@ -214,6 +214,7 @@ def test_batch_fast_path_takes_views_and_read_only_arrays():
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.auto_policy        # the few-item route is the auto policy's choice
 def test_tiny_batches_run_on_the_model_workspace():
     """Once its plan has timed it, a batch too small to time runs cpu.batch.aba_few /
     rnea_few on the model's single-call workspace: the same results as the single calls,
