@@ -19,33 +19,43 @@ from .minverse import minverse, minverse_factored
 
 
 @helper
+def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
+    """buf1 = sum of B1[m, k] A[m, :], buf2 = sum of B2[m, k] A[m, :] over the dofs m on
+    the branch of joint jt (k one of its dofs): its ancestors' dofs and its own, then
+    its strict descendants'; every inner loop runs along a row of A, shared by both."""
+    nv = A.shape[1]
+    for c in range(nv):
+        buf1[c] = 0.0
+        buf2[c] = 0.0
+    j = jt
+    while j > 0:
+        for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
+            d1 = B1[m, k]
+            d2 = B2[m, k]
+            for c in range(nv):
+                a = A[m, c]
+                buf1[c] += d1 * a
+                buf2[c] += d2 * a
+        j = mi[j, MI_PARENT]
+    iv = mi[jt, MI_IV]
+    for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
+        d1 = B1[m, k]
+        d2 = B2[m, k]
+        for c in range(nv):
+            a = A[m, c]
+            buf1[c] += d1 * a
+            buf2[c] += d2 * a
+
+
+@helper
 def neg_minv_mul_column(mi, Minv, B1, B2, C1, C2, jt, j, buf1, buf2):
     """Column j (a dof of joint jt) of C1 = -Minv B1 and C2 = -Minv B2:
     -sum_k B[k, j] Minv[k, :] over the dofs k on joint jt's branch, ancestors (its own
     dofs included) then descendants, so every inner loop is a contiguous row of Minv.
     Columns are independent: the GPU spreads them over a block's threads (Plancher
     2021 sec. IV-B). buf1, buf2: (nv,) scratch."""
+    branch_axpy2(mi, jt, B1, B2, j, Minv, buf1, buf2)
     nv = Minv.shape[0]
-    iv = mi[jt, MI_IV]
-    buf1[:] = 0.0
-    buf2[:] = 0.0
-    a = jt
-    while a > 0:
-        for k in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-            b1 = B1[k, j]
-            b2 = B2[k, j]
-            for c in range(nv):
-                m = Minv[k, c]
-                buf1[c] += b1 * m
-                buf2[c] += b2 * m
-        a = mi[a, MI_PARENT]
-    for k in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
-        b1 = B1[k, j]
-        b2 = B2[k, j]
-        for c in range(nv):
-            m = Minv[k, c]
-            buf1[c] += b1 * m
-            buf2[c] += b2 * m
     for c in range(nv):
         C1[c, j] = -buf1[c]
         C2[c, j] = -buf2[c]

@@ -78,6 +78,7 @@ all world frame.
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT, MF_ARM, MI_ARM_WORLD
 from .aba import aba
+from .aba_derivatives import branch_axpy2
 from .armature import armature_bias_jacobian
 from .idsva import (D_PHI, D_PSID, D_PSIDD, D_T1, D_T2, D_T3, D_T4, IDSVA_WIDTH,
                     bct_mul_ang, idsva_dynamics_pass, idsva_forward_pass, joint_fill,
@@ -407,35 +408,6 @@ def branch_axpy(mi, jt, B, k, A, buf):
         d = B[m, k]
         for c in range(nv):
             buf[c] += d * A[m, c]
-
-
-@helper
-def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
-    """branch_axpy for two matrices at once, sharing each row of A: buf1 = sum of
-    B1[m, k] A[m, :], buf2 = sum of B2[m, k] A[m, :] over the dofs m on joint jt's
-    branch."""
-    nv = A.shape[1]
-    for c in range(nv):
-        buf1[c] = 0.0
-        buf2[c] = 0.0
-    j = jt
-    while j > 0:
-        for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
-            d1 = B1[m, k]
-            d2 = B2[m, k]
-            for c in range(nv):
-                a = A[m, c]
-                buf1[c] += d1 * a
-                buf2[c] += d2 * a
-        j = mi[j, MI_PARENT]
-    iv = mi[jt, MI_IV]
-    for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
-        d1 = B1[m, k]
-        d2 = B2[m, k]
-        for c in range(nv):
-            a = A[m, c]
-            buf1[c] += d1 * a
-            buf2[c] += d2 * a
 
 
 @kernel
