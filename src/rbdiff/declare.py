@@ -17,6 +17,9 @@ Entry conventions (cpu/single.py, cpu/batch.py):
 - batch pair: ``serial(*model_args, *inputs[, fext], *outputs, *options, check)`` and
   ``parallel(..., *outputs, *options, nchunks)``.
 
+A single float32 or complex128 call runs as one item on the serial batch entry, so that
+those dtypes compile one entry per function (the single entries serve float64).
+
 ``model_args`` is "configuration" (mi), "dynamics" (mi, mf) or "frames" (mi, mf,
 frame_parents, frame_mf); mf and frame_mf follow the computed dtype (float32 models for
 float32 inputs).
