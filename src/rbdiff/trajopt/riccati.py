@@ -164,6 +164,23 @@ def _clamp_rows(t, us, lo, hi, Qu, Qr, G):
 
 
 @kernel
+def _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
+    """Knot t's gains from Qr (Q_uu regularised, nu x nu) and G = [Q_ux | Q_u]: the
+    clamped controls' rows held (_clamp_rows), then K_fb[t], k_ff[t] = -Qr^-1 G by
+    Cholesky (both backward passes). False when Qr is not positive definite."""
+    nx = G.shape[1] - 1
+    _clamp_rows(t, us, lo, hi, Qu, Qr, G)
+    if not _cholesky(Qr, L):
+        return False
+    _neg_cho_solve(L, G)
+    for i in range(G.shape[0]):         # loops: a kernel has no runtime to copy slices
+        for j in range(nx):
+            K_fb[t, i, j] = G[i, j]
+        k_ff[t, i] = G[i, nx]
+    return True
+
+
+@kernel
 def _sts(Vxx, dt, W):
     """W = S^T Vxx S with S = [[I, dt I], [0, I]] (q' = q + dt v': the map from the
     velocity-updated state to the next one)."""
@@ -301,14 +318,10 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
             for j in range(nx):
                 G[i, j] = Qux[i, j] + reg * BA[i, j]
             G[i, nx] = Qu[i]
-        _clamp_rows(t, us, lo, hi, Qu, Qr, G)
-        if not _cholesky(Qr, L):
+        if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
             return t, 0.0, 0.0
-        _neg_cho_solve(L, G)
         K = K_fb[t]
-        K[:, :] = G[:, :nx]
         kf = k_ff[t]
-        kf[:] = G[:, nx]
         _mm(Quu, K, QuuK, 0.0)
         for i in range(nu):
             s = 0.0
@@ -382,14 +395,10 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg, feasible, us, lo, hi, 
             for j in range(nx):
                 G[i, j] = Qux[i, j]
             G[i, nx] = Qu[i]
-        _clamp_rows(t, us, lo, hi, Qu, Qr, G)
-        if not _cholesky(Qr, L):
+        if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
             return t, 0.0, 0.0
-        _neg_cho_solve(L, G)
         K = K_fb[t]
-        K[:, :] = G[:, :nx]
         kf = k_ff[t]
-        kf[:] = G[:, nx]
         for i in range(nu):
             s = 0.0
             for j in range(nu):
