@@ -18,6 +18,7 @@ import numpy as np
 from .cpu import contraction as cc
 from .declare import Function
 from .results import ABASecondOrderContraction, RNEASecondOrderContraction
+from .second_order import _fast as _so_fast
 from .validation import F64 as _F64
 from .validation import ND as _ND
 
@@ -33,19 +34,29 @@ _RNEA_C = Function("rnea_second_order_contraction", cc.rnea_contraction_one,
                    block=True)
 
 
-def _fast(q, v, u, lam, fext):
-    """True for the common case the entry point can take directly (as second_order.py):
-    one state, float64 NumPy vectors, no external force. The declared path costs ~10 us
-    more, as much as the whole contraction on a 7-dof arm."""
-    return (fext is None and type(q) is _ND and type(v) is _ND and type(u) is _ND
-            and type(lam) is _ND and q.dtype is _F64 and v.dtype is _F64
-            and u.dtype is _F64 and lam.dtype is _F64 and q.ndim == 1 and v.ndim == 1
-            and u.ndim == 1 and lam.ndim == 1)
 _ABA_C = Function("aba_second_order_contraction", cc.aba_contraction_one,
                   (cc.aba_contraction_batch, cc.aba_contraction_parallel),
                   (("q", "nq"), ("v", "nv"), ("tau", "nv"), ("lam", "nv")), _M4, fext=True,
                   scratch="none", result=ABASecondOrderContraction, options_last=True,
                   block=True)
+
+
+def _fast_call(one, result, model, q, v, u, lam, fext):
+    """The entry ``one`` straight on the common case (second_order's: one state, float64
+    NumPy vectors, no fext; lam too), or None for the declared path, which names a
+    refused input. The declared path costs ~10 us more, as much as the whole contraction
+    on a 7-dof arm."""
+    if not (_so_fast(q, v, u, fext) and type(lam) is _ND and lam.dtype is _F64
+            and lam.ndim == 1):
+        return None
+    nv = model.nv
+    out = np.empty((4, nv, nv))
+    t = out[0], out[1], out[2], out[3]
+    try:
+        one(model.mi, model.mf, q, v, u, lam, None, *t)
+    except ValueError:
+        return None
+    return _new(result, t)
 
 
 def rnea_second_order_contraction(model, q, v, a, lam, fext=None):
@@ -64,16 +75,8 @@ def rnea_second_order_contraction(model, q, v, a, lam, fext=None):
     entries (Singh et al. 2023, Appendix C) over the output index inside the recursion
     (kernels/contraction.py), never forming a tensor. A leading batch axis on every
     argument gives (B, nv, nv) matrices."""
-    if _fast(q, v, a, lam, fext):
-        nv = model.nv
-        out = np.empty((4, nv, nv))
-        t = out[0], out[1], out[2], out[3]
-        try:
-            _rnea_one(model.mi, model.mf, q, v, a, lam, None, *t)
-            return _new(RNEASecondOrderContraction, t)
-        except ValueError:          # the declared path names the problem
-            pass
-    return _RNEA_C(model, q, v, a, lam, fext=fext)
+    got = _fast_call(_rnea_one, RNEASecondOrderContraction, model, q, v, a, lam, fext)
+    return _RNEA_C(model, q, v, a, lam, fext=fext) if got is None else got
 
 
 def aba_second_order_contraction(model, q, v, tau, lam, fext=None):
@@ -92,13 +95,5 @@ def aba_second_order_contraction(model, q, v, tau, lam, fext=None):
     (q, v, qdd) and mu, the results are -(C_Q + P^T C_D + C_D^T P), -C_V,
     -(C_X + C_D^T Pv) and -M^-1 C_D, P = dqdd/dq and Pv = dqdd/dv; O(N d) plus
     aba_derivatives' products. A leading batch axis gives (B, nv, nv)."""
-    if _fast(q, v, tau, lam, fext):
-        nv = model.nv
-        out = np.empty((4, nv, nv))
-        t = out[0], out[1], out[2], out[3]
-        try:
-            _aba_one(model.mi, model.mf, q, v, tau, lam, None, *t)
-            return _new(ABASecondOrderContraction, t)
-        except ValueError:
-            pass
-    return _ABA_C(model, q, v, tau, lam, fext=fext)
+    got = _fast_call(_aba_one, ABASecondOrderContraction, model, q, v, tau, lam, fext)
+    return _ABA_C(model, q, v, tau, lam, fext=fext) if got is None else got
