@@ -35,6 +35,7 @@ from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule,
                                        record_offsets, rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
+from .twin import twin
 from .checks import (batch_configurations_ok, batch_states_ok, batch_tangent_ok, workspace_ok,
                      diagonal_finite, fk_batch_ok, frame_ok, joint_ok, reference_ok,
                      singular_found)
@@ -62,7 +63,7 @@ def integrate_parallel(mi, q, v, qout, nchunks):
     batch_tangent_ok(mi, q, v)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        integrate_batch(mi, q[lo:hi], v[lo:hi], qout[lo:hi], False)
+        twin(integrate_batch, (mi, q[lo:hi], v[lo:hi], qout[lo:hi], False))
 
 
 @entry
@@ -80,7 +81,7 @@ def difference_parallel(mi, q0, q1, v, nchunks):
     batch_configurations_ok(mi, q1)
     for c in prange(nchunks):
         lo, hi = chunk(q0.shape[0], nchunks, c)
-        difference_batch(mi, q0[lo:hi], q1[lo:hi], v[lo:hi], False)
+        twin(difference_batch, (mi, q0[lo:hi], q1[lo:hi], v[lo:hi], False))
 
 
 # ---- dynamics --------------------------------------------------------------------------
@@ -100,7 +101,8 @@ def rnea_parallel(mi, mf, q, v, a, fext, tau, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi], tau[lo:hi], False)
+        twin(rnea_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi], tau[lo:hi],
+                          False))
 
 
 @fast_entry
@@ -132,7 +134,7 @@ def crba_parallel(mi, mf, q, M, nchunks):
     batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        crba_batch(mi, mf, q[lo:hi], M[lo:hi], False)
+        twin(crba_batch, (mi, mf, q[lo:hi], M[lo:hi], False))
 
 
 @entry
@@ -154,8 +156,8 @@ def aba_parallel(mi, mf, q, v, tau, fext, qdd, nchunks):
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi], qdd[lo:hi],
-                           False)
+        bad[c] = twin(aba_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
+                                  qdd[lo:hi], False))
     singular_found(bad.max(), True)
 
 
@@ -194,7 +196,7 @@ def minverse_parallel(mi, mf, q, Minv, nchunks):
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = minverse_batch(mi, mf, q[lo:hi], Minv[lo:hi], False)
+        bad[c] = twin(minverse_batch, (mi, mf, q[lo:hi], Minv[lo:hi], False))
     singular_found(bad.max(), True)
 
 
@@ -212,7 +214,7 @@ def gravity_parallel(mi, mf, q, tau, nchunks):
     batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        gravity_batch(mi, mf, q[lo:hi], tau[lo:hi], False)
+        twin(gravity_batch, (mi, mf, q[lo:hi], tau[lo:hi], False))
 
 
 @entry
@@ -229,7 +231,7 @@ def nonlinear_effects_parallel(mi, mf, q, v, tau, nchunks):
     batch_states_ok(mi, q, v, v, None)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        nonlinear_effects_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], False)
+        twin(nonlinear_effects_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], False))
 
 
 # ---- kinematics and frames -------------------------------------------------------------
@@ -256,14 +258,14 @@ def forward_kinematics_parallel(mi, mf, q, v, a, oMi, vel, acc, nchunks):
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         if vel is None:     # None cannot be sliced: the branches are pruned by type
-            forward_kinematics_batch(mi, mf, q[lo:hi], None, None, oMi[lo:hi], None, None,
-                                     False)
+            twin(forward_kinematics_batch, (mi, mf, q[lo:hi], None, None, oMi[lo:hi], None,
+                                            None, False))
         elif acc is None:
-            forward_kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], None, oMi[lo:hi],
-                                     vel[lo:hi], None, False)
+            twin(forward_kinematics_batch, (mi, mf, q[lo:hi], v[lo:hi], None, oMi[lo:hi],
+                                            vel[lo:hi], None, False))
         else:
-            forward_kinematics_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], oMi[lo:hi],
-                                     vel[lo:hi], acc[lo:hi], False)
+            twin(forward_kinematics_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], oMi[lo:hi],
+                                            vel[lo:hi], acc[lo:hi], False))
 
 
 @entry
@@ -282,7 +284,7 @@ def frame_placement_parallel(mi, mf, fparent, fmf, q, T, frame, nchunks):
     frame_ok(fparent, frame)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_placement_batch(mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], frame, False)
+        twin(frame_placement_batch, (mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], frame, False))
 
 
 @entry
@@ -299,7 +301,7 @@ def frame_placements_parallel(mi, mf, fparent, fmf, q, T, nchunks):
     batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_placements_batch(mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], False)
+        twin(frame_placements_batch, (mi, mf, fparent, fmf, q[lo:hi], T[lo:hi], False))
 
 
 @entry
@@ -320,7 +322,8 @@ def frame_jacobian_parallel(mi, mf, fparent, fmf, q, J, frame, reference, nchunk
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_jacobian_batch(mi, mf, fparent, fmf, q[lo:hi], J[lo:hi], frame, reference, False)
+        twin(frame_jacobian_batch, (mi, mf, fparent, fmf, q[lo:hi], J[lo:hi], frame, reference,
+                                    False))
 
 
 # ---- first-order derivatives -----------------------------------------------------------
@@ -340,8 +343,8 @@ def rnea_derivatives_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
-                               dq[lo:hi], dv[lo:hi], da[lo:hi], False)
+        twin(rnea_derivatives_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
+                                      dq[lo:hi], dv[lo:hi], da[lo:hi], False))
 
 
 @entry
@@ -360,8 +363,8 @@ def rnea_chain_rule_parallel(mi, mf, q, v, a, fext, dq, dv, da, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
-                              dq[lo:hi], dv[lo:hi], da[lo:hi], False)
+        twin(rnea_chain_rule_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
+                                     dq[lo:hi], dv[lo:hi], da[lo:hi], False))
 
 
 @entry
@@ -391,8 +394,9 @@ def aba_derivatives_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, nchunks):
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                                       dq[lo:hi], dv[lo:hi], dtau[lo:hi], False)
+        bad[c] = twin(aba_derivatives_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
+                                              fext[lo:hi], dq[lo:hi], dv[lo:hi], dtau[lo:hi],
+                                              False))
     singular_found(bad.max(), True)
 
 
@@ -421,9 +425,9 @@ def aba_derivatives_aza_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, nchunks)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_derivatives_aza_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
-                                           fext[lo:hi], dq[lo:hi], dv[lo:hi], dtau[lo:hi],
-                                           False)
+        bad[c] = twin(aba_derivatives_aza_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
+                                                  fext[lo:hi], dq[lo:hi], dv[lo:hi],
+                                                  dtau[lo:hi], False))
     singular_found(bad.max(), True)
 
 
@@ -454,8 +458,9 @@ def aba_chain_rule_parallel(mi, mf, q, v, tau, fext, dq, dv, dtau, product, nchu
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_chain_rule_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                                      dq[lo:hi], dv[lo:hi], dtau[lo:hi], product, False)
+        bad[c] = twin(aba_chain_rule_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
+                                             fext[lo:hi], dq[lo:hi], dv[lo:hi], dtau[lo:hi],
+                                             product, False))
     singular_found(bad.max(), True)
 
 
@@ -475,9 +480,9 @@ def kinematics_derivatives_parallel(mi, mf, q, v, a, dvq, dvv, daq, dav, daa, re
     batch_states_ok(mi, q, v, a, None)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dvq[lo:hi],
-                                     dvv[lo:hi], daq[lo:hi], dav[lo:hi], daa[lo:hi],
-                                     reference, False)
+        twin(kinematics_derivatives_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dvq[lo:hi],
+                                            dvv[lo:hi], daq[lo:hi], dav[lo:hi], daa[lo:hi],
+                                            reference, False))
 
 
 @entry
@@ -501,9 +506,10 @@ def joint_kinematics_derivatives_parallel(mi, mf, q, v, a, dvq, dvv, daq, dav, d
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        joint_kinematics_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dvq[lo:hi],
-                                           dvv[lo:hi], daq[lo:hi], dav[lo:hi], daa[lo:hi],
-                                           joint, reference, False)
+        twin(joint_kinematics_derivatives_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi],
+                                                  dvq[lo:hi], dvv[lo:hi], daq[lo:hi],
+                                                  dav[lo:hi], daa[lo:hi], joint, reference,
+                                                  False))
 
 
 # ---- second-order derivatives ----------------------------------------------------------
@@ -524,8 +530,8 @@ def rnea_second_order_parallel(mi, mf, q, v, a, fext, Q, V, X, D, nchunks):
     batch_states_ok(mi, q, v, a, fext)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
-                                Q[lo:hi], V[lo:hi], X[lo:hi], D[lo:hi], False)
+        twin(rnea_second_order_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], fext[lo:hi],
+                                       Q[lo:hi], V[lo:hi], X[lo:hi], D[lo:hi], False))
 
 
 @entry
@@ -558,7 +564,7 @@ def aba_second_order_parallel(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, ou
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_second_order_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-                                        dQ[lo:hi], dV[lo:hi], dX[lo:hi], dT[lo:hi], inner,
-                                        outer, False)
+        bad[c] = twin(aba_second_order_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
+                                               fext[lo:hi], dQ[lo:hi], dV[lo:hi], dX[lo:hi],
+                                               dT[lo:hi], inner, outer, False))
     singular_found(bad.max(), True)

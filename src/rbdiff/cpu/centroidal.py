@@ -17,6 +17,7 @@ from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from ..model.layout import MF_MASS
 from .batch import chunk
+from .twin import twin
 from .checks import (batch_configurations_ok, batch_states_ok, configuration_checked,
                      fk_batch_ok, state_ok, velocity_state_ok, workspace_ok)
 
@@ -136,14 +137,14 @@ def center_of_mass_parallel(mi, mf, q, v, a, com, vcom, acom, nchunks):
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         if v is None:       # None cannot be sliced: the branches are pruned by type
-            center_of_mass_batch(mi, mf, q[lo:hi], None, None, com[lo:hi], None, None,
-                                 False)
+            twin(center_of_mass_batch, (mi, mf, q[lo:hi], None, None, com[lo:hi], None, None,
+                                        False))
         elif a is None:
-            center_of_mass_batch(mi, mf, q[lo:hi], v[lo:hi], None, com[lo:hi],
-                                 vcom[lo:hi], None, False)
+            twin(center_of_mass_batch, (mi, mf, q[lo:hi], v[lo:hi], None, com[lo:hi],
+                                        vcom[lo:hi], None, False))
         else:
-            center_of_mass_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], com[lo:hi],
-                                 vcom[lo:hi], acom[lo:hi], False)
+            twin(center_of_mass_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], com[lo:hi],
+                                        vcom[lo:hi], acom[lo:hi], False))
 
 
 @entry
@@ -162,7 +163,7 @@ def com_jacobian_parallel(mi, mf, q, J, nchunks):
     mass_ok(mi, mf)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        com_jacobian_batch(mi, mf, q[lo:hi], J[lo:hi], False)
+        twin(com_jacobian_batch, (mi, mf, q[lo:hi], J[lo:hi], False))
 
 
 @entry
@@ -181,7 +182,7 @@ def centroidal_map_parallel(mi, mf, q, Ag, nchunks):
     mass_ok(mi, mf)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        centroidal_map_batch(mi, mf, q[lo:hi], Ag[lo:hi], False)
+        twin(centroidal_map_batch, (mi, mf, q[lo:hi], Ag[lo:hi], False))
 
 
 @entry
@@ -205,11 +206,11 @@ def centroidal_momentum_parallel(mi, mf, q, v, a, hg, dhg, nchunks):
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
         if a is None:
-            centroidal_momentum_batch(mi, mf, q[lo:hi], v[lo:hi], None, hg[lo:hi], None,
-                                      False)
+            twin(centroidal_momentum_batch, (mi, mf, q[lo:hi], v[lo:hi], None, hg[lo:hi], None,
+                                             False))
         else:
-            centroidal_momentum_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], hg[lo:hi],
-                                      dhg[lo:hi], False)
+            twin(centroidal_momentum_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], hg[lo:hi],
+                                             dhg[lo:hi], False))
 
 
 @entry
@@ -231,9 +232,9 @@ def centroidal_derivatives_parallel(mi, mf, q, v, a, dh_dq, dhdot_dq, dhdot_dv, 
     mass_ok(mi, mf)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        centroidal_derivatives_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dh_dq[lo:hi],
-                                     dhdot_dq[lo:hi], dhdot_dv[lo:hi], dhdot_da[lo:hi],
-                                     False)
+        twin(centroidal_derivatives_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], dh_dq[lo:hi],
+                                            dhdot_dq[lo:hi], dhdot_dv[lo:hi], dhdot_da[lo:hi],
+                                            False))
 
 
 @entry
@@ -251,7 +252,7 @@ def kinetic_energy_parallel(mi, mf, q, v, e, nchunks):
     batch_states_ok(mi, q, v, v, None)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        kinetic_energy_batch(mi, mf, q[lo:hi], v[lo:hi], e[lo:hi], False)
+        twin(kinetic_energy_batch, (mi, mf, q[lo:hi], v[lo:hi], e[lo:hi], False))
 
 
 @entry
@@ -269,4 +270,4 @@ def potential_energy_parallel(mi, mf, q, e, nchunks):
     batch_configurations_ok(mi, q)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        potential_energy_batch(mi, mf, q[lo:hi], e[lo:hi], False)
+        twin(potential_energy_batch, (mi, mf, q[lo:hi], e[lo:hi], False))

@@ -24,6 +24,7 @@ from ..kernels.jit import entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
+from .twin import twin
 from .checks import batch_states_ok, dynamics_finite, state_ok, velocity_state_ok, \
     workspace_ok
 
@@ -135,9 +136,9 @@ def contact_dynamics_parallel(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = contact_dynamics_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
-                                        tau[lo:hi], fext[lo:hi], qdd[lo:hi],
-                                        forces[lo:hi], cint, cflt, damping, False)
+        bad[c] = twin(contact_dynamics_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                               tau[lo:hi], fext[lo:hi], qdd[lo:hi],
+                                               forces[lo:hi], cint, cflt, damping, False))
     dependent_found(bad.max(), True)
 
 
@@ -198,10 +199,12 @@ def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext,
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = contact_dynamics_derivatives_batch(
-            mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], tau[lo:hi], fext[lo:hi],
-            dqdd_dq[lo:hi], dqdd_dv[lo:hi], dqdd_dtau[lo:hi], df_dq[lo:hi], df_dv[lo:hi],
-            df_dtau[lo:hi], cint, cflt, damping, False)
+        bad[c] = twin(contact_dynamics_derivatives_batch, (mi, mf, fparent, fmf, q[lo:hi],
+                                                           v[lo:hi], tau[lo:hi], fext[lo:hi],
+                                                           dqdd_dq[lo:hi], dqdd_dv[lo:hi],
+                                                           dqdd_dtau[lo:hi], df_dq[lo:hi],
+                                                           df_dv[lo:hi], df_dtau[lo:hi], cint,
+                                                           cflt, damping, False))
     dependent_found(bad.max(), True)
 
 
@@ -250,9 +253,9 @@ def impulse_dynamics_parallel(mi, mf, fparent, fmf, q, v, vout, impulses, cint, 
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = impulse_dynamics_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
-                                        vout[lo:hi], impulses[lo:hi], cint, cflt, r,
-                                        damping, False)
+        bad[c] = twin(impulse_dynamics_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                               vout[lo:hi], impulses[lo:hi], cint, cflt, r,
+                                               damping, False))
     dependent_found(bad.max(), True)
 
 
@@ -313,7 +316,9 @@ def impulse_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, dv_dq, dv_
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = impulse_dynamics_derivatives_batch(
-            mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], dv_dq[lo:hi], dv_dv[lo:hi],
-            di_dq[lo:hi], di_dv[lo:hi], cint, cflt, r, damping, False)
+        bad[c] = twin(impulse_dynamics_derivatives_batch, (mi, mf, fparent, fmf, q[lo:hi],
+                                                           v[lo:hi], dv_dq[lo:hi],
+                                                           dv_dv[lo:hi], di_dq[lo:hi],
+                                                           di_dv[lo:hi], cint, cflt, r,
+                                                           damping, False))
     dependent_found(bad.max(), True)

@@ -18,6 +18,7 @@ from ..kernels.contraction import (CONTRACTION_WIDTH, SC_SIZE, aba_contraction,
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
+from .twin import twin
 from .checks import (BAD_SHAPE, BAD_STATE, batch_states_ok, dynamics_finite, rows_finite,
                      singular_found, state_ok)
 
@@ -70,9 +71,9 @@ def rnea_contraction_parallel(mi, mf, q, v, a, lam, fext, HQ, HV, HX, HD, nchunk
     batch_costates_ok(mi, q, lam)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        rnea_contraction_batch(mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], lam[lo:hi],
-                               fext[lo:hi], HQ[lo:hi], HV[lo:hi], HX[lo:hi], HD[lo:hi],
-                               False)
+        twin(rnea_contraction_batch, (mi, mf, q[lo:hi], v[lo:hi], a[lo:hi], lam[lo:hi],
+                                      fext[lo:hi], HQ[lo:hi], HV[lo:hi], HX[lo:hi], HD[lo:hi],
+                                      False))
 
 
 # ---- forward dynamics ---------------------------------------------------------------------
@@ -124,7 +125,7 @@ def aba_contraction_parallel(mi, mf, q, v, tau, lam, fext, dQ, dV, dX, dT, nchun
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        bad[c] = aba_contraction_batch(mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi], lam[lo:hi],
-                                       fext[lo:hi], dQ[lo:hi], dV[lo:hi], dX[lo:hi],
-                                       dT[lo:hi], False)
+        bad[c] = twin(aba_contraction_batch, (mi, mf, q[lo:hi], v[lo:hi], tau[lo:hi],
+                                              lam[lo:hi], fext[lo:hi], dQ[lo:hi], dV[lo:hi],
+                                              dX[lo:hi], dT[lo:hi], False))
     singular_found(bad.max(), True)

@@ -20,6 +20,7 @@ from ..kernels.frame_motion import (frame_acceleration, frame_acceleration_deriv
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
+from .twin import twin
 from .checks import (batch_states_ok, frame_ok, reference_ok, state_ok, velocity_state_ok,
                      workspace_ok)
 
@@ -109,8 +110,8 @@ def frame_velocity_parallel(mi, mf, fparent, fmf, q, v, out, frame, reference, n
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_velocity_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], out[lo:hi], frame,
-                             reference, False)
+        twin(frame_velocity_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], out[lo:hi],
+                                    frame, reference, False))
 
 
 @entry
@@ -134,8 +135,8 @@ def frame_acceleration_parallel(mi, mf, fparent, fmf, q, v, a, out, frame, refer
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_acceleration_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], a[lo:hi],
-                                 out[lo:hi], frame, reference, classic, False)
+        twin(frame_acceleration_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi], a[lo:hi],
+                                        out[lo:hi], frame, reference, classic, False))
 
 
 @entry
@@ -159,8 +160,8 @@ def frame_jacobian_time_variation_parallel(mi, mf, fparent, fmf, q, v, dJ, frame
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_jacobian_time_variation_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
-                                            dJ[lo:hi], frame, reference, False)
+        twin(frame_jacobian_time_variation_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                                   dJ[lo:hi], frame, reference, False))
 
 
 @entry
@@ -184,8 +185,9 @@ def frame_velocity_derivatives_parallel(mi, mf, fparent, fmf, q, v, dv_dq, dv_dv
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_velocity_derivatives_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
-                                         dv_dq[lo:hi], dv_dv[lo:hi], frame, reference, False)
+        twin(frame_velocity_derivatives_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                                dv_dq[lo:hi], dv_dv[lo:hi], frame, reference,
+                                                False))
 
 
 @entry
@@ -210,7 +212,7 @@ def frame_acceleration_derivatives_parallel(mi, mf, fparent, fmf, q, v, a, dv_dq
     reference_ok(reference)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        frame_acceleration_derivatives_batch(mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
-                                             a[lo:hi], dv_dq[lo:hi], da_dq[lo:hi],
-                                             da_dv[lo:hi], da_da[lo:hi], frame, reference,
-                                             classic, False)
+        twin(frame_acceleration_derivatives_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                                    a[lo:hi], dv_dq[lo:hi], da_dq[lo:hi],
+                                                    da_dv[lo:hi], da_da[lo:hi], frame,
+                                                    reference, classic, False))

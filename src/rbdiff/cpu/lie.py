@@ -15,6 +15,7 @@ from ..kernels.fastargs import float64_vector
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
 from .batch import chunk
+from .twin import twin
 from .checks import (BAD_Q, BAD_SHAPE, batch_configurations_ok, batch_tangent_ok,
                      velocity_state_ok)
 
@@ -152,7 +153,7 @@ def integrate_jacobians_parallel(mi, q, v, Jq, Jv, nchunks):
     batch_tangent_ok(mi, q, v)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        integrate_jacobians_batch(mi, q[lo:hi], v[lo:hi], Jq[lo:hi], Jv[lo:hi], False)
+        twin(integrate_jacobians_batch, (mi, q[lo:hi], v[lo:hi], Jq[lo:hi], Jv[lo:hi], False))
 
 
 @entry
@@ -170,8 +171,8 @@ def difference_jacobians_parallel(mi, q0, q1, J0, J1, nchunks):
     batch_configurations_ok(mi, q1)
     for c in prange(nchunks):
         lo, hi = chunk(q0.shape[0], nchunks, c)
-        difference_jacobians_batch(mi, q0[lo:hi], q1[lo:hi], J0[lo:hi], J1[lo:hi],
-                                   False)
+        twin(difference_jacobians_batch, (mi, q0[lo:hi], q1[lo:hi], J0[lo:hi], J1[lo:hi],
+                                          False))
 
 
 @entry
@@ -187,5 +188,5 @@ def integrate_transport_parallel(mi, q, v, J, Jout, argument, nchunks):
     batch_transport_ok(mi, q, v, J, argument)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)
-        integrate_transport_batch(mi, q[lo:hi], v[lo:hi], J[lo:hi], Jout[lo:hi],
-                                  argument, False)
+        twin(integrate_transport_batch, (mi, q[lo:hi], v[lo:hi], J[lo:hi], Jout[lo:hi],
+                                         argument, False))

@@ -1,0 +1,136 @@
+"""Parallel batch entries call their serial twin by address: ``twin(aba_batch, args)``.
+
+A parallel entry that called ``aba_batch`` directly would link it: Numba types the
+twin's whole call tree again (when the twin came from the cache) and LLVM optimises it
+again inside the parallel entry's module, seconds to tens of seconds per entry for code
+that is already compiled. Through ``twin`` the parallel entry compiles only its own
+checks and ``prange`` loop, and calls the twin's machine code, compiled and cached once
+for every caller (as rbdiff.jax's handlers do, jax/entries.py).
+
+How: at typing, the twin is compiled (or loaded) for the call's argument types. The
+call site gets a cell (a global in the caller's module, zero when loaded) and the twin's
+key (module, name and signature, pickled into a constant). The first call through a
+cell asks :func:`_resolve` (a C callback registered under a fixed symbol, so cached
+machine code finds it in any process) for the twin's address in this process; later
+calls read the cell. A twin that cannot be found raises RuntimeError in the caller.
+"""
+
+import ctypes
+import hashlib
+import importlib
+import pickle
+
+import llvmlite.binding as ll
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils, config, errors
+from numba.extending import intrinsic
+
+RESOLVE_SYMBOL = "rbdiff_cpu_twin_resolve"
+
+_ADDRESS = {}        # pickled key -> the twin's native address in this process
+
+
+def _as_any(t):
+    return t.copy(layout="A") if isinstance(t, types.Array) else t
+
+
+def _variant(dispatcher, given):
+    """The twin's signature to call for arguments typed ``given``: ``given`` itself if
+    compiled or cached, else a compiled or cached one they pass to unchanged (a
+    C-contiguous chunk as an any-layout 'A' array: the fast paths compile the serial
+    entries for the user's strides, kernels.jit.native), else ``given`` (compiled
+    then). A second specialisation of the twin would cost as much as the old link."""
+    known = list(dispatcher.overloads)
+    try:         # Numba's cache index: keys (signature, machine, bytecode digests)
+        cache = dispatcher._cache
+        here = cache._index_key(given, dispatcher.targetctx.codegen())[1:]
+        known += [k[0] for k in cache._cache_file._load_index() if k[1:] == here]
+    except Exception:        # noqa: BLE001 -- another Numba, or no cache: compile
+        pass
+    if given in known:
+        return given
+    for sig in sorted(known, key=str):
+        if len(sig) == len(given) and all(g == s or _as_any(g) == s
+                                          for g, s in zip(given, sig)):
+            return sig
+    return given
+
+
+def _address(dispatcher, sig):
+    """The native address of ``dispatcher`` compiled (or loaded) for ``sig``."""
+    dispatcher.compile(sig)
+    cres = dispatcher.overloads[sig]
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
+@ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+def _resolve(key, n):
+    """The address of the twin whose pickled (module, name, signature) is the n bytes at
+    ``key``; 0 when it cannot be had (the caller then raises). Runs with the GIL
+    (ctypes takes it), once per call site and process."""
+    data = ctypes.string_at(key, n)
+    try:
+        addr = _ADDRESS.get(data)
+        if addr is None:
+            module, name, sig = pickle.loads(data)
+            addr = _ADDRESS[data] = _address(getattr(importlib.import_module(module), name),
+                                             sig)
+        return addr
+    except Exception:        # noqa: BLE001 -- an exception cannot cross into compiled code
+        return 0
+
+
+ll.add_symbol(RESOLVE_SYMBOL, ctypes.cast(_resolve, ctypes.c_void_p).value)
+
+
+@intrinsic
+def twin(typingctx, fn, args):
+    """``fn(*args)`` for a compiled entry ``fn`` (a global dispatcher), called by
+    address instead of linked; returns what ``fn`` returns, raises what it raises."""
+    if not isinstance(fn, types.Dispatcher) or not isinstance(args, types.BaseTuple):
+        raise errors.TypingError("twin(fn, args): fn a compiled entry, args a tuple")
+    dispatcher = fn.dispatcher
+    sig = _variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
+    dispatcher.compile(sig)
+    rtype = dispatcher.overloads[sig].signature.return_type
+    py = dispatcher.py_func
+    key = pickle.dumps((py.__module__, py.__qualname__, sig))
+
+    def codegen(context, builder, signature, cargs):
+        mod = builder.module
+        i64 = ir.IntType(64)
+        tag = hashlib.sha1(key).hexdigest()[:16]
+        cell = mod.globals.get(f"rbdiff_twin_cell.{tag}")
+        if cell is None:
+            cell = cgutils.add_global_variable(mod, i64, f"rbdiff_twin_cell.{tag}")
+            cell.linkage = "internal"
+            cell.initializer = i64(0)
+            const = cgutils.global_constant(mod, f"rbdiff_twin_key.{tag}",
+                                            cgutils.make_bytearray(key))
+        else:
+            const = mod.globals[f"rbdiff_twin_key.{tag}"]
+        resolve = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(i64, [cgutils.voidptr_t, i64]), RESOLVE_SYMBOL)
+        with builder.if_then(cgutils.is_null(builder, builder.load(cell)), likely=False):
+            addr = builder.call(resolve, [builder.bitcast(const, cgutils.voidptr_t),
+                                          i64(len(key))])
+            with builder.if_then(cgutils.is_null(builder, addr), likely=False):
+                context.call_conv.return_user_exc(
+                    builder, RuntimeError,
+                    (f"rbdiff: no compiled {py.__qualname__} for a parallel entry",))
+            builder.store(addr, cell)
+        fnty = context.call_conv.get_function_type(rtype, sig)
+        fptr = builder.inttoptr(builder.load(cell), fnty.as_pointer())
+        vals = [context.cast(builder, builder.extract_value(cargs[1], i), t, s)
+                for i, (t, s) in enumerate(zip(args.types, sig))]
+        status, res = context.call_conv.call_function(builder, fptr, rtype, sig, vals)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return res
+    return rtype(fn, args), codegen
+
+
+if config.DISABLE_JIT:       # plain Python (bench/fixed_point.py): an ordinary call
+    def twin(fn, args):      # noqa: F811
+        return fn(*args)
