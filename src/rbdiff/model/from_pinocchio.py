@@ -29,7 +29,7 @@ def _joint(jm):
     unaligned = {"RevoluteUnaligned": L.REVOLUTE, "PrismaticUnaligned": L.PRISMATIC,
                  "RevoluteUnboundedUnaligned": L.REVOLUTE_UNBOUNDED}
     if kind in unaligned:
-        return unaligned[kind], np.array(jm.axis, dtype=float)
+        return unaligned[kind], np.array(jm.extract().axis, dtype=float)   # the concrete joint
     raise ValueError(f"Pinocchio joint type {short} has no rbdiff counterpart (rbdiff has "
                      "revolute, prismatic, continuous, spherical and free-flyer joints)")
 
