@@ -160,3 +160,36 @@ def plot_gait(prob, res, feet, mu=0.7, snapshots=6, path=None, title=None):
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
+
+
+def example_step(T=50, dt=0.01):
+    """(problem, result): solo12 stepping its front-left foot 8 cm forward (four feet at
+    knots 0-9, three at 10-29, touch-down impulse at 30, four after) while its base moves
+    4 cm forward, solved by FDDP from x0 at every knot: the figure in docs/."""
+    from rbdiff.bench.trajopt import FEET, feet_contacts, solo_standing
+
+    from . import ControlRegularization, FrameTranslation, Problem, StateRegularization, solve
+    model, x0 = solo_standing()
+    four, three = feet_contacts(), feet_contacts(FEET[1:])
+    target = _rbd.frame_placement(model, x0[:model.nq], "FL_FOOT")[:3, 3] + [0.08, 0.0, 0.0]
+    xref = x0.copy()
+    xref[0] += 0.04
+    prob = Problem(model, x0, T, dt,
+                   running=[StateRegularization(xref, 1e-1), ControlRegularization(1e-3)],
+                   terminal=[StateRegularization(xref, 1e2)],
+                   contacts=[four] * 10 + [three] * 20 + [four] * (T - 30),
+                   impulses={30: four},
+                   impulse_costs=[StateRegularization(xref, 1e1),
+                                  FrameTranslation("FL_FOOT", target, 1e5)])
+    return prob, solve(prob, method="fddp", xs=[x0] * (T + 1), max_iter=100)
+
+
+if __name__ == "__main__":      # python -m rbdiff.trajopt.plots [docs/gait_solo12_step.png]
+    import sys
+
+    from rbdiff.bench.trajopt import FEET
+    prob, res = example_step()
+    plot_gait(prob, res, FEET, mu=0.7,
+              path=sys.argv[1] if len(sys.argv) > 1 else "gait_solo12_step.png",
+              title=f"solo12 stepping its front-left foot forward: {prob.T} knots, FDDP "
+                    f"{res.iterations} iterations, cost {res.cost:.6g}")
