@@ -73,11 +73,10 @@ def _loader_class(name):
         raise TypeError(f"robot name must be a string, got {type(name).__name__}")
     key = _ALIASES.get(name, name)
     mod = _loaders()
-    if mod is None:
-        if name in _ALIASES:
-            raise ImportError(f"robot {name!r} comes from example-robot-data, whose loader "
-                              f"is not installed: {_INSTALL}")
-        raise _unknown(name)
+    if mod is None:             # its names are the loader's: without it, none is known
+        raise ImportError(f"robot {name!r} is not bundled with rbdiff (bundled: "
+                          f"{', '.join(_BUNDLED)}); the other robots come from "
+                          f"example-robot-data, whose loader is not installed: {_INSTALL}")
     if key not in mod.ROBOTS:
         raise _unknown(name)
     return mod.ROBOTS[key]
