@@ -60,7 +60,8 @@ def _table():
 def robot_names():
     """Sorted list of the names :func:`load_robot` knows: the bundled robots, rbdiff's
     aliases and every name of example-robot-data's loader (when it is installed)."""
-    return sorted({*_BUNDLED, *_ALIASES, *_table()})
+    table = _table()
+    return sorted({*_BUNDLED, *(_ALIASES if table else ()), *table})
 
 
 def _unknown(name):
