@@ -7,6 +7,7 @@ import pytest
 import rbdiff as rbd
 from rbdiff.cpu import background, policy
 from rbdiff.kernels import jit
+from rbdiff.model import robots
 from rbdiff.model.robots import example_robot_data_dir, robot_path
 
 # parallel batch entries compile in the call, as before cpu/background.py: the suite's
@@ -40,6 +41,8 @@ _BUNDLED = {"iiwa14"}
 def robot_pair(name, floating):
     if name not in _BUNDLED and example_robot_data_dir() is None:
         pytest.skip("example-robot-data is not installed")
+    if name not in _BUNDLED and robots._loaders() is None:   # rbd.load_robot's table
+        pytest.skip("example-robot-data-loaders is not installed")
     model = rbd.load_robot(name, floating_base=floating)
     path = str(robot_path(name))
     pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating

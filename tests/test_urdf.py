@@ -383,6 +383,8 @@ def test_missing_file(tmp_path):
 
 # -- load_robot -------------------------------------------------------------------------
 def test_robot_names_and_errors(monkeypatch):
+    pytest.importorskip("example_robot_data", reason="example-robot-data-loaders is not "
+                        "installed")
     names = robot_names()
     for n in ["iiwa14", "panda", "ur5", "ur3", "ur10", "kinova", "pr2", "solo12", "solo",
               "hyq", "talos_full_v2", "talos", "g1", "go1", "go2", "a1", "anymal",
@@ -403,21 +405,21 @@ def test_load_robot_iiwa14_defaults():
     assert (m.names[1], m.nq, m.nv) == ("root_joint", 14, 13)
 
 
-FLOATING = {"solo", "solo12", "bolt", "hyq", "anymal", "anymal_c", "a1", "go1", "go2", "b1",
-            "laikago", "talos", "talos_full_v2", "g1", "g1_with_hand", "romeo", "icub",
-            "icub_reduced"}
-
-
 @pytest.mark.parametrize("name", [n for n in robot_names() if n != "iiwa14"])
 def test_load_robot_all_names(erd, name):
-    path = robots.robot_path(name)
+    try:
+        path = robots.robot_path(name)
+    except (FileNotFoundError, ValueError) as e:    # SDF; files of another release
+        pytest.skip(str(e))
     assert path.is_file()
     if name == "romeo":          # its hands' links carry no inertia: M(q) always singular
         with pytest.raises(ValueError, match="'LHand'.*'RHand'.*allow_singular=True"):
             load_robot(name)
     model = load_robot(name, allow_singular=name == "romeo")
-    floating = name in FLOATING
+    floating = robots.default_floating_base(name)     # the loader's free_flyer
     assert (model.njoints > 1 and model.names[1] == "root_joint") == floating
+    if robots._edits_model(robots._loader_class(name)):
+        return                   # not the URDF's model: tests/test_robots_erd.py
     pm = build_pin(path, floating)
     assert list(model.names) == list(pm.names)
     assert (model.nq, model.nv) == (pm.nq, pm.nv)

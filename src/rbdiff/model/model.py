@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from types import MappingProxyType
 from enum import IntEnum
 
 import numpy as np
@@ -188,12 +189,16 @@ class Model:
     linear armature acts on the world-frame linear velocity, MuJoCo's convention, which
     adds armature (w x v_lin) to its linear torques: kernels/armature.py; False,
     Pinocchio's convention, everywhere else);
+    ``reference_configurations`` (a read-only mapping name -> q (nq,), Pinocchio's
+    ``model.referenceConfigurations``: an SRDF's group states such as "standing" or
+    "half_sitting"; empty unless the model came with them, as ``load_robot``'s do);
     ``mi``/``mf``, the packed arrays the kernels read, and ``frame_parents``/``frame_mf``,
     the frames packed likewise (see ``layout``).
     """
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
-                 frames, gravity, lower, upper, armature=None, armature_world=None):
+                 frames, gravity, lower, upper, armature=None, armature_world=None,
+                 reference_configurations=None):
         n = len(names) - 1                 # moving joints
         self.njoints = n + 1               # Pinocchio's: the universe counts
         self.names = tuple(names)
@@ -213,6 +218,13 @@ class Model:
         self.armature_world = _readonly(np.zeros(n + 1, bool) if armature_world is None
                                         else armature_world, bool)
         _check_armature_world(self)
+        self._reference_configurations = {}
+        for key, q in (reference_configurations or {}).items():
+            q = _readonly(q)
+            if q.shape != (self.nq,) or not np.all(np.isfinite(q)):
+                raise ValueError(f"reference configuration {key!r}: expected {self.nq} "
+                                 f"finite values, got shape {q.shape}")
+            self._reference_configurations[str(key)] = q
         self.placements = _readonly(placements)
         self.axes = _readonly(axes)
         self.masses = _readonly(masses)
@@ -380,6 +392,34 @@ class Model:
             raise AttributeError("rbdiff.Model is immutable")
         object.__setattr__(self, name, value)
 
+    @property
+    def reference_configurations(self):
+        """Named configurations (nq,) each, read-only: Pinocchio's
+        ``model.referenceConfigurations`` (an SRDF's group states)."""
+        return MappingProxyType(self._reference_configurations)
+
+    def _copy(self, **changes):
+        """A copy of this model with some of Model's constructor arguments replaced."""
+        args = dict(names=self.names, parents=self.parents, jtypes=self.joint_types,
+                    placements=self.placements, axes=self.axes, masses=self.masses,
+                    coms=self.coms, inertias=self.inertias, frames=self.frames,
+                    gravity=self.gravity, lower=self.lower_limits, upper=self.upper_limits,
+                    armature=self.armature, armature_world=self.armature_world,
+                    reference_configurations=self._reference_configurations)
+        args.update(changes)
+        return Model(**args)._freeze()
+
+    def reduced(self, joints_to_lock, q_ref=None):
+        """The model with ``joints_to_lock`` (names or indices) fixed at their value in
+        ``q_ref`` (nq,; default the neutral configuration), as Pinocchio's
+        ``buildReducedModel(model, joints_to_lock, q_ref)``: each locked joint becomes a
+        FIXED_JOINT frame whose bodies join the nearest moving ancestor's, its children
+        hang from that ancestor, every frame is kept, and the reference configurations
+        keep the remaining joints' values. Raises KeyError for a joint that does not
+        exist, ValueError for a joint named twice or a q_ref of the wrong size."""
+        from .reduce import reduced_model
+        return reduced_model(self, joints_to_lock, q_ref)
+
     def with_armature(self, armature, armature_world=None):
         """A copy of this model with ``armature`` (nv,) (Pinocchio's ``model.armature``: a
         rotor inertia per velocity coordinate, added to M(q)'s diagonal, so to rnea's
@@ -388,11 +428,8 @@ class Model:
         with equal linear armatures): None keeps this model's."""
         arm = np.broadcast_to(np.asarray(armature, dtype=float), (self.nv,)).copy() \
             if np.ndim(armature) == 0 else np.asarray(armature, dtype=float)
-        return Model(self.names, self.parents, self.joint_types, self.placements, self.axes,
-                     self.masses, self.coms, self.inertias, self.frames, self.gravity,
-                     self.lower_limits, self.upper_limits, arm,
-                     self.armature_world if armature_world is None
-                     else np.asarray(armature_world, dtype=bool))._freeze()
+        return self._copy(armature=arm, armature_world=self.armature_world
+                          if armature_world is None else np.asarray(armature_world, dtype=bool))
 
     def _freeze(self):
         object.__setattr__(self, "_frozen", True)
@@ -624,12 +661,19 @@ class ModelBuilder:
                      lower, upper,
                      np.concatenate(self._armature) if n else np.zeros(0),
                      self._armature_world)._freeze()
-        bad = [] if allow_singular else massless_joints(model)
-        if bad:
-            names = ", ".join(repr(model.names[i]) for i in bad)
-            raise ValueError(
-                f"{'joints' if len(bad) > 1 else 'joint'} {names}: no mass or inertia along"
-                " the motion (every body moved is massless), so M(q) is singular for every "
-                "q and forward dynamics is undefined. Give those bodies mass and inertia (a "
-                "URDF <inertial>), or pass allow_singular=True for kinematics-only use")
-        return model
+        return check_singular(model, allow_singular)
+
+
+def check_singular(model, allow_singular=False):
+    """``model``, unless one of its moving joints carries no mass or inertia along its
+    motion (:func:`massless_joints`) and not ``allow_singular``: then a ValueError naming
+    those joints."""
+    bad = [] if allow_singular else massless_joints(model)
+    if bad:
+        names = ", ".join(repr(model.names[i]) for i in bad)
+        raise ValueError(
+            f"{'joints' if len(bad) > 1 else 'joint'} {names}: no mass or inertia along"
+            " the motion (every body moved is massless), so M(q) is singular for every "
+            "q and forward dynamics is undefined. Give those bodies mass and inertia (a "
+            "URDF <inertial>), or pass allow_singular=True for kinematics-only use")
+    return model
