@@ -83,8 +83,8 @@ def test_state_terms_gradients(solo):
     M[:3, 3] = p[:3, 3] + [0.05, -0.02, 0.1]
     rng = np.random.default_rng(3)
     lo, hi = StateBounds.limits(m, np.full(m.nv - 6, 0.3))
-    lo[6:m.nv] = x0[7:] + 0.02            # active on some joints of the random states
-    hi[6:m.nv] = np.maximum(lo[6:m.nv], x0[7:] + 0.05)
+    lo[6:m.nv] = x0[7:m.nq] + 0.02           # active on some joints of the random states
+    hi[6:m.nv] = np.maximum(lo[6:m.nv], x0[7:m.nq] + 0.05)
     terms = [CoMPosition(rbd.center_of_mass(m, x0[:m.nq]) + 0.1, 3.0, [1.0, 2.0, 0.5]),
              FramePlacement("FL_FOOT", M, 2.0),
              FramePlacement("HR_FOOT", M, 1.0, np.arange(1.0, 7.0)),
@@ -149,8 +149,10 @@ def test_cone_matrices():
     assert ((A6 @ f >= lb6) & (A6 @ f <= ub6)).all()
 
 
-def _contact_fd(prob, q, v, u, term):
-    """dt * term at knot 0 of a one-knot contact problem as a function of (q, v, u)."""
+def _contact_fd(prob, q, v, u, term, H=1e-6):
+    """dt * term at knot 0 of a one-knot contact problem as a function of (q, v, u), its
+    central differences (a short step and moderate forces: the barrier's curvature jumps where a facet's
+    bound is crossed, which a central difference sees as an O(H) error)."""
     m, c = prob.model, prob.knot_contacts[0]
 
     def value(qk, vk, uk):
@@ -182,12 +184,12 @@ def test_force_terms_gradients(solo):
                 for f in FEET[:2])
     us0 = to.Problem(m, x0, 1, 0.01, contacts=four).quasi_static_controls(q[None])
     rng = np.random.default_rng(2)
-    u = us0[0] + 2.0 * rng.normal(size=m.nv - 6)
-    for contacts, term in ((four, FrictionCone("FL_FOOT", 0.3, weight=10.0)),
+    u = us0[0] + 0.5 * rng.normal(size=m.nv - 6)
+    for contacts, term in ((four, FrictionCone("FL_FOOT", 0.02, weight=10.0)),
                            (four, ContactForce("HR_FOOT", [1.0, -2.0, 20.0], 1e-2,
                                                [1.0, 2.0, 3.0])),
-                           (six, WrenchCone("FR_FOOT", 0.5, (0.1, 0.05), weight=10.0)),
-                           (six, FrictionCone("FL_FOOT", 0.2, weight=10.0))):
+                           (six, WrenchCone("FR_FOOT", 0.05, (0.02, 0.01), weight=10.0)),
+                           (six, FrictionCone("FL_FOOT", 0.02, weight=10.0))):
         prob = to.Problem(m, np.concatenate([q, v]), 1, 0.01, running=[[term]],
                           contacts=[contacts])
         qx, vx, f = prob.shoot(np.stack([q, q]), np.stack([v, v]), u[None])
@@ -197,9 +199,13 @@ def test_force_terms_gradients(solo):
         assert c > 0, type(term).__name__             # the barrier is active somewhere
         np.testing.assert_allclose(prob.cost(np.stack([q, q]), np.stack([v, v]), u[None],
                                              f), c, rtol=1e-12)
+        # central differences of the contact forces carry ~1e-6 relative noise (the
+        # KKT solve's roundoff over the step); the base translation's columns are exact
+        # zeros (the forces in world axes do not depend on where the robot stands)
         scale = max(np.abs(gx).max(), np.abs(gu).max())
-        np.testing.assert_allclose(lx[0], gx, atol=1e-6 * scale)
-        np.testing.assert_allclose(lu[0], gu, atol=1e-6 * scale)
+        np.testing.assert_allclose(lx[0], gx, atol=1e-5 * scale)
+        np.testing.assert_allclose(lu[0], gu, atol=1e-5 * scale)
+        assert (lx[0, :3] == 0).all()
         assert lxu is not None and np.abs(lxu[0]).max() > 0
         H_ = np.block([[lxx[0], lxu[0]], [lxu[0].T, luu[0]]])
         assert np.linalg.eigvalsh(H_).min() > -1e-9 * np.abs(H_).max()

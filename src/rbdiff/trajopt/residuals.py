@@ -219,9 +219,31 @@ class FrameVelocity:
     def derivatives(self, model, q, v, u):
         r = _rbd.frame_velocity(model, q, v, self.frame, self.reference) - self.velocity
         a, Ar, Arr = quad_activation(r, self.weights)
-        dq, dv = _rbd.frame_velocity_derivatives(model, q, v, self.frame, self.reference)
+        dq, dv = self._jacobians(model, q, v)
         lx, _, lxx, _, _ = gauss_newton(self.weight, Ar, Arr, dq, dv, None, model.nv, 0)
         return self.weight * a, lx, None, lxx, None
+
+    def _jacobians(self, model, q, v):
+        """d r / d q, d r / d v. LOCAL_WORLD_ALIGNED: the derivative of R v_local (R the
+        frame's rotation), R dv_local + (d R / d q) v_local with d R / d q_k = [J_w,k]x R,
+        not Pinocchio's getFrameVelocityDerivatives (which Crocoddyl's residual uses and
+        which leaves out part of the rotation's derivative)."""
+        dq, dv = _rbd.frame_velocity_derivatives(model, q, v, self.frame, "local")
+        if self.reference == "local":
+            return dq, dv
+        R = _rbd.frame_placement(model, q, self.frame)[:, :3, :3]
+        w = np.einsum("kij,kj->ki", R, _rbd.frame_velocity(model, q, v, self.frame,
+                                                               "local")[:, :3])
+        Rw = np.einsum("kij,kj->ki", R, _rbd.frame_velocity(model, q, v, self.frame,
+                                                                "local")[:, 3:])
+        Jw = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")[:, 3:]
+        out_q, out_v = np.empty_like(dq), np.empty_like(dv)
+        for s in (slice(0, 3), slice(3, 6)):
+            out_q[:, s] = np.einsum("kij,kjl->kil", R, dq[:, s])
+            out_v[:, s] = np.einsum("kij,kjl->kil", R, dv[:, s])
+        out_q[:, :3] -= np.cross(w[:, :, None], Jw, axis=1)
+        out_q[:, 3:] -= np.cross(Rw[:, :, None], Jw, axis=1)
+        return out_q, out_v
 
 
 class StateBounds:
