@@ -122,6 +122,8 @@ def _trajopt(rbd, m, s):
                       terminal=[to.StateRegularization(goal, 10.0)])
     for method in ("ilqr", "ddp"):
         to.solve(prob, method=method, max_iter=3)
+    # the frame placement cost's log6 kernel (trajopt/residuals.py)
+    to.FramePlacement(p.frames[-1].name, np.eye(4)).value(p, np.zeros((1, p.nq)), None, None)
 
 
 def _configuration(rbd, m, s, b=""):

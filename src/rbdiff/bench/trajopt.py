@@ -442,3 +442,148 @@ def _legged_report(r):
     lines.append(rp.md_table(["solver", "iterations", "converged", "final cost",
                               "ms / iter", "derivatives", "backward", "line search"], rows))
     return lines
+
+
+# ---- (D) continued: Crocoddyl's gaits ----------------------------------------------------
+
+# Crocoddyl's examples (examples/quadrupedal_gaits.py, bipedal_walk.py): the gait, its
+# builder's arguments, as issue 26 lists them
+GAITS = {
+    "anymal walking": ("anymal", "walking", (0.25, 0.25, 1e-2, 25, 2)),
+    "anymal trotting": ("anymal", "trotting", (0.15, 0.1, 1e-2, 25, 2)),
+    "anymal jumping": ("anymal", "jumping", (0.15, (0.0, 0.3, 0.0), 1e-2, 10, 20)),
+    "hyq walking": ("hyq", "walking", (0.25, 0.25, 1e-2, 25, 2)),
+}
+QUADRUPED_FEET = {"anymal": ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
+                  "hyq": ("lf_foot", "rf_foot", "lh_foot", "rh_foot")}
+
+
+def _args(args):
+    return [np.array(a, dtype=float) if isinstance(a, tuple) else a for a in args]
+
+
+def gait_pair(name):
+    """(rbdiff Problem, Crocoddyl ShootingProblem, warm-start controls (T, nu)) of the gait
+    ``name`` (GAITS): the rbdiff problem from rbdiff.trajopt.gaits on rbd.load_robot's
+    model, Crocoddyl's from its own builder on example-robot-data's, both from the
+    robot's standing reference at rest; the controls Crocoddyl's quasiStatic along x0
+    (its examples' warm start)."""
+    import crocoddyl
+    import example_robot_data as erd
+    from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
+
+    from rbdiff.trajopt.gaits import Quadruped
+    from rbdiff.trajopt.rollout import IMPULSE
+    robot, gait, args = GAITS[name]
+    pm = erd.load(robot).model
+    feet = QUADRUPED_FEET[robot]
+    q0 = pm.referenceConfigurations["standing"].copy()
+    x0 = np.concatenate([q0, np.zeros(pm.nv)])
+    cp = getattr(SimpleQuadrupedalGaitProblem(pm, *feet),
+                 f"create{gait.capitalize()}Problem")(x0, *_args(args))
+    ours = Quadruped(rbd.load_robot(robot), *feet, reference=q0,
+                     velocity_limits=np.array(pm.velocityLimit[6:]))
+    prob = getattr(ours, gait)(x0, *_args(args))
+    cu = cp.quasiStatic([x0] * cp.T)
+    us = np.array([np.zeros(prob.nu) if prob.kind[t] == IMPULSE else cu[t]
+                   for t in range(prob.T)])
+    assert crocoddyl is not None
+    return prob, cp, us
+
+
+def _croc_fddp(cp, x0, us, threads, max_iter=200):
+    import crocoddyl
+    cp.nthreads = threads
+    s = crocoddyl.SolverFDDP(cp)
+    s.th_stop = 1e-9
+    cu = crocoddyl_controls_list(cp, us)
+    t0 = time.perf_counter()
+    ok = s.solve([x0] * (cp.T + 1), cu, max_iter, False)
+    wall = time.perf_counter() - t0
+    it = s.iter + int(bool(ok))       # Crocoddyl's iter counts from 0 when it converges
+    return dict(iterations=it, converged=bool(ok), cost=float(s.cost),
+                per_iter_s=wall / max(it, 1), total_s=wall)
+
+
+def crocoddyl_controls_list(cp, us):
+    """Crocoddyl's controls of ``us`` (T, nu): none at its impulse models (nu = 0)."""
+    return [np.asarray(us[t]) if m.nu else np.zeros(0)
+            for t, m in enumerate(cp.runningModels)]
+
+
+def _rbdiff_fddp(prob, us, threads, max_iter=200):
+    import numba
+    old = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        t0 = time.perf_counter()
+        r = to.solve(prob, method="fddp", xs=np.tile(prob.x0, (prob.T + 1, 1)), us=us,
+                     max_iter=max_iter)
+        wall = time.perf_counter() - t0
+    finally:
+        numba.set_num_threads(old)
+    it = max(r.iterations, 1)
+    return dict(iterations=r.iterations, converged=r.converged, cost=r.cost,
+                per_iter_s=wall / it, total_s=wall,
+                split_s={k: v / it for k, v in r.timings.items() if k != "compile"})
+
+
+def run_gaits(names=tuple(GAITS), repeats=3):
+    """For each gait: the cost of the warm-start controls in both, then FDDP from
+    Crocoddyl's quasi-static warm start, rbdiff (numba threads 2 and 1) and Crocoddyl
+    (1 and 2 threads), ``repeats`` solves each interleaved after one warm-up; medians."""
+    out = []
+    for name in names:
+        prob, cp, us = gait_pair(name)
+        cu = crocoddyl_controls_list(cp, us)
+        cc = float(cp.calc(cp.rollout(cu), cu))
+        rc = float(to.rollout_cost(prob, us))
+        row = dict(gait=name, T=prob.T, cost_croc=cc, cost_rbdiff=rc,
+                   cost_rel=abs(cc - rc) / abs(cc))
+        solvers = {"rbdiff 2": lambda: _rbdiff_fddp(prob, us, 2),
+                   "rbdiff 1": lambda: _rbdiff_fddp(prob, us, 1),
+                   "Crocoddyl 1": lambda: _croc_fddp(cp, prob.x0, us, 1),
+                   "Crocoddyl 2": lambda: _croc_fddp(cp, prob.x0, us, 2)}
+        runs = {k: [] for k in solvers}
+        for f in solvers.values():
+            f()                                  # warm-up: compiles, allocates
+        for _ in range(repeats):
+            for k, f in solvers.items():
+                runs[k].append(f())
+        for k, rs in runs.items():
+            best = dict(rs[-1])
+            best["per_iter_s"] = float(np.median([r["per_iter_s"] for r in rs]))
+            best["total_s"] = float(np.median([r["total_s"] for r in rs]))
+            row[k] = best
+        row["optimum_rel"] = abs(row["rbdiff 2"]["cost"] - row["Crocoddyl 1"]["cost"]) \
+            / abs(row["Crocoddyl 1"]["cost"])
+        out.append(row)
+    return out
+
+
+def gaits_report(rows):
+    """The gait table: cost agreement, iterations and ms / iteration of each solver."""
+    head = ["gait", "T", "same-controls cost rel. diff", "optimum rel. diff",
+            "rbdiff it", "rbdiff ms/it (2 thr)", "rbdiff ms/it (1 thr)", "Crocoddyl it",
+            "Crocoddyl ms/it (1 thr)", "Crocoddyl ms/it (2 thr)", "ratio (2 thr / croc 1)"]
+    body = []
+    for r in rows:
+        a, b, c, d = r["rbdiff 2"], r["rbdiff 1"], r["Crocoddyl 1"], r["Crocoddyl 2"]
+        body.append([r["gait"], str(r["T"]), f"{r['cost_rel']:.1e}", f"{r['optimum_rel']:.1e}",
+                     str(a["iterations"]), f"{a['per_iter_s'] * 1e3:.2f}",
+                     f"{b['per_iter_s'] * 1e3:.2f}", str(c["iterations"]),
+                     f"{c['per_iter_s'] * 1e3:.2f}", f"{d['per_iter_s'] * 1e3:.2f}",
+                     f"{a['per_iter_s'] / c['per_iter_s']:.2f}"])
+    return rp.md_table(head, body)
+
+
+if __name__ == "__main__":      # python -m rbdiff.bench.trajopt [gait ...]: the gait rows
+    import sys
+    import warnings
+    warnings.filterwarnings("ignore")
+    names = [" ".join(a.split("_")) for a in sys.argv[1:]] or list(GAITS)
+    rows = run_gaits(names)
+    print(gaits_report(rows))
+    for r in rows:
+        print(r["gait"], {k: (v["cost"], v["converged"], v.get("split_s"))
+                          for k, v in r.items() if isinstance(v, dict)})

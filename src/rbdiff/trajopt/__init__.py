@@ -21,11 +21,20 @@ for floating bases with contact phases, in Crocoddyl's conventions.
                       impulses={8: feet}, impulse_costs=[to.StateRegularization(x0, 10.0)])
     res = to.solve(prob, method="fddp", xs=[x0] * 13)       # infeasible warm start
     res.forces                  # (T, 12): each knot's contact forces (impulses at knot 8)
+
+    # Crocoddyl's gaits (gaits.py) with its cost terms (residuals.py): CoMPosition,
+    # FramePlacement, FrameVelocity, ContactForce, FrictionCone, WrenchCone, StateBounds
+    from rbdiff.trajopt.gaits import Quadruped, Biped
+    gait = Quadruped(anymal, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
+    prob = gait.walking(x0, 0.25, 0.25, 1e-2, 25, 2)      # running: per-knot cost lists
 """
 
 from .costs import ControlRegularization, FrameTranslation, StateRegularization
 from .problem import Problem
+from .residuals import (CoMPosition, ContactForce, FramePlacement, FrameVelocity,
+                        FrictionCone, StateBounds, WrenchCone)
 from .solver import Result, rollout_cost, solve
 
 __all__ = ["Problem", "FrameTranslation", "StateRegularization", "ControlRegularization",
-           "solve", "rollout_cost", "Result"]
+           "CoMPosition", "FramePlacement", "FrameVelocity", "ContactForce", "FrictionCone",
+           "WrenchCone", "StateBounds", "solve", "rollout_cost", "Result"]

@@ -41,6 +41,17 @@ from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 _ACTUATIONS = ("auto", "full", "floating_base")
 
 
+def _first(K):
+    return K.start if isinstance(K, slice) else K[0]
+
+
+def _rows(K):
+    """Row indices of K for a fancy index with a (len K, dim) column index."""
+    if isinstance(K, slice):
+        return np.arange(K.start, K.stop)[:, None]
+    return K[:, None]
+
+
 def _span(K):
     """The knot indices K as a slice when they are consecutive (views, not copies)."""
     if len(K) and K[-1] - K[0] == len(K) - 1:
@@ -61,9 +72,17 @@ class Problem:
     contact), or a list of T entries, each None / () (a free knot) or a tuple of Contact.
     ``impulses``: {knot: Contact or tuple of them}: impulse knots (touch-downs).
     ``impulse_costs``: cost terms of the impulse knots (state terms only).
+    ``running`` may instead be a list of T lists, the cost terms of each knot (the
+    running costs of a free or contact knot, the costs of an impulse knot; then
+    ``impulse_costs`` must be empty): Crocoddyl's gaits, whose targets change from knot
+    to knot. Knots whose terms differ only in their targets are evaluated together
+    (one batched call per term kind: ``stacked``).
 
     Raises at construction: a contact on a missing frame (KeyError), a contact set whose
-    rows are dependent at x0 (rbd.DependentContacts), an empty horizon (ValueError)."""
+    rows are dependent at x0 (rbd.DependentContacts), an empty horizon (ValueError), a
+    cost term on a missing frame (KeyError), a force term (ContactForce, FrictionCone,
+    WrenchCone) at a knot without a contact on its frame or at an impulse knot, a state
+    bound whose lower bound is above its upper one (ValueError)."""
 
     def __init__(self, model, x0, horizon, dt, running=(), terminal=(), u_lower=None,
                  u_upper=None, actuation="auto", contacts=None, impulses=None,
@@ -83,17 +102,7 @@ class Problem:
         self.actuation = self._actuation(actuation)
         self.nu = self.nv - 6 if self.actuation == "floating_base" else self.nv
         self._knots(contacts, impulses)
-        self.running, self.terminal = list(running), list(terminal)
-        self.impulse_costs = list(impulse_costs)
-        if any(not hasattr(t, "derivatives") for t in
-               self.running + self.terminal + self.impulse_costs):
-            raise TypeError("costs: expected rbdiff.trajopt cost terms")
-        for term in self.running + self.terminal + self.impulse_costs:
-            term.check(model, self.nu)
-        for term in self.impulse_costs:
-            if getattr(term, "reads_control", False):
-                raise ValueError(f"impulse_costs: {type(term).__name__} reads the control, "
-                                 "which an impulse knot does not have")
+        self._costs(running, terminal, impulse_costs)
         self.u_lower = None if u_lower is None else np.asarray(u_lower, dtype=float)
         self.u_upper = None if u_upper is None else np.asarray(u_upper, dtype=float)
         for name, b in (("u_lower", self.u_lower), ("u_upper", self.u_upper)):
@@ -105,6 +114,78 @@ class Problem:
             raise ValueError("u_lower above u_upper")
         self._ws = single_call_scratch(model.njoints, model.nv)[0]   # the rollouts'
         self._args = (contacts, impulses)
+
+    def _costs(self, running, terminal, impulse_costs):
+        """The knots' cost terms, checked, and their groups: knots sharing a term's key
+        (its kind, frame, weights: all but its targets) and kind (impulse or not), one
+        stacked term per group (residuals.py)."""
+        T, model = self.T, self.model
+        running = list(running)
+        self._running_arg = running
+        per_knot = len(running) == T and T > 0 and all(
+            isinstance(r, (list, tuple)) for r in running)
+        self.terminal = list(terminal)
+        self.impulse_costs = list(impulse_costs)
+        if per_knot:
+            if self.impulse_costs:
+                raise ValueError("impulse_costs: give the impulse knots' costs in their "
+                                 "entries of the per-knot running costs instead")
+            knot_costs = [list(r) for r in running]
+            self.running = []
+        else:
+            self.running = running
+            knot_costs = [self.impulse_costs if k == IMPULSE else self.running
+                          for k in self.kind]
+        seen = set()
+        for term in [t for ts in knot_costs for t in ts] + self.terminal:
+            if id(term) in seen:
+                continue
+            seen.add(id(term))
+            if not hasattr(term, "derivatives"):
+                raise TypeError("costs: expected rbdiff.trajopt cost terms")
+            term.check(model, self.nu)
+        groups = {}
+        for t, terms in enumerate(knot_costs):
+            imp = self.kind[t] == IMPULSE
+            count = {}
+            for term in terms:
+                if imp and getattr(term, "reads_control", False):
+                    raise ValueError(f"knot {t}: {type(term).__name__} reads the control "
+                                     "(or the contact forces), which an impulse knot does "
+                                     "not have")
+                key = term.key() if hasattr(term, "key") else ("id", id(term))
+                n = count[key] = count.get(key, -1) + 1     # a key twice at one knot
+                key = (bool(imp), key, n)
+                if getattr(term, "reads_forces", False):
+                    key += self._force_slot(t, term)
+                groups.setdefault(key, ([], []))
+                groups[key][0].append(t)
+                groups[key][1].append(term)
+        self.knot_costs = knot_costs
+        self.cost_groups = []
+        for key, (knots, terms) in groups.items():
+            K = np.array(knots, np.int64)
+            term = terms[0].stacked(terms) if hasattr(terms[0], "stacked") else terms[0]
+            off = None
+            if getattr(term, "reads_forces", False):
+                dim = key[-1]
+                off = np.array([self._force_slot(t, terms[0])[0] for t in knots])
+                off = off[:, None] + np.arange(dim)
+            self.cost_groups.append((_span(K), K, term, 1.0 if key[0] else self.dt, off))
+        self.reads_forces = any(g[4] is not None for g in self.cost_groups)
+
+    def _force_slot(self, t, term):
+        """(row offset, dim) of the contact on term.frame in knot t's forces."""
+        from ..kinematics import _frame_id
+        fid = _frame_id(self.model, term.frame)
+        row = 0
+        for c in self.knot_contacts[t]:
+            if _frame_id(self.model, c.frame) == fid:
+                term.dim_ok(c.dim)
+                return (row, c.dim)
+            row += c.dim
+        raise ValueError(f"knot {t}: {type(term).__name__} on frame {term.frame!r}, which "
+                         "has no contact at that knot")
 
     def _actuation(self, actuation):
         if actuation not in _ACTUATIONS:
@@ -178,7 +259,7 @@ class Problem:
 
     def with_x0(self, x0):
         """The same problem from another initial state (model predictive control)."""
-        return Problem(self.model, x0, self.T, self.dt, self.running, self.terminal,
+        return Problem(self.model, x0, self.T, self.dt, self._running_arg, self.terminal,
                        self.u_lower, self.u_upper, self.actuation, *self._args,
                        self.impulse_costs)
 
@@ -261,48 +342,93 @@ class Problem:
                                        zeros, None, 0.0, shoot=True)
         return qx, vx, f
 
-    def cost(self, q, v, us):
+    def cost(self, q, v, us, forces=None):
         """Total cost of a trajectory: dt * sum of running costs at the free and contact
-        knots + the impulse knots' costs + the terminal cost."""
-        D, I = self.dynamic, self.impulse_knots
+        knots + the impulse knots' costs + the terminal cost; ``forces`` (T, ncmax) the
+        knots' contact forces (shoot, or a rollout's), needed by force terms."""
         c = 0.0
-        if len(D):
-            qd, vd, ud = (q[:-1], v[:-1], us) if len(D) == self.T else (q[D], v[D], us[D])
-            c = self.dt * sum(t.value(self.model, qd, vd, ud).sum() for t in self.running)
-        if len(I):
-            c += sum(t.value(self.model, q[I], v[I], None).sum()
-                     for t in self.impulse_costs)
-        return c + sum(t.value(self.model, q[-1:], v[-1:], None)[0] for t in self.terminal)
+        m = self.model
+        for K, _, term, scale, off in self.cost_groups:
+            uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+            if off is None:
+                c += scale * term.value(m, q[K], v[K], uk).sum()
+            else:
+                if forces is None:
+                    raise ValueError("cost: this problem's force terms need the knots' "
+                                     "contact forces")
+                f = forces[_rows(K), off]
+                c += scale * term.value(m, q[K], v[K], uk, f).sum()
+        for t in self.terminal:
+            if getattr(t, "reads_forces", False):
+                continue                # no forces at the terminal knot: zero
+            c += t.value(m, q[-1:], v[-1:], None)[0]
+        return c
 
-    def cost_derivatives(self, q, v, us):
+    def rollout_cost(self, us):
+        """Total cost of controls us (T, nu) (clamped) from x0 (forces included)."""
+        us = self.clamp(us)
+        zeros = np.zeros((self.T, self.nu))
+        q, v, u, _, _, f = self._run(None, None, us, zeros, None, 0.0)
+        return self.cost(q, v, u, f)
+
+    def cost_derivatives(self, q, v, us, forces=None, dforces=None):
         """(l_x (T+1, 2nv), l_u (T, nu), l_xx (T+1, 2nv, 2nv), l_uu (T, nu, nu)): running
         terms times dt at the free and contact knots, the impulse terms at the impulse
-        knots, the terminal terms at knot T."""
-        T, n, nu, dt = self.T, 2 * self.nv, self.nu, self.dt
+        knots, the terminal terms at knot T. With force terms, ``forces`` (T, ncmax) and
+        ``dforces`` = (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) (``derivatives``),
+        and the result has a fifth entry l_xu (T, 2nv, nu)."""
+        T, n, nu = self.T, 2 * self.nv, self.nu
         lx, lu = np.zeros((T + 1, n)), np.zeros((T, nu))
         lxx, luu = np.zeros((T + 1, n, n)), np.zeros((T, nu, nu))
-        D, I = self.dynamic, self.impulse_knots
-        every = len(D) == T
-        for terms, K, scale, uk in ((self.running, D, dt, True),
-                                    (self.impulse_costs, I, 1.0, False)):
-            if not len(K):
-                continue
-            sel = slice(0, T) if (every and uk) else K
-            for t in terms:
-                _, gx, gu, hxx, huu = t.derivatives(self.model, q[sel], v[sel],
-                                                    us[sel] if uk else None)
-                lx[sel] += scale * gx
-                lxx[sel] += scale * hxx
-                if gu is not None:
-                    lu[sel] += scale * gu
-                    luu[sel] += scale * huu
+        lxu = np.zeros((T, n, nu)) if self.reads_forces else None
+        m = self.model
+        for K, _, term, scale, off in self.cost_groups:
+            uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+            if off is None:
+                _, gx, gu, hxx, huu = term.derivatives(m, q[K], v[K], uk)
+                hxu = None
+            else:
+                if forces is None or dforces is None:
+                    raise ValueError("cost_derivatives: this problem's force terms need "
+                                     "the knots' contact forces and their derivatives")
+                r = _rows(K)
+                _, gx, gu, hxx, huu, hxu = term.derivatives(
+                    m, q[K], v[K], uk, forces[r, off], dforces[0][r, off],
+                    dforces[1][r, off])
+            lx[K] += scale * gx
+            lxx[K] += scale * hxx
+            if gu is not None:
+                lu[K] += scale * gu
+                luu[K] += scale * huu
+            if hxu is not None:
+                lxu[K] += scale * hxu
         for t in self.terminal:
-            _, gx, _, hxx, _ = t.derivatives(self.model, q[-1:], v[-1:], None)
+            if getattr(t, "reads_forces", False):
+                continue
+            _, gx, _, hxx, _ = t.derivatives(m, q[-1:], v[-1:], None)
             lx[T] += gx[0]
             lxx[T] += hxx[0]
+        if self.reads_forces:
+            return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
 
+    def derivatives(self, q, v, us, vnext, forces=None):
+        """(F_x, F_u, l_x, l_u, l_xx, l_uu, l_xu or None): dynamics_jacobians and
+        cost_derivatives at once, the force terms' derivatives taken from the contact
+        knots' dynamics derivatives (no second call)."""
+        df = None
+        if self.reads_forces:
+            nc = max(self.ncmax, 1)
+            df = (np.zeros((self.T, nc, 2 * self.nv)), np.zeros((self.T, nc, self.nu)))
+        Fx, Fu = self._dynamics_jacobians(q, v, us, vnext, df)
+        c = self.cost_derivatives(q, v, us, forces, df)
+        return (Fx, Fu) + tuple(c) + ((None,) if len(c) == 4 else ())
+
     def dynamics_jacobians(self, q, v, us, vnext):
+        """See _dynamics_jacobians."""
+        return self._dynamics_jacobians(q, v, us, vnext, None)
+
+    def _dynamics_jacobians(self, q, v, us, vnext, df):
         """(F_x (T, 2nv, 2nv), F_u (T, 2nv, nu)): f's Jacobians in the tangent spaces at
         knots 0..T-1, v' = vnext (T, nv) the knots' successor velocities (shoot or a
         rollout). One batched derivatives call per kind and contact set, one batched
@@ -311,7 +437,9 @@ class Problem:
 
             F_x = [[Jq, 0] + dt Jv P_x ; P_x],   F_u = [dt Jv P_u ; P_u];
 
-        an impulse knot: F_x = [[I, 0], [dv'/dq, dv'/dv]], F_u = 0."""
+        an impulse knot: F_x = [[I, 0], [dv'/dq, dv'/dv]], F_u = 0. ``df``: None, or
+        (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) filled at the contact knots with
+        their forces' derivatives (the force terms' Jacobians)."""
         T, nv, nu, dt, m = self.T, self.nv, self.nu, self.dt, self.model
         off = nv - nu
         Fx = np.zeros((T, 2 * nv, 2 * nv))
@@ -333,6 +461,11 @@ class Problem:
             if kind == CONTACT:
                 d = _rbd.contact_dynamics_derivatives(m, qk, vk, tau, contacts)
                 a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
+                if df is not None:
+                    nc = d.dforces_dq.shape[-2]
+                    df[0][K, :nc, :nv] = d.dforces_dq
+                    df[0][K, :nc, nv:] = d.dforces_dv
+                    df[1][K, :nc] = d.dforces_dtau[..., off:]
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
             if one:

@@ -345,13 +345,13 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
 
 
 @entry
-def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg, feasible, us, lo, hi, k_ff, K_fb,
-                       Vx, Vxx):
+def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, lxu, fs, reg, feasible, us, lo, hi, k_ff,
+                       K_fb, Vx, Vxx):
     """FDDP's backward pass (Crocoddyl's SolverDDP::backwardPass with SolverFDDP's gaps)
     on the dense Jacobians F_x (T, nx, nx), F_u (T, nx, nu) of the tangent dynamics:
 
         Q_x = l_x + F_x^T V_x',  Q_u = l_u + F_u^T V_x',  Q_xx = l_xx + F_x^T V_xx' F_x,
-        Q_ux = F_u^T V_xx' F_x,  Q_uu = l_uu + F_u^T V_xx' F_u + reg I,
+        Q_ux = l_xu^T + F_u^T V_xx' F_x,  Q_uu = l_uu + F_u^T V_xx' F_u + reg I,
         k = -Q_uu^-1 Q_u,  K = -Q_uu^-1 Q_ux,
         V_x = Q_x + K^T Q_u,  V_xx = sym(Q_xx + Q_ux^T K) + reg I,
 
@@ -366,6 +366,7 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg, feasible, us, lo, hi, 
     Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
     Quk = np.empty(nu)
+    cross = lxu.shape[1] > 0             # l_xu (T, nx, nu); (T, 0, 0): none
     Vxx[T, :, :] = lxx[T]
     for i in range(nx):
         Vxx[T, i, i] += reg
@@ -389,6 +390,10 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg, feasible, us, lo, hi, 
         for i in range(nu):
             Quu[i, i] += reg
         _mm(FuV, A, Qux, 0.0)
+        if cross:
+            for i in range(nu):
+                for j in range(nx):
+                    Qux[i, j] += lxu[t, j, i]
         for i in range(nu):
             for j in range(nu):
                 Qr[i, j] = Quu[i, j]

@@ -64,8 +64,7 @@ def rollout_cost(prob, us):
     us = np.asarray(us, dtype=float)
     if us.shape != (prob.T, prob.nu) or not np.isfinite(us).all():
         raise ValueError(f"us: expected ({prob.T}, {prob.nu}) finite, got {us.shape}")
-    q, v = prob.rollout(prob.clamp(us))
-    return prob.cost(q, v, prob.clamp(us))
+    return prob.rollout_cost(us)
 
 
 def _initial_controls(prob, xs, us):
@@ -313,10 +312,11 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     except ValueError as e:
         raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / "
                          "us") from None
-    J = prob.cost(q, v, u)
+    J = prob.cost(q, v, u, forces)
     if not np.isfinite(J):
         raise ValueError("fddp: the warm start's cost is not finite")
     k_ff, K_fb = np.zeros((T, nu)), np.zeros((T, nu, nx))
+    _no_lxu = np.zeros((T, 0, 0))       # no cross term: the pass skips it (one signature)
     Vx, Vxx = np.zeros((T + 1, nx)), np.zeros((T + 1, nx, nx))
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
@@ -327,11 +327,11 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         t0, c0 = time.perf_counter(), compile_seconds()
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
-            Fx, Fu = prob.dynamics_jacobians(q, v, u, vx)
-            lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
+            Fx, Fu, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
         t1, c1 = time.perf_counter(), compile_seconds()
         while True:
-            knot, dg_k, dq_k = backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, fs, reg,
+            knot, dg_k, dq_k = backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu,
+                                                  _no_lxu if lxu is None else lxu, fs, reg,
                                                   feasible, u, prob._lo, prob._hi, k_ff,
                                                   K_fb, Vx, Vxx)
             if knot < 0:
@@ -358,7 +358,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
                 qn, vn, un, qxn, vxn, fn = prob._run(q, v, u, k_ff, K_fb, alpha, fs, gap)
             except ValueError:          # the trial's dynamics failed: a shorter step
                 continue
-            Jn = prob.cost(qn, vn, un)
+            Jn = prob.cost(qn, vn, un, fn)
             if not np.isfinite(Jn):
                 continue
             dv = 0.0

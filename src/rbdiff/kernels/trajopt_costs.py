@@ -1,0 +1,42 @@
+"""Kernels of trajectory-optimisation cost residuals that no public function computes:
+the frame placement error r = log6(M_ref^-1 M) and its Jacobian Jlog6 (Crocoddyl's
+ResidualModelFramePlacement), from the SE(3) log and the inverse right Jacobian that the
+6D contacts use (kernels/contact_dynamics.log6, kernels/lie.right_jacobian_inverse_se3).
+Placements are (R (3, 3), p (3,)) per knot; r is [linear, angular] as Pinocchio's log6."""
+
+from .contact_dynamics import log6
+from .jit import kernel
+from .lie import right_jacobian_inverse_se3
+
+
+@kernel
+def placement_log(R, p, Rref, pref, r, Jl):
+    """r (K, 6) = log6(M_ref_k^-1 M_k) and Jl (K, 6, 6) = Jlog6 of that placement
+    ([[A, -Q], [0, A]] with (A, Q) = right_jacobian_inverse_se3) for M_k = (R[k], p[k]),
+    M_ref_k = (Rref[k], pref[k])."""
+    for k in range(R.shape[0]):
+        a, b = Rref[k], R[k]
+        d0, d1, d2 = p[k, 0] - pref[k, 0], p[k, 1] - pref[k, 1], p[k, 2] - pref[k, 2]
+        # M_ref^-1 M = (Rref^T R, Rref^T (p - pref)), row-major
+        Rr = (a[0, 0] * b[0, 0] + a[1, 0] * b[1, 0] + a[2, 0] * b[2, 0],
+              a[0, 0] * b[0, 1] + a[1, 0] * b[1, 1] + a[2, 0] * b[2, 1],
+              a[0, 0] * b[0, 2] + a[1, 0] * b[1, 2] + a[2, 0] * b[2, 2],
+              a[0, 1] * b[0, 0] + a[1, 1] * b[1, 0] + a[2, 1] * b[2, 0],
+              a[0, 1] * b[0, 1] + a[1, 1] * b[1, 1] + a[2, 1] * b[2, 1],
+              a[0, 1] * b[0, 2] + a[1, 1] * b[1, 2] + a[2, 1] * b[2, 2],
+              a[0, 2] * b[0, 0] + a[1, 2] * b[1, 0] + a[2, 2] * b[2, 0],
+              a[0, 2] * b[0, 1] + a[1, 2] * b[1, 1] + a[2, 2] * b[2, 1],
+              a[0, 2] * b[0, 2] + a[1, 2] * b[1, 2] + a[2, 2] * b[2, 2])
+        pr = (a[0, 0] * d0 + a[1, 0] * d1 + a[2, 0] * d2,
+              a[0, 1] * d0 + a[1, 1] * d1 + a[2, 1] * d2,
+              a[0, 2] * d0 + a[1, 2] * d1 + a[2, 2] * d2)
+        nx, ny, nz, wx, wy, wz, d = log6(Rr, pr)
+        r[k, 0], r[k, 1], r[k, 2] = nx, ny, nz
+        r[k, 3], r[k, 4], r[k, 5] = wx, wy, wz
+        A, Q = right_jacobian_inverse_se3(nx, ny, nz, wx, wy, wz, d, 0.5)
+        for i in range(3):
+            for j in range(3):
+                Jl[k, i, j] = A[3 * i + j]
+                Jl[k, i, j + 3] = -Q[3 * i + j]
+                Jl[k, i + 3, j] = 0.0 * A[0]
+                Jl[k, i + 3, j + 3] = A[3 * i + j]
