@@ -1,0 +1,60 @@
+"""Parallel batch entries call their serial twin by address (rbdiff/cpu/twin.py)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+_SCRIPT = textwrap.dedent("""
+    import json, re, sys
+    import numpy as np
+    from numba.core import event
+    compiled = []
+    class Log(event.Listener):
+        def on_start(self, e):
+            compiled.append(e.data["dispatcher"].py_func.__name__)
+        def on_end(self, e):
+            pass
+    event.register("numba:compile", Log())
+    import rbdiff as rbd
+    from rbdiff.cpu import batch, policy
+    m = rbd.models.random_tree(6, 4, floating_base=True)
+    rng = np.random.default_rng(0)
+    q = rbd.random_configuration(m, rng, batch=5)
+    v = rng.normal(size=(5, m.nv))
+    if sys.argv[1] == "serial first":
+        with policy.forced("serial"):
+            rbd.integrate(m, q, v)
+    with policy.forced("parallel"):
+        out = rbd.integrate(m, q, v)
+    (sig, cres), = batch.integrate_parallel.overloads.items()
+    ir = cres.library.get_llvm_str() if "integrate_parallel" in compiled else None
+    ref = np.array([rbd.integrate(m, q[b], v[b]) for b in range(5)])
+    print(json.dumps({
+        "equal": bool(np.array_equal(out, ref)),
+        "compiled": ir is not None,
+        "cell": ir is not None and "rbdiff_twin_cell" in ir,
+        "defines_twin": ir is not None and bool(re.search(r"define[^\\n]*integrate_batch", ir)),
+        "serial_variants": len(batch.integrate_batch.overloads)}))
+""")
+
+
+def _run(tmp_path, mode):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", _SCRIPT, mode], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_parallel_entries_call_the_cached_serial_twin_by_address(tmp_path):
+    # fresh cache: the parallel entry is compiled with a call through a cell, not a copy
+    # of integrate_batch's code, and reuses the serial entry's specialisation
+    first = _run(tmp_path, "serial first")
+    assert first == {"equal": True, "compiled": True, "cell": True, "defines_twin": False,
+                     "serial_variants": 1}
+    # a new process loads the parallel entry from the cache and finds its twin's
+    # address there (cpu.twin._resolve): same results
+    second = _run(tmp_path, "parallel only")
+    assert second["equal"] and not second["compiled"]
