@@ -262,7 +262,7 @@ def test_bad_input(solo):
     with pytest.raises(KeyError):
         Quadruped(m, "FL_FOOT", "FR_FOOT", "NO_SUCH_FOOT", "HR_FOOT", reference=x0[:m.nq])
     with pytest.raises(ValueError, match="reference configuration"):
-        Quadruped(m, *FEET)
+        Biped(m, "FL_FOOT", "FR_FOOT")          # solo12 has no "half_sitting"
     lo, hi = StateBounds.limits(m)
     lo[7] = 1.0
     hi[7] = 0.5
