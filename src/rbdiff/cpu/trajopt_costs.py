@@ -1,10 +1,11 @@
-"""Entry point of the trajectory-optimisation cost kernels (kernels/trajopt_costs.py).
+"""Entry points of the trajectory-optimisation kernels (kernels/trajopt_costs.py).
 No math."""
 
 import numpy as np
 
 from ..kernels.jit import entry
-from ..kernels.trajopt_costs import gauss_newton_add, placement_log
+from ..kernels.trajopt_costs import (euler_configuration_rows, gauss_newton_add,
+                                     placement_log)
 
 
 @entry
@@ -21,3 +22,12 @@ def gauss_newton_batch(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu)
     mx) with cx + mx <= lx.shape[1], Ru (K, nr, mu), lxu (T, 2nv, mu) where mu > 0."""
     nz = np.empty(Rx.shape[2] + Ru.shape[2], np.int64)
     gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, nz)
+
+
+@entry
+def euler_rows_batch(knots, Jq, Jv, dt, Fx, Fu):
+    """kernels.trajopt_costs.euler_configuration_rows on its own scratch; the caller
+    (problem.py) checks shapes: knots (K,) within Fx's first axis, Jq, Jv (K, nv, nv),
+    Fx (T, 2nv, 2nv), Fu (T, 2nv, nu)."""
+    nz = np.empty(Jq.shape[1], np.int64)
+    euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz)

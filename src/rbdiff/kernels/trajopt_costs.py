@@ -4,7 +4,8 @@ ResidualModelFramePlacement), from the SE(3) log and the inverse right Jacobian 
 6D contacts use (kernels/contact_dynamics.log6, kernels/lie.right_jacobian_inverse_se3).
 Placements are (R (3, 3), p (3,)) per knot; r is [linear, angular] as Pinocchio's log6.
 And the Gauss-Newton accumulation of every term's derivatives into the problem's arrays
-(gauss_newton_add)."""
+(gauss_newton_add), and the chain rule of the Euler step's configuration rows through
+integrate's Jacobians (euler_configuration_rows)."""
 
 from .contact_dynamics import log6
 from .jit import kernel
@@ -95,3 +96,37 @@ def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, n
                 for b in range(nx, n):
                     j = nz[b]
                     luu[t, i, j] += hi * Ru[k, r, j]
+
+
+@kernel
+def euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz):
+    """The configuration rows of the Euler step's tangent Jacobians from its velocity rows
+    (problem.py): for item k at knot t = knots[k], with Jq, Jv (K, nv, nv) integrate's
+    Jacobians at (q_t, dt v'_t),
+
+        F_x[t, :nv] = dt Jv F_x[t, nv:] + [Jq, 0],   F_u[t, :nv] = dt Jv F_u[t, nv:],
+
+    over each row's nonzeros of Jv (a free flyer's 6 x 6 block and the identity: 2-3
+    a row instead of nv). nz (nv,) int64 scratch."""
+    nv, nx, nu = Jq.shape[1], Fx.shape[2], Fu.shape[2]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        for i in range(nv):
+            n = 0
+            for j in range(nv):
+                if Jv[k, i, j] != 0.0:
+                    nz[n] = j
+                    n += 1
+            for c in range(nx):
+                Fx[t, i, c] = 0.0 * dt
+            for c in range(nu):
+                Fu[t, i, c] = 0.0 * dt
+            for a in range(n):
+                j = nz[a]
+                w = dt * Jv[k, i, j]
+                for c in range(nx):
+                    Fx[t, i, c] += w * Fx[t, nv + j, c]
+                for c in range(nu):
+                    Fu[t, i, c] += w * Fu[t, nv + j, c]
+            for c in range(nv):
+                Fx[t, i, c] += Jq[k, i, c]

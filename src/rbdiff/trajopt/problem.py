@@ -35,6 +35,7 @@ import rbdiff as _rbd
 from ..contacts import Contact, _as_tuple, pack
 from ..cpu import policy
 from ..cpu.scratch import single_call_scratch
+from ..cpu.trajopt_costs import euler_rows_batch
 from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
@@ -478,12 +479,7 @@ class Problem:
         D = _span(self.dynamic)
         if len(self.dynamic):
             Jq, Jv = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
-            Jv *= dt
-            # einsum, not matmul: a stack of small products through BLAS (its threads)
-            # measured 10-100x slower on a loaded machine
-            Fx[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fx[D, nv:])
-            Fx[D, :nv, :nv] += Jq
-            Fu[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fu[D, nv:])
+            euler_rows_batch(self.dynamic, Jq, Jv, dt, Fx, Fu)
         return Fx, Fu
 
     def dynamics_blocks(self, q, v, us, second_order=False):

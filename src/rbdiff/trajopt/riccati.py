@@ -361,7 +361,7 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, lxu, fs, reg, feasible, us, lo,
     Vxx (T+1, nx, nx); returns (-1, sum Q_u.k, sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is
     not positive definite (then the caller raises reg)."""
     T, nx, nu = Fx.shape[0], Fx.shape[1], Fu.shape[2]
-    FxV, FuV = np.empty((nx, nx)), np.empty((nu, nx))
+    FxV, VFu = np.empty((nx, nx)), np.empty((nx, nu))
     Qx, Qu = np.empty(nx), np.empty(nu)
     Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
@@ -377,19 +377,21 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, lxu, fs, reg, feasible, us, lo,
     dq = 0.0
     for t in range(T - 1, -1, -1):
         A, B = Fx[t], Fu[t]
-        _mtm(A, Vxx[t + 1], FxV, 0.0)          # F_x^T V_xx'
+        # V_xx' F_x, V_xx' F_u, then the symmetric F^T (V_xx' F) by their upper
+        # triangles: a fifth fewer products than F^T V_xx' first
+        _mm(Vxx[t + 1], A, FxV, 0.0)
+        _mm(Vxx[t + 1], B, VFu, 0.0)
         Qx[:] = lx[t]
         _mtv(A, Vx[t + 1], Qx, 1.0)
         Qxx[:, :] = lxx[t]
-        _mm(FxV, A, Qxx, 1.0)
-        _mtm(B, Vxx[t + 1], FuV, 0.0)          # F_u^T V_xx'
+        _mtm_sym(A, FxV, Qxx)
         Qu[:] = lu[t]
         _mtv(B, Vx[t + 1], Qu, 1.0)
         Quu[:, :] = luu[t]
-        _mm(FuV, B, Quu, 1.0)
+        _mtm_sym(B, VFu, Quu)
         for i in range(nu):
             Quu[i, i] += reg
-        _mm(FuV, A, Qux, 0.0)
+        _mtm(B, FxV, Qux, 0.0)
         if cross:
             for i in range(nu):
                 for j in range(nx):
