@@ -316,3 +316,28 @@ def test_same_cost_as_crocoddyl():
         c = cp.calc(cp.rollout(cu), cu)
         assert abs(to.rollout_cost(prob, us) - c) <= 1e-9 * abs(c), name
         assert crocoddyl is not None
+
+
+def test_same_cost_as_crocoddyl_biped():
+    """talos_legs walking (6D soles, wrench cones, placement tracking, impulses): the
+    same cost of the same controls as Crocoddyl's SimpleBipedGaitProblem, both from the
+    model's half_sitting reference (Biped's default)."""
+    crocoddyl = pytest.importorskip("crocoddyl")
+    erd = pytest.importorskip("example_robot_data")
+    from crocoddyl.utils.biped import SimpleBipedGaitProblem
+
+    from rbdiff.bench.trajopt import crocoddyl_controls
+    pm = erd.load("talos_legs").model
+    m = rbd.load_robot("talos_legs")
+    x0 = np.concatenate([m.reference_configurations["half_sitting"], np.zeros(m.nv)])
+    feet = ("right_sole_link", "left_sole_link")
+    cp = SimpleBipedGaitProblem(pm, *feet).createWalkingProblem(x0, 0.3, 0.05, 0.03, 4, 2)
+    prob = Biped(m, *feet).walking(x0, 0.3, 0.05, 0.03, 4, 2)
+    assert prob.T == cp.T
+    rng = np.random.default_rng(5)
+    us = prob.quasi_static_controls(np.tile(x0[:m.nq], (prob.T + 1, 1))) \
+        + 0.3 * rng.normal(size=(prob.T, prob.nu))
+    cu = crocoddyl_controls(prob, us)
+    c = cp.calc(cp.rollout(cu), cu)
+    assert abs(to.rollout_cost(prob, us) - c) <= 1e-9 * abs(c)
+    assert crocoddyl is not None
