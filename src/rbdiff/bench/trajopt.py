@@ -573,10 +573,12 @@ def run_gaits(names=tuple(GAITS), repeats=3):
 
 
 def gaits_report(rows):
-    """The gait table: cost agreement, iterations and ms / iteration of each solver."""
+    """The gait table: cost agreement, iterations, ms / iteration and the time to
+    convergence of each solver."""
     head = ["gait", "T", "same-controls cost rel. diff", "optimum rel. diff",
             "rbdiff it", "rbdiff ms/it (2 thr)", "rbdiff ms/it (1 thr)", "Crocoddyl it",
-            "Crocoddyl ms/it (1 thr)", "Crocoddyl ms/it (2 thr)", "ratio (2 thr / croc 1)"]
+            "Crocoddyl ms/it (1 thr)", "Crocoddyl ms/it (2 thr)", "ratio (2 thr / croc 1)",
+            "ratio (1 thr / croc 1)", "to convergence ms: rbdiff 2 thr / 1 thr / croc 1"]
     body = []
     for r in rows:
         a, b, c, d = r["rbdiff 2"], r["rbdiff 1"], r["Crocoddyl 1"], r["Crocoddyl 2"]
@@ -584,7 +586,10 @@ def gaits_report(rows):
                      str(a["iterations"]), f"{a['per_iter_s'] * 1e3:.2f}",
                      f"{b['per_iter_s'] * 1e3:.2f}", str(c["iterations"]),
                      f"{c['per_iter_s'] * 1e3:.2f}", f"{d['per_iter_s'] * 1e3:.2f}",
-                     f"{a['per_iter_s'] / c['per_iter_s']:.2f}"])
+                     f"{a['per_iter_s'] / c['per_iter_s']:.2f}",
+                     f"{b['per_iter_s'] / c['per_iter_s']:.2f}",
+                     f"{a['total_s'] * 1e3:.0f} / {b['total_s'] * 1e3:.0f} / "
+                     f"{c['total_s'] * 1e3:.0f}"])
     return rp.md_table(head, body)
 
 
