@@ -17,7 +17,8 @@ import pytest
 import rbdiff as rbd
 import rbdiff.trajopt as to
 from rbdiff.bench.trajopt import FEET, feet_contacts, solo_standing
-from rbdiff.cpu.trajopt_costs import placement_log_batch
+from rbdiff.cpu.trajopt_costs import euler_rows_batch, placement_log_batch
+from rbdiff.trajopt.costs import add_gauss_newton, derivative_arrays
 from rbdiff.trajopt.gaits import Biped, Quadruped
 from rbdiff.trajopt.residuals import (CoMPosition, ContactForce, FramePlacement,
                                       FrameVelocity, FrictionCone, StateBounds, WrenchCone,
@@ -111,6 +112,43 @@ def test_stacked_targets_match_single_terms(solo):
         for a, b in zip(got, one):
             if a is not None:
                 np.testing.assert_allclose(a[k], b[0], rtol=1e-14, atol=1e-14)
+
+
+def test_gauss_newton_kernel_against_numpy():
+    """The compiled accumulation (each residual row's nonzero columns, rows with a'' = 0
+    skipped) against the dense products w R^T a', w R^T diag(a'') R at scattered knots,
+    x columns offset, control columns; and the Euler rows against their einsum."""
+    rng = np.random.default_rng(7)
+    K, nr, mx, cx, nu, T = 4, 5, 6, 3, 4, 7
+    Ar, Arr = rng.normal(size=(K, nr)), rng.uniform(size=(K, nr))
+    Arr[:, 1] = 0.0
+    Rx, Ru = rng.normal(size=(K, nr, mx)), rng.normal(size=(K, nr, nu))
+    Rx[:, :, 2] = 0.0
+    Ru[:, 3, :] = 0.0
+    knots = np.array([5, 0, 3, 6])
+    out = derivative_arrays(T, 12, nu)
+    add_gauss_newton(out, knots, 0.5, Ar, Arr, Rx, cx, Ru)
+    lx, lu, lxx, luu, lxu = out
+    R = np.zeros((K, nr, 12))
+    R[:, :, cx:cx + mx] = Rx
+    D = 0.5 * Arr[:, :, None]
+    np.testing.assert_allclose(lx[knots], 0.5 * np.einsum("kri,kr->ki", R, Ar), atol=1e-14)
+    np.testing.assert_allclose(lu[knots], 0.5 * np.einsum("kri,kr->ki", Ru, Ar), atol=1e-14)
+    np.testing.assert_allclose(lxx[knots], np.einsum("kri,krj->kij", R * D, R), atol=1e-14)
+    np.testing.assert_allclose(luu[knots], np.einsum("kri,krj->kij", Ru * D, Ru), atol=1e-14)
+    np.testing.assert_allclose(lxu[knots], np.einsum("kri,krj->kij", R * D, Ru), atol=1e-14)
+    rest = np.setdiff1d(np.arange(T), knots)
+    assert not lxx[rest].any() and not lx[rest].any() and not luu[rest].any()
+    nv, dt = 4, 0.1
+    Jq, Jv = rng.normal(size=(2, K, nv, nv))
+    Jv[:, 1, 2:] = 0.0
+    Fx, Fu = rng.normal(size=(T, 2 * nv, 2 * nv)), rng.normal(size=(T, 2 * nv, nu))
+    want_x = np.einsum("kij,kjl->kil", dt * Jv, Fx[knots, nv:])
+    want_x[:, :, :nv] += Jq
+    want_u = np.einsum("kij,kjl->kil", dt * Jv, Fu[knots, nv:])
+    euler_rows_batch(knots, Jq, Jv, dt, Fx, Fu)
+    np.testing.assert_allclose(Fx[knots, :nv], want_x, atol=1e-14)
+    np.testing.assert_allclose(Fu[knots, :nv], want_u, atol=1e-14)
 
 
 def test_placement_log_against_pinocchio():
