@@ -17,7 +17,8 @@ import pytest
 import rbdiff as rbd
 import rbdiff.trajopt as to
 from rbdiff.bench.trajopt import FEET, feet_contacts, solo_standing
-from rbdiff.cpu.trajopt_costs import placement_log_batch
+from rbdiff.cpu.trajopt_costs import euler_rows_batch, placement_log_batch
+from rbdiff.trajopt.costs import add_gauss_newton, derivative_arrays
 from rbdiff.trajopt.gaits import Biped, Quadruped
 from rbdiff.trajopt.residuals import (CoMPosition, ContactForce, FramePlacement,
                                       FrameVelocity, FrictionCone, StateBounds, WrenchCone,
@@ -111,6 +112,43 @@ def test_stacked_targets_match_single_terms(solo):
         for a, b in zip(got, one):
             if a is not None:
                 np.testing.assert_allclose(a[k], b[0], rtol=1e-14, atol=1e-14)
+
+
+def test_gauss_newton_kernel_against_numpy():
+    """The compiled accumulation (each residual row's nonzero columns, rows with a'' = 0
+    skipped) against the dense products w R^T a', w R^T diag(a'') R at scattered knots,
+    x columns offset, control columns; and the Euler rows against their einsum."""
+    rng = np.random.default_rng(7)
+    K, nr, mx, cx, nu, T = 4, 5, 6, 3, 4, 7
+    Ar, Arr = rng.normal(size=(K, nr)), rng.uniform(size=(K, nr))
+    Arr[:, 1] = 0.0
+    Rx, Ru = rng.normal(size=(K, nr, mx)), rng.normal(size=(K, nr, nu))
+    Rx[:, :, 2] = 0.0
+    Ru[:, 3, :] = 0.0
+    knots = np.array([5, 0, 3, 6])
+    out = derivative_arrays(T, 12, nu)
+    add_gauss_newton(out, knots, 0.5, Ar, Arr, Rx, cx, Ru)
+    lx, lu, lxx, luu, lxu = out
+    R = np.zeros((K, nr, 12))
+    R[:, :, cx:cx + mx] = Rx
+    D = 0.5 * Arr[:, :, None]
+    np.testing.assert_allclose(lx[knots], 0.5 * np.einsum("kri,kr->ki", R, Ar), atol=1e-14)
+    np.testing.assert_allclose(lu[knots], 0.5 * np.einsum("kri,kr->ki", Ru, Ar), atol=1e-14)
+    np.testing.assert_allclose(lxx[knots], np.einsum("kri,krj->kij", R * D, R), atol=1e-14)
+    np.testing.assert_allclose(luu[knots], np.einsum("kri,krj->kij", Ru * D, Ru), atol=1e-14)
+    np.testing.assert_allclose(lxu[knots], np.einsum("kri,krj->kij", R * D, Ru), atol=1e-14)
+    rest = np.setdiff1d(np.arange(T), knots)
+    assert not lxx[rest].any() and not lx[rest].any() and not luu[rest].any()
+    nv, dt = 4, 0.1
+    Jq, Jv = rng.normal(size=(2, K, nv, nv))
+    Jv[:, 1, 2:] = 0.0
+    Fx, Fu = rng.normal(size=(T, 2 * nv, 2 * nv)), rng.normal(size=(T, 2 * nv, nu))
+    want_x = np.einsum("kij,kjl->kil", dt * Jv, Fx[knots, nv:])
+    want_x[:, :, :nv] += Jq
+    want_u = np.einsum("kij,kjl->kil", dt * Jv, Fu[knots, nv:])
+    euler_rows_batch(knots, Jq, Jv, dt, Fx, Fu)
+    np.testing.assert_allclose(Fx[knots, :nv], want_x, atol=1e-14)
+    np.testing.assert_allclose(Fu[knots, :nv], want_u, atol=1e-14)
 
 
 def test_placement_log_against_pinocchio():
@@ -262,7 +300,7 @@ def test_bad_input(solo):
     with pytest.raises(KeyError):
         Quadruped(m, "FL_FOOT", "FR_FOOT", "NO_SUCH_FOOT", "HR_FOOT", reference=x0[:m.nq])
     with pytest.raises(ValueError, match="reference configuration"):
-        Quadruped(m, *FEET)
+        Biped(m, "FL_FOOT", "FR_FOOT")          # solo12 has no "half_sitting"
     lo, hi = StateBounds.limits(m)
     lo[7] = 1.0
     hi[7] = 0.5
@@ -316,3 +354,28 @@ def test_same_cost_as_crocoddyl():
         c = cp.calc(cp.rollout(cu), cu)
         assert abs(to.rollout_cost(prob, us) - c) <= 1e-9 * abs(c), name
         assert crocoddyl is not None
+
+
+def test_same_cost_as_crocoddyl_biped():
+    """talos_legs walking (6D soles, wrench cones, placement tracking, impulses): the
+    same cost of the same controls as Crocoddyl's SimpleBipedGaitProblem, both from the
+    model's half_sitting reference (Biped's default)."""
+    crocoddyl = pytest.importorskip("crocoddyl")
+    erd = pytest.importorskip("example_robot_data")
+    from crocoddyl.utils.biped import SimpleBipedGaitProblem
+
+    from rbdiff.bench.trajopt import crocoddyl_controls
+    pm = erd.load("talos_legs").model
+    m = rbd.load_robot("talos_legs")
+    x0 = np.concatenate([m.reference_configurations["half_sitting"], np.zeros(m.nv)])
+    feet = ("right_sole_link", "left_sole_link")
+    cp = SimpleBipedGaitProblem(pm, *feet).createWalkingProblem(x0, 0.3, 0.05, 0.03, 4, 2)
+    prob = Biped(m, *feet).walking(x0, 0.3, 0.05, 0.03, 4, 2)
+    assert prob.T == cp.T
+    rng = np.random.default_rng(5)
+    us = prob.quasi_static_controls(np.tile(x0[:m.nq], (prob.T + 1, 1))) \
+        + 0.3 * rng.normal(size=(prob.T, prob.nu))
+    cu = crocoddyl_controls(prob, us)
+    c = cp.calc(cp.rollout(cu), cu)
+    assert abs(to.rollout_cost(prob, us) - c) <= 1e-9 * abs(c)
+    assert crocoddyl is not None

@@ -120,10 +120,11 @@ def _trajopt(rbd, m, s):
                       running=[to.StateRegularization(goal, 1.0),
                                to.ControlRegularization(1e-3)],
                       terminal=[to.StateRegularization(goal, 10.0)])
-    for method in ("ilqr", "ddp"):
+    for method in ("ilqr", "ddp", "fddp"):    # fddp: its pass and the Euler rows' kernel
         to.solve(prob, method=method, max_iter=3)
-    # the frame placement cost's log6 kernel (trajopt/residuals.py)
-    to.FramePlacement(p.frames[-1].name, np.eye(4)).value(p, np.zeros((1, p.nq)), None, None)
+    # the frame placement cost's log6 kernel and the Gauss-Newton one (trajopt/residuals.py)
+    to.FramePlacement(p.frames[-1].name, np.eye(4)).derivatives(p, np.zeros((1, p.nq)), None,
+                                                                None)
 
 
 def _configuration(rbd, m, s, b=""):

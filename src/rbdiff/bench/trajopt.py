@@ -453,9 +453,12 @@ GAITS = {
     "anymal trotting": ("anymal", "trotting", (0.15, 0.1, 1e-2, 25, 2)),
     "anymal jumping": ("anymal", "jumping", (0.15, (0.0, 0.3, 0.0), 1e-2, 10, 20)),
     "hyq walking": ("hyq", "walking", (0.25, 0.25, 1e-2, 25, 2)),
+    # examples/bipedal_gaits_fwddyn.py's first phase
+    "talos_legs walking": ("talos_legs", "walking", (0.6, 0.1, 0.03, 15, 4)),
 }
 QUADRUPED_FEET = {"anymal": ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
                   "hyq": ("lf_foot", "rf_foot", "lh_foot", "rh_foot")}
+BIPED_FEET = {"talos_legs": ("right_sole_link", "left_sole_link")}
 
 
 def _args(args):
@@ -465,24 +468,32 @@ def _args(args):
 def gait_pair(name):
     """(rbdiff Problem, Crocoddyl ShootingProblem, warm-start controls (T, nu)) of the gait
     ``name`` (GAITS): the rbdiff problem from rbdiff.trajopt.gaits on rbd.load_robot's
-    model, Crocoddyl's from its own builder on example-robot-data's, both from the
-    robot's standing reference at rest; the controls Crocoddyl's quasiStatic along x0
-    (its examples' warm start)."""
+    model (its default reference posture: the model's "standing" or "half_sitting"
+    configuration), Crocoddyl's from its own builder (SimpleQuadrupedalGaitProblem,
+    SimpleBipedGaitProblem) on example-robot-data's, both from that posture at rest; the
+    controls Crocoddyl's quasiStatic along x0 (its examples' warm start)."""
     import crocoddyl
     import example_robot_data as erd
+    from crocoddyl.utils.biped import SimpleBipedGaitProblem
     from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
 
-    from rbdiff.trajopt.gaits import Quadruped
+    from rbdiff.trajopt.gaits import Biped, Quadruped
     from rbdiff.trajopt.rollout import IMPULSE
     robot, gait, args = GAITS[name]
     pm = erd.load(robot).model
-    feet = QUADRUPED_FEET[robot]
-    q0 = pm.referenceConfigurations["standing"].copy()
+    model = rbd.load_robot(robot)
+    if robot in BIPED_FEET:
+        feet = BIPED_FEET[robot]
+        q0 = pm.referenceConfigurations["half_sitting"].copy()
+        croc = SimpleBipedGaitProblem(pm, *feet)
+        ours = Biped(model, *feet)
+    else:
+        feet = QUADRUPED_FEET[robot]
+        q0 = pm.referenceConfigurations["standing"].copy()
+        croc = SimpleQuadrupedalGaitProblem(pm, *feet)
+        ours = Quadruped(model, *feet, velocity_limits=np.array(pm.velocityLimit[6:]))
     x0 = np.concatenate([q0, np.zeros(pm.nv)])
-    cp = getattr(SimpleQuadrupedalGaitProblem(pm, *feet),
-                 f"create{gait.capitalize()}Problem")(x0, *_args(args))
-    ours = Quadruped(rbd.load_robot(robot), *feet, reference=q0,
-                     velocity_limits=np.array(pm.velocityLimit[6:]))
+    cp = getattr(croc, f"create{gait.capitalize()}Problem")(x0, *_args(args))
     prob = getattr(ours, gait)(x0, *_args(args))
     cu = cp.quasiStatic([x0] * cp.T)
     us = np.array([np.zeros(prob.nu) if prob.kind[t] == IMPULSE else cu[t]
@@ -562,10 +573,12 @@ def run_gaits(names=tuple(GAITS), repeats=3):
 
 
 def gaits_report(rows):
-    """The gait table: cost agreement, iterations and ms / iteration of each solver."""
+    """The gait table: cost agreement, iterations, ms / iteration and the time to
+    convergence of each solver."""
     head = ["gait", "T", "same-controls cost rel. diff", "optimum rel. diff",
             "rbdiff it", "rbdiff ms/it (2 thr)", "rbdiff ms/it (1 thr)", "Crocoddyl it",
-            "Crocoddyl ms/it (1 thr)", "Crocoddyl ms/it (2 thr)", "ratio (2 thr / croc 1)"]
+            "Crocoddyl ms/it (1 thr)", "Crocoddyl ms/it (2 thr)", "ratio (2 thr / croc 1)",
+            "ratio (1 thr / croc 1)", "to convergence ms: rbdiff 2 thr / 1 thr / croc 1"]
     body = []
     for r in rows:
         a, b, c, d = r["rbdiff 2"], r["rbdiff 1"], r["Crocoddyl 1"], r["Crocoddyl 2"]
@@ -573,7 +586,10 @@ def gaits_report(rows):
                      str(a["iterations"]), f"{a['per_iter_s'] * 1e3:.2f}",
                      f"{b['per_iter_s'] * 1e3:.2f}", str(c["iterations"]),
                      f"{c['per_iter_s'] * 1e3:.2f}", f"{d['per_iter_s'] * 1e3:.2f}",
-                     f"{a['per_iter_s'] / c['per_iter_s']:.2f}"])
+                     f"{a['per_iter_s'] / c['per_iter_s']:.2f}",
+                     f"{b['per_iter_s'] / c['per_iter_s']:.2f}",
+                     f"{a['total_s'] * 1e3:.0f} / {b['total_s'] * 1e3:.0f} / "
+                     f"{c['total_s'] * 1e3:.0f}"])
     return rp.md_table(head, body)
 
 
@@ -581,7 +597,7 @@ if __name__ == "__main__":      # python -m rbdiff.bench.trajopt [gait ...]: the
     import sys
     import warnings
     warnings.filterwarnings("ignore")
-    names = [" ".join(a.split("_")) for a in sys.argv[1:]] or list(GAITS)
+    names = [" ".join(a.rsplit("_", 1)) for a in sys.argv[1:]] or list(GAITS)
     rows = run_gaits(names)
     print(gaits_report(rows))
     for r in rows:

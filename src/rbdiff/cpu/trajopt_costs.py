@@ -1,8 +1,11 @@
-"""Entry point of the trajectory-optimisation cost kernels (kernels/trajopt_costs.py).
+"""Entry points of the trajectory-optimisation kernels (kernels/trajopt_costs.py).
 No math."""
 
+import numpy as np
+
 from ..kernels.jit import entry
-from ..kernels.trajopt_costs import placement_log
+from ..kernels.trajopt_costs import (euler_configuration_rows, gauss_newton_add,
+                                     placement_log)
 
 
 @entry
@@ -10,3 +13,21 @@ def placement_log_batch(R, p, Rref, pref, r, Jl):
     """r (K, 6), Jl (K, 6, 6) of the placements (R (K, 3, 3), p (K, 3)) relative to the
     references (Rref (K, 3, 3), pref (K, 3)); the caller checks shapes and finiteness."""
     placement_log(R, p, Rref, pref, r, Jl)
+
+
+@entry
+def gauss_newton_batch(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu):
+    """kernels.trajopt_costs.gauss_newton_add on its own scratch; the caller (residuals.py)
+    checks shapes: knots (K,) within the outputs' first axis, Ar, Arr (K, nr), Rx (K, nr,
+    mx) with cx + mx <= lx.shape[1], Ru (K, nr, mu), lxu (T, 2nv, mu) where mu > 0."""
+    nz = np.empty(Rx.shape[2] + Ru.shape[2], np.int64)
+    gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, nz)
+
+
+@entry
+def euler_rows_batch(knots, Jq, Jv, dt, Fx, Fu):
+    """kernels.trajopt_costs.euler_configuration_rows on its own scratch; the caller
+    (problem.py) checks shapes: knots (K,) within Fx's first axis, Jq, Jv (K, nv, nv),
+    Fx (T, 2nv, 2nv), Fu (T, 2nv, nu)."""
+    nz = np.empty(Jq.shape[1], np.int64)
+    euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz)

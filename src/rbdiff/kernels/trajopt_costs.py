@@ -2,7 +2,10 @@
 the frame placement error r = log6(M_ref^-1 M) and its Jacobian Jlog6 (Crocoddyl's
 ResidualModelFramePlacement), from the SE(3) log and the inverse right Jacobian that the
 6D contacts use (kernels/contact_dynamics.log6, kernels/lie.right_jacobian_inverse_se3).
-Placements are (R (3, 3), p (3,)) per knot; r is [linear, angular] as Pinocchio's log6."""
+Placements are (R (3, 3), p (3,)) per knot; r is [linear, angular] as Pinocchio's log6.
+And the Gauss-Newton accumulation of every term's derivatives into the problem's arrays
+(gauss_newton_add), and the chain rule of the Euler step's configuration rows through
+integrate's Jacobians (euler_configuration_rows)."""
 
 from .contact_dynamics import log6
 from .jit import kernel
@@ -40,3 +43,90 @@ def placement_log(R, p, Rref, pref, r, Jl):
                 Jl[k, i, j + 3] = -Q[3 * i + j]
                 Jl[k, i + 3, j] = 0.0 * A[0]
                 Jl[k, i + 3, j + 3] = A[3 * i + j]
+
+
+@kernel
+def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, nz):
+    """Add a term's Gauss-Newton derivatives at its knots to the problem's arrays: for
+    item k at knot t = knots[k], with R = [Rx[k] | Ru[k]] (Rx's columns are x's columns
+    cx..cx+mx, Ru's the controls'; Ru (K, nr, 0): none),
+
+        l_x[t] += scale R_x^T a'(r_k),   l_u[t] += scale R_u^T a'(r_k),
+        [l_xx l_xu; . l_uu][t] += scale R^T diag(a''(r_k)) R,
+
+    row by row, each row's outer product over its nonzero columns only (a residual of
+    the q columns leaves the v block alone; a foot's Jacobian row has one leg's
+    columns), rows with a'' = 0 (a barrier's inactive rows, zero weights) skipped. nz
+    (mx + mu,) int64 scratch."""
+    nr, mx, mu = Ar.shape[1], Rx.shape[2], Ru.shape[2]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        for r in range(nr):
+            g = scale * Ar[k, r]
+            if g != 0.0:
+                for j in range(mx):
+                    lx[t, cx + j] += g * Rx[k, r, j]
+                for j in range(mu):
+                    lu[t, j] += g * Ru[k, r, j]
+            h = scale * Arr[k, r]
+            if h == 0.0:
+                continue
+            n = 0
+            for j in range(mx):
+                if Rx[k, r, j] != 0.0:
+                    nz[n] = j
+                    n += 1
+            nx = n
+            for j in range(mu):
+                if Ru[k, r, j] != 0.0:
+                    nz[n] = j
+                    n += 1
+            for a in range(nx):
+                i = nz[a]
+                hi = h * Rx[k, r, i]
+                for b in range(nx):
+                    j = nz[b]
+                    lxx[t, cx + i, cx + j] += hi * Rx[k, r, j]
+                for b in range(nx, n):
+                    j = nz[b]
+                    lxu[t, cx + i, j] += hi * Ru[k, r, j]
+            for a in range(nx, n):
+                i = nz[a]
+                hi = h * Ru[k, r, i]
+                for b in range(nx, n):
+                    j = nz[b]
+                    luu[t, i, j] += hi * Ru[k, r, j]
+
+
+@kernel
+def euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz):
+    """The configuration rows of the Euler step's tangent Jacobians from its velocity rows
+    (problem.py): for item k at knot t = knots[k], with Jq, Jv (K, nv, nv) integrate's
+    Jacobians at (q_t, dt v'_t),
+
+        F_x[t, :nv] = dt Jv F_x[t, nv:] + [Jq, 0],   F_u[t, :nv] = dt Jv F_u[t, nv:],
+
+    over each row's nonzeros of Jv (a free flyer's 6 x 6 block and the identity: 2-3
+    a row instead of nv). nz (nv,) int64 scratch."""
+    nv, nx, nu = Jq.shape[1], Fx.shape[2], Fu.shape[2]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        for i in range(nv):
+            n = 0
+            for j in range(nv):
+                if Jv[k, i, j] != 0.0:
+                    nz[n] = j
+                    n += 1
+            for c in range(nx):
+                Fx[t, i, c] = 0.0 * dt
+            for c in range(nu):
+                Fu[t, i, c] = 0.0 * dt
+            for a in range(n):
+                j = nz[a]
+                w = dt * Jv[k, i, j]
+                for c in range(nx):
+                    Fx[t, i, c] += w * Fx[t, nv + j, c]
+                for c in range(nu):
+                    Fu[t, i, c] += w * Fu[t, nv + j, c]
+            for c in range(nv):
+                Fx[t, i, c] += Jq[k, i, c]

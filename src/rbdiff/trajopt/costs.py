@@ -8,7 +8,12 @@ bounds) in residuals.py.
 
 Every term is evaluated on a whole trajectory at once: ``value(model, q, v, u)`` with
 q (K, nq), v (K, nv), u (K, nu) or None (terminal knots) returns the costs (K,);
-``derivatives(...)`` returns (cost (K,), l_x (K, 2nv), l_u (K, nu) or None,
+``accumulate(model, q, v, u, out, knots, scale)`` adds scale times its derivatives at
+the K knots to the problem's arrays out = (l_x (T+1, 2nv), l_u (T, nu), l_xx, l_uu,
+l_xu or None) at rows ``knots`` (K,) and returns the costs (K,) (Problem's path: no
+per-term arrays, the Gauss-Newton products in one compiled kernel over each residual
+row's nonzero columns, kernels/trajopt_costs.gauss_newton_add); ``derivatives(...)``
+returns them as arrays of their own: (cost (K,), l_x (K, 2nv), l_u (K, nu) or None,
 l_xx (K, 2nv, 2nv), l_uu (K, nu, nu) or None); x is the tangent (dq, dv); the frame
 functions run batched.
 """
@@ -18,8 +23,66 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
+from ..cpu.trajopt_costs import gauss_newton_batch
 from ..kinematics import _frame_id as _frame_index
 from ..model.layout import FREE_FLYER, SPHERICAL
+
+
+_NO_U = np.zeros((1, 1, 0))      # Ru / l_xu of a term without control columns
+_ONES3 = np.ones(3)
+
+
+def add_gauss_newton(out, knots, scale, Ar, Arr, Rx, cx=0, Ru=None):
+    """Add scale R^T a' and scale R^T diag(a'') R of the residual Jacobians Rx (K, nr, mx)
+    (x's columns cx..cx+mx) and Ru (K, nr, nu) or None at rows ``knots`` of out = (l_x,
+    l_u, l_xx, l_uu, l_xu or None) (kernels/trajopt_costs.gauss_newton_add); Ar (K, nr)
+    the activation's a', Arr its a'' diagonal ((K, nr) or (nr,))."""
+    lx, lu, lxx, luu, lxu = out
+    Ar = np.ascontiguousarray(Ar, dtype=float)
+    Arr = np.ascontiguousarray(np.broadcast_to(Arr, Ar.shape), dtype=float)
+    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale), Ar, Arr,
+                       np.ascontiguousarray(Rx, dtype=float), int(cx),
+                       _NO_U if Ru is None else np.ascontiguousarray(Ru, dtype=float),
+                       lx, lu, lxx, luu, _NO_U if lxu is None else lxu)
+
+
+def add_diagonal(out, knots, scale, Ar, Arr, cx, control=False):
+    """The same for a residual whose Jacobian is the identity on x's columns cx..cx+n
+    (or the controls' with ``control``): l += scale a', the diagonal += scale a''."""
+    lx, lu, lxx, luu, _ = out
+    g, H = (lu, luu) if control else (lx, lxx)
+    n = Ar.shape[1]
+    cols = np.arange(cx, cx + n)
+    g[knots, cx:cx + n] += scale * Ar
+    H[np.asarray(knots)[:, None], cols, cols] += scale * np.broadcast_to(Arr, Ar.shape)
+
+
+def derivative_arrays(K, nx, nu):
+    """Zero (l_x, l_u, l_xx, l_uu, l_xu) of K knots."""
+    return (np.zeros((K, nx)), np.zeros((K, nu)), np.zeros((K, nx, nx)),
+            np.zeros((K, nu, nu)), np.zeros((K, nx, nu)))
+
+
+class Term:
+    """What every cost term shares: ``derivatives`` from its ``accumulate``."""
+
+    reads_forces = False
+    reads_control = False
+
+    def derivatives(self, model, q, v, u, *forces):
+        """(cost (K,), l_x (K, 2nv), l_u (K, nu) or None, l_xx (K, 2nv, 2nv), l_uu or None)
+        at the K knots (and l_xu (K, 2nv, nu) or None for a force term): ``accumulate``
+        into arrays of their own. l_u, l_uu, l_xu are None for a term that does not read
+        the control or at a terminal knot (u None)."""
+        K = q.shape[0]
+        nu = 0 if u is None else u.shape[1]
+        out = derivative_arrays(K, 2 * model.nv, nu)
+        c = self.accumulate(model, q, v, u, *forces, out=out, knots=np.arange(K),
+                            scale=1.0)
+        lx, lu, lxx, luu, lxu = out
+        if u is None or not self.reads_control:
+            lu = luu = lxu = None
+        return (c, lx, lu, lxx, luu) + ((lxu,) if self.reads_forces else ())
 
 
 def _lie(model):
@@ -64,7 +127,7 @@ def _copy(term):
     return out
 
 
-class FrameTranslation:
+class FrameTranslation(Term):
     """0.5 w ||p_frame(q) - target||^2: the frame's origin in the world (Crocoddyl's
     ResidualModelFrameTranslation; its Jacobian is the LOCAL_WORLD_ALIGNED linear rows)."""
 
@@ -88,20 +151,15 @@ class FrameTranslation:
         r = _rbd.frame_placement(model, q, self.frame)[:, :3, 3] - self.target
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
-    def derivatives(self, model, q, v, u):
-        K, nv = q.shape[0], model.nv
+    def accumulate(self, model, q, v, u, out, knots, scale):
         p = _rbd.frame_placement(model, q, self.frame)[:, :3, 3]
         J = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")[:, :3, :]
         r = p - self.target
-        w = self.weight
-        lx = np.zeros((K, 2 * nv))
-        lx[:, :nv] = w * np.einsum("kij,ki->kj", J, r)
-        lxx = np.zeros((K, 2 * nv, 2 * nv))
-        lxx[:, :nv, :nv] = w * np.einsum("kij,kil->kjl", J, J)
-        return 0.5 * w * np.einsum("ki,ki->k", r, r), lx, None, lxx, None
+        add_gauss_newton(out, knots, scale * self.weight, r, _ONES3, J)
+        return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
 
-class StateRegularization:
+class StateRegularization(Term):
     """0.5 w ||x (-) x_ref||^2 with x (-) x_ref = (difference(q_ref, q), v - v_ref)
     (Crocoddyl's ResidualModelState); x_ref (nq + nv,); ``weights`` (2 nv,) optional
     per-coordinate weights a: 0.5 w sum_i a_i r_i^2 (ActivationModelWeightedQuad). Its
@@ -141,24 +199,24 @@ class StateRegularization:
         a = r if self.weights is None else r * self.weights
         return 0.5 * self.weight * np.einsum("ki,ki->k", a, r)
 
-    def derivatives(self, model, q, v, u):
+    def accumulate(self, model, q, v, u, out, knots, scale):
         K, nq, nv = q.shape[0], model.nq, model.nv
         r = self.residual(model, q, v)
-        w = self.weight
+        w = scale * self.weight
         a = np.ones(2 * nv) if self.weights is None else self.weights
-        lxx = np.broadcast_to(w * np.diag(a), (K, 2 * nv, 2 * nv)).copy()
-        lx = w * a * r
+        Ar = a * r
+        add_diagonal(out, knots, w, Ar[:, nv:], a[nv:], nv)
         if _lie(model):
             Rq = _rbd.difference_jacobians(
                 model, np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq))),
                 np.ascontiguousarray(q)).dq1
-            aq = a[:nv]
-            lx[:, :nv] = w * np.einsum("kji,kj->ki", Rq, aq * r[:, :nv])
-            lxx[:, :nv, :nv] = w * np.einsum("kji,kjl->kil", Rq * aq[:, None], Rq)
-        return 0.5 * w * np.einsum("ki,ki->k", a * r, r), lx, None, lxx, None
+            add_gauss_newton(out, knots, w, Ar[:, :nv], a[:nv], Rq)
+        else:
+            add_diagonal(out, knots, w, Ar[:, :nv], a[:nv], 0)
+        return 0.5 * self.weight * np.einsum("ki,ki->k", Ar, r)
 
 
-class ControlRegularization:
+class ControlRegularization(Term):
     """0.5 w ||u - u_ref||^2 (Crocoddyl's ResidualModelControl; u_ref defaults to 0);
     u the problem's controls (nu: the actuated joints' torques); ``weights`` (nu,)
     optional per-coordinate weights (ActivationModelWeightedQuad)."""
@@ -190,11 +248,11 @@ class ControlRegularization:
         a = r if self.weights is None else r * self.weights
         return 0.5 * self.weight * np.einsum("ki,ki->k", a, r)
 
-    def derivatives(self, model, q, v, u):
+    def accumulate(self, model, q, v, u, out, knots, scale):
+        if u is None:                   # a terminal knot: no control
+            return np.zeros(q.shape[0])
         r = u if self.u_ref is None else u - self.u_ref
-        K, nu = u.shape
-        w = self.weight
-        a = np.ones(nu) if self.weights is None else self.weights
-        luu = np.broadcast_to(w * np.diag(a), (K, nu, nu)).copy()
-        return 0.5 * w * np.einsum("ki,ki->k", a * r, r), np.zeros((K, 2 * model.nv)), \
-            w * a * r, np.zeros((K, 2 * model.nv, 2 * model.nv)), luu
+        a = np.ones(u.shape[1]) if self.weights is None else self.weights
+        Ar = a * r
+        add_diagonal(out, knots, scale * self.weight, Ar, a, 0, control=True)
+        return 0.5 * self.weight * np.einsum("ki,ki->k", Ar, r)

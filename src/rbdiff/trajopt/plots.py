@@ -184,10 +184,57 @@ def example_step(T=50, dt=0.01):
     return prob, solve(prob, method="fddp", xs=[x0] * (T + 1), max_iter=100)
 
 
-if __name__ == "__main__":      # python -m rbdiff.trajopt.plots [docs/gait_solo12_step.png]
+GAIT_FIGURES = ("anymal walking", "anymal trotting", "anymal jumping", "talos_legs walking")
+
+
+def solve_gait(name):
+    """(problem, result, feet) of the gait ``name`` of bench.trajopt.GAITS (Crocoddyl's
+    example arguments) built by rbdiff.trajopt.gaits on rbd.load_robot's model from its
+    reference posture at rest, solved by FDDP from x0 at every knot and the quasi-static
+    controls along it (Crocoddyl's examples' warm start)."""
+    from rbdiff.bench.trajopt import BIPED_FEET, GAITS, QUADRUPED_FEET, _args
+
+    from . import solve
+    from .gaits import Biped, Quadruped
+    robot, gait, args = GAITS[name]
+    model = _rbd.load_robot(robot)
+    if robot in BIPED_FEET:
+        feet, builder, posture = BIPED_FEET[robot], Biped, "half_sitting"
+    else:
+        feet, builder, posture = QUADRUPED_FEET[robot], Quadruped, "standing"
+    x0 = np.concatenate([model.reference_configurations[posture], np.zeros(model.nv)])
+    prob = getattr(builder(model, *feet), gait)(x0, *_args(args))
+    xs = np.tile(x0, (prob.T + 1, 1))
+    us = prob.quasi_static_controls(xs[:, :model.nq])
+    return prob, solve(prob, method="fddp", xs=xs, us=us), list(feet)
+
+
+def gait_figures(outdir="docs", names=GAIT_FIGURES):
+    """Solve each gait (solve_gait) and save its plot_gait figure to
+    outdir/gait_<robot>_<gait>.png; returns the paths."""
+    import os
+    plt = _pyplot()
+    paths = []
+    for name in names:
+        prob, res, feet = solve_gait(name)
+        path = os.path.join(outdir, "gait_" + name.replace(" ", "_") + ".png")
+        fig = plot_gait(prob, res, feet, mu=0.7, path=path,
+                        title=f"{name} (Crocoddyl's example): {prob.T} knots, FDDP "
+                              f"{res.iterations} iterations, cost {res.cost:.6g}")
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    # python -m rbdiff.trajopt.plots [docs/gait_solo12_step.png]: the solo12 step;
+    # python -m rbdiff.trajopt.plots --gaits [docs]: the figures of Crocoddyl's gaits
     import sys
 
     from rbdiff.bench.trajopt import FEET
+    if sys.argv[1:2] == ["--gaits"]:
+        print("\n".join(gait_figures(*sys.argv[2:3])))
+        sys.exit()
     prob, res = example_step()
     plot_gait(prob, res, FEET, mu=0.7,
               path=sys.argv[1] if len(sys.argv) > 1 else "gait_solo12_step.png",

@@ -33,12 +33,18 @@ import numpy as np
 
 import rbdiff as _rbd
 from ..contacts import Contact, _as_tuple, pack
+from ..cpu import policy
 from ..cpu.scratch import single_call_scratch
+from ..cpu.trajopt_costs import euler_rows_batch
 from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
 _ACTUATIONS = ("auto", "full", "floating_base")
+# the cost terms' batched calls (a phase's knots, tens of us of work each) run serially:
+# a parallel region's wake-up and join cost as much, and a worker descheduled by another
+# process costs a time slice (ms); the dynamics' larger batches keep cpu.policy's choice
+_COST_POLICY = "serial"
 
 
 def _first(K):
@@ -348,20 +354,21 @@ class Problem:
         knots' contact forces (shoot, or a rollout's), needed by force terms."""
         c = 0.0
         m = self.model
-        for K, _, term, scale, off in self.cost_groups:
-            uk = None if self.kind[_first(K)] == IMPULSE else us[K]
-            if off is None:
-                c += scale * term.value(m, q[K], v[K], uk).sum()
-            else:
+        with policy.forced(_COST_POLICY):
+            for K, _, term, scale, off in self.cost_groups:
+                uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+                if off is None:
+                    c += scale * term.value(m, q[K], v[K], uk).sum()
+                    continue
                 if forces is None:
                     raise ValueError("cost: this problem's force terms need the knots' "
                                      "contact forces")
                 f = forces[_rows(K), off]
                 c += scale * term.value(m, q[K], v[K], uk, f).sum()
-        for t in self.terminal:
-            if getattr(t, "reads_forces", False):
-                continue                # no forces at the terminal knot: zero
-            c += t.value(m, q[-1:], v[-1:], None)[0]
+            for t in self.terminal:
+                if getattr(t, "reads_forces", False):
+                    continue                # no forces at the terminal knot: zero
+                c += t.value(m, q[-1:], v[-1:], None)[0]
         return c
 
     def rollout_cost(self, us):
@@ -381,33 +388,24 @@ class Problem:
         lx, lu = np.zeros((T + 1, n)), np.zeros((T, nu))
         lxx, luu = np.zeros((T + 1, n, n)), np.zeros((T, nu, nu))
         lxu = np.zeros((T, n, nu)) if self.reads_forces else None
+        out = (lx, lu, lxx, luu, lxu)
         m = self.model
-        for K, _, term, scale, off in self.cost_groups:
-            uk = None if self.kind[_first(K)] == IMPULSE else us[K]
-            if off is None:
-                _, gx, gu, hxx, huu = term.derivatives(m, q[K], v[K], uk)
-                hxu = None
-            else:
+        with policy.forced(_COST_POLICY):
+            for K, knots, term, scale, off in self.cost_groups:
+                uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+                if off is None:
+                    term.accumulate(m, q[K], v[K], uk, out=out, knots=knots, scale=scale)
+                    continue
                 if forces is None or dforces is None:
                     raise ValueError("cost_derivatives: this problem's force terms need "
                                      "the knots' contact forces and their derivatives")
                 r = _rows(K)
-                _, gx, gu, hxx, huu, hxu = term.derivatives(
-                    m, q[K], v[K], uk, forces[r, off], dforces[0][r, off],
-                    dforces[1][r, off])
-            lx[K] += scale * gx
-            lxx[K] += scale * hxx
-            if gu is not None:
-                lu[K] += scale * gu
-                luu[K] += scale * huu
-            if hxu is not None:
-                lxu[K] += scale * hxu
-        for t in self.terminal:
-            if getattr(t, "reads_forces", False):
-                continue
-            _, gx, _, hxx, _ = t.derivatives(m, q[-1:], v[-1:], None)
-            lx[T] += gx[0]
-            lxx[T] += hxx[0]
+                term.accumulate(m, q[K], v[K], uk, forces[r, off], dforces[0][r, off],
+                                dforces[1][r, off], out=out, knots=knots, scale=scale)
+            last = np.array([T])
+            for t in self.terminal:
+                if not getattr(t, "reads_forces", False):
+                    t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last, scale=1.0)
         if self.reads_forces:
             return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
@@ -481,12 +479,7 @@ class Problem:
         D = _span(self.dynamic)
         if len(self.dynamic):
             Jq, Jv = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
-            Jv *= dt
-            # einsum, not matmul: a stack of small products through BLAS (its threads)
-            # measured 10-100x slower on a loaded machine
-            Fx[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fx[D, nv:])
-            Fx[D, :nv, :nv] += Jq
-            Fu[D, :nv] = np.einsum("kij,kjl->kil", Jv, Fu[D, nv:])
+            euler_rows_batch(self.dynamic, Jq, Jv, dt, Fx, Fu)
         return Fx, Fu
 
     def dynamics_blocks(self, q, v, us, second_order=False):

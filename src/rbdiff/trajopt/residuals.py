@@ -12,7 +12,9 @@ ActivationModelWeightedQuad), and the quadratic barrier 0.5 ||min(r - lb, 0)||^2
 
 Every term is evaluated on the knots of a phase at once (one batched rbdiff call per
 kind): q (K, nq), v (K, nv), u (K, nu) or None; targets are (3,) or stacked per knot
-(K, 3) (``stacked``: Problem groups the knots whose terms differ only in their targets).
+(K, 3) (``stacked``: Problem groups the knots whose terms differ only in their targets);
+``accumulate`` adds the derivatives at the problem's rows (costs.py), ``derivatives``
+returns them.
 Terms that read the contact forces (``reads_forces``: ContactForce, FrictionCone,
 WrenchCone) take the forces of their contact at those knots f (K, dim) and the forces'
 derivatives df_dx (K, dim, 2 nv), df_du (K, dim, nu), which Problem takes from the
@@ -28,7 +30,8 @@ import numpy as np
 import rbdiff as _rbd
 from ..cpu.trajopt_costs import placement_log_batch
 from ..kinematics import _frame_id as _frame_index
-from .costs import _copy, _finite, _hashable, _weight, _weights
+from .costs import (Term, _copy, _finite, _hashable, _weight, _weights, add_diagonal,
+                    add_gauss_newton)
 
 
 # ---- activations ------------------------------------------------------------------------
@@ -68,30 +71,9 @@ def _bounds(name, lower, upper, n):
     return lo, hi
 
 
-def gauss_newton(w, Ar, Arr, Rq, Rv, Ru, nv, nu):
-    """(l_x (K, 2nv), l_u, l_xx, l_uu, l_xu) of the residual Jacobians R_q, R_v (K, nr, nv)
-    and R_u (K, nr, nu) (None: zero) with the activation's a', a''."""
-    K = Ar.shape[0]
-    Rx = np.zeros((K, Ar.shape[1], 2 * nv))
-    if Rq is not None:
-        Rx[:, :, :nv] = Rq
-    if Rv is not None:
-        Rx[:, :, nv:] = Rv
-    Arr = np.broadcast_to(Arr, Ar.shape)
-    WRx = Rx * (w * Arr)[:, :, None]
-    lx = w * np.einsum("kri,kr->ki", Rx, Ar)
-    lxx = np.einsum("kri,krj->kij", WRx, Rx)
-    if Ru is None:
-        return lx, None, lxx, None, None
-    lu = w * np.einsum("kri,kr->ki", Ru, Ar)
-    luu = np.einsum("kri,krj->kij", Ru * (w * Arr)[:, :, None], Ru)
-    lxu = np.einsum("kri,krj->kij", WRx, Ru)
-    return lx, lu, lxx, luu, lxu
-
-
 # ---- state-dependent terms -----------------------------------------------------------------
 
-class CoMPosition:
+class CoMPosition(Term):
     """w a(com(q) - target) (Crocoddyl's ResidualModelCoMPosition), R_q = the centre of
     mass Jacobian (com_jacobian); target (3,); ``weights`` (3,) optional."""
 
@@ -115,12 +97,12 @@ class CoMPosition:
         r = _rbd.center_of_mass(model, q) - self.target
         return self.weight * quad_activation(r, self.weights)[0]
 
-    def derivatives(self, model, q, v, u):
+    def accumulate(self, model, q, v, u, out, knots, scale):
         r = _rbd.center_of_mass(model, q) - self.target
         a, Ar, Arr = quad_activation(r, self.weights)
-        lx, _, lxx, _, _ = gauss_newton(self.weight, Ar, Arr, _rbd.com_jacobian(model, q),
-                                        None, None, model.nv, 0)
-        return self.weight * a, lx, None, lxx, None
+        add_gauss_newton(out, knots, scale * self.weight, Ar, Arr,
+                         _rbd.com_jacobian(model, q))
+        return self.weight * a
 
 
 def _placement(name, M):
@@ -134,7 +116,7 @@ def _placement(name, M):
     return M
 
 
-class FramePlacement:
+class FramePlacement(Term):
     """w a(log6(M_ref^-1 M_frame(q))) (Crocoddyl's ResidualModelFramePlacement: the
     residual [linear, angular] in the frame's own axes), R_q = Jlog6(M_ref^-1 M) J_local;
     placement M_ref (4, 4); ``weights`` (6,) optional."""
@@ -170,20 +152,19 @@ class FramePlacement:
     def value(self, model, q, v, u):
         return self.weight * quad_activation(self._log(model, q)[0], self.weights)[0]
 
-    def derivatives(self, model, q, v, u):
+    def accumulate(self, model, q, v, u, out, knots, scale):
         r, Jl = self._log(model, q)
         a, Ar, Arr = quad_activation(r, self.weights)
         J = _rbd.frame_jacobian(model, q, self.frame, "local")
-        lx, _, lxx, _, _ = gauss_newton(self.weight, Ar, Arr,
-                                        np.einsum("kij,kjl->kil", Jl, J), None, None,
-                                        model.nv, 0)
-        return self.weight * a, lx, None, lxx, None
+        add_gauss_newton(out, knots, scale * self.weight, Ar, Arr,
+                         np.einsum("kij,kjl->kil", Jl, J))
+        return self.weight * a
 
 
 _REFERENCES = ("local", "local_world_aligned", "world")
 
 
-class FrameVelocity:
+class FrameVelocity(Term):
     """w a(v_frame(q, v) - velocity) (Crocoddyl's ResidualModelFrameVelocity), the
     frame's spatial velocity [linear, angular] in ``reference`` ("local",
     "local_world_aligned"); R_x = frame_velocity_derivatives; velocity (6,) defaults to
@@ -216,12 +197,12 @@ class FrameVelocity:
         r = _rbd.frame_velocity(model, q, v, self.frame, self.reference) - self.velocity
         return self.weight * quad_activation(r, self.weights)[0]
 
-    def derivatives(self, model, q, v, u):
+    def accumulate(self, model, q, v, u, out, knots, scale):
         r = _rbd.frame_velocity(model, q, v, self.frame, self.reference) - self.velocity
         a, Ar, Arr = quad_activation(r, self.weights)
-        dq, dv = self._jacobians(model, q, v)
-        lx, _, lxx, _, _ = gauss_newton(self.weight, Ar, Arr, dq, dv, None, model.nv, 0)
-        return self.weight * a, lx, None, lxx, None
+        add_gauss_newton(out, knots, scale * self.weight, Ar, Arr,
+                         np.concatenate(self._jacobians(model, q, v), axis=2))
+        return self.weight * a
 
     def _jacobians(self, model, q, v):
         """d r / d q, d r / d v. LOCAL_WORLD_ALIGNED: the derivative of R v_local (R the
@@ -246,7 +227,7 @@ class FrameVelocity:
         return out_q, out_v
 
 
-class StateBounds:
+class StateBounds(Term):
     """w a(x (-) x_ref) with the quadratic barrier on [lower, upper] (2 nv each, tangent
     coordinates: Crocoddyl's ResidualModelState with ActivationModelQuadraticBarrier);
     x_ref defaults to (neutral, 0) (Crocoddyl's state.zero()). ``from_limits(model)``
@@ -306,21 +287,26 @@ class StateBounds:
         r, _ = self._residual(model, q, v)
         return self.weight * barrier_activation(r, self.lower, self.upper)[0]
 
-    def derivatives(self, model, q, v, u):
+    def accumulate(self, model, q, v, u, out, knots, scale):
         r, qref = self._residual(model, q, v)
         a, Ar, Arr = barrier_activation(r, self.lower, self.upper)
-        nv = model.nv
-        Rq = _rbd.difference_jacobians(model, qref, np.ascontiguousarray(q)).dq1
-        Rv = np.broadcast_to(np.eye(nv), (q.shape[0], nv, nv))
-        Rqf = np.concatenate([Rq, np.zeros_like(Rq)], axis=1)
-        Rvf = np.concatenate([np.zeros_like(Rq), Rv], axis=1)
-        lx, _, lxx, _, _ = gauss_newton(self.weight, Ar, Arr, Rqf, Rvf, None, nv, 0)
-        return self.weight * a, lx, None, lxx, None
+        nv, w = model.nv, scale * self.weight
+        knots = np.asarray(knots)
+        # a'' (and a') vanish inside the bounds: only the knots out of them contribute
+        act = np.flatnonzero(Arr[:, nv:].any(axis=1))
+        if len(act):
+            add_diagonal(out, knots[act], w, Ar[act, nv:], Arr[act, nv:], nv)
+        act = np.flatnonzero(Arr[:, :nv].any(axis=1))
+        if len(act):
+            Rq = _rbd.difference_jacobians(model, qref[act],
+                                           np.ascontiguousarray(q[act])).dq1
+            add_gauss_newton(out, knots[act], w, Ar[act, :nv], Arr[act, :nv], Rq)
+        return self.weight * a
 
 
 # ---- contact-force terms -------------------------------------------------------------------
 
-class _ForceTerm:
+class _ForceTerm(Term):
     """A term on the forces of the contact on ``frame`` (its knots must have one)."""
 
     reads_forces = True
@@ -337,18 +323,22 @@ class _ForceTerm:
             return np.zeros(q.shape[0])
         return self.weight * self._activation(self._residual(f))[0]
 
-    def derivatives(self, model, q, v, u, f, df_dx, df_du):
-        K, nv = q.shape[0], model.nv
-        if f is None:
-            return (np.zeros(K), np.zeros((K, 2 * nv)), None,
-                    np.zeros((K, 2 * nv, 2 * nv)), None, None)
+    def accumulate(self, model, q, v, u, f, df_dx, df_du, out, knots, scale):
+        if f is None:                   # a terminal knot: no forces, Crocoddyl's r = 0
+            return np.zeros(q.shape[0])
         a, Ar, Arr = self._activation(self._residual(f))
         A = self._matrix(f.shape[1])
-        Rx = df_dx if A is None else np.einsum("rc,kcj->krj", A, df_dx[:, :A.shape[1]])
-        Ru = df_du if A is None else np.einsum("rc,kcj->krj", A, df_du[:, :A.shape[1]])
-        lx, lu, lxx, luu, lxu = gauss_newton(self.weight, Ar, Arr, Rx[:, :, :nv],
-                                             Rx[:, :, nv:], Ru, nv, Ru.shape[2])
-        return self.weight * a, lx, lu, lxx, luu, lxu
+        # a barrier's rows inside the cone have a' = a'' = 0: only the other knots count
+        act = np.flatnonzero(np.broadcast_to(Arr, Ar.shape).any(axis=1))
+        if len(act):
+            Arr = np.broadcast_to(Arr, Ar.shape)[act]
+            Rx, Ru = df_dx[act], df_du[act]
+            if A is not None:
+                Rx = np.einsum("rc,kcj->krj", A, Rx[:, :A.shape[1]])
+                Ru = np.einsum("rc,kcj->krj", A, Ru[:, :A.shape[1]])
+            add_gauss_newton(out, np.asarray(knots)[act], scale * self.weight, Ar[act],
+                             Arr, Rx, 0, Ru)
+        return self.weight * a
 
 
 class ContactForce(_ForceTerm):
