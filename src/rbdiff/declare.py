@@ -26,9 +26,11 @@ float32 inputs).
 """
 
 import numpy as np
+from numba import typeof
 
 from .cpu import policy
 from .cpu.scratch import single_call_scratch
+from .cpu import twin
 from .model.lookup import frame_index, joint_index
 from .results import REFERENCE_CODES, reference_name
 from .validation import F64 as _F64
@@ -207,12 +209,13 @@ class Function:
                               *(options if batch_options is None else batch_options), True)
             elif nb is None:
                 if self.options_last:
-                    self.one(*args, *outs, *options)
+                    full = (*args, *outs, *options)
                 elif self.scratch == "none":
-                    self.one(*args, *options, *outs)
+                    full = (*args, *options, *outs)
                 else:
-                    self.one(*args, *options, *single_call_scratch(
+                    full = (*args, *options, *single_call_scratch(
                         model.njoints, model.nv, dt, self.scratch != "workspace"), *outs)
+                single_f64(self.one, full)
             else:
                 policy.run(model, *policy.fast_or(self.batch, dt), nb, args + outs,
                            options if batch_options is None else batch_options)
@@ -228,6 +231,30 @@ class Function:
         """The integer options of the public keywords ``kwargs`` (checked: KeyError,
         ValueError naming the problem), in ``params`` order."""
         return tuple(resolver(model, kwargs[k]) for k, resolver in self.params)
+
+
+_SINGLE = {}    # (entry, which arguments are None) -> what single_f64 calls
+
+
+def single_f64(entry, args):
+    """entry(*args) for a float64 single call of the general path, on the entry's
+    specialisation a fast path compiled (its inputs typed for any strides, cached by
+    ``rbdiff compile``) where these arguments pass to it: a call that left the fast path
+    (out=, fext None, lists) then loads instead of compiling a C-contiguous twin. Keyed
+    by which arguments are None: validation fixes every other argument's type (float64
+    C-contiguous arrays of the declared ndim, int64 tables, int options)."""
+    key = (entry, tuple(a is None for a in args))
+    fn = _SINGLE.get(key)
+    if fn is None:
+        given = tuple(typeof(a) for a in args)
+        sig = twin.variant(entry, given)
+        if sig == given:
+            fn = entry
+        else:
+            entry.compile(sig)
+            fn = entry.overloads[sig].entry_point
+        _SINGLE[key] = fn
+    return fn(*args)
 
 
 def caller_outputs(out, shapes, dt, names=None):

@@ -35,12 +35,13 @@ def _as_any(t):
     return t.copy(layout="A") if isinstance(t, types.Array) else t
 
 
-def _variant(dispatcher, given):
-    """The twin's signature to call for arguments typed ``given``: ``given`` itself if
-    compiled or cached, else a compiled or cached one they pass to unchanged (a
-    C-contiguous chunk as an any-layout 'A' array: the fast paths compile the serial
-    entries for the user's strides, kernels.jit.native), else ``given`` (compiled
-    then). A second specialisation of the twin would cost as much as the old link."""
+def variant(dispatcher, given):
+    """The signature of ``dispatcher`` to call with arguments typed ``given``: ``given``
+    itself if compiled or cached, else a compiled or cached one they pass to unchanged
+    (a C-contiguous array as an any-layout 'A' one: the fast paths compile the entries
+    for the user's strides, kernels.jit.native), else ``given`` (compiled then). A
+    second specialisation costs as much as the first (seconds), for the same code.
+    Used by :func:`twin` and by the declared functions' float64 single calls."""
     known = list(dispatcher.overloads)
     try:         # Numba's cache index: keys (signature, machine, bytecode digests)
         cache = dispatcher._cache
@@ -91,7 +92,7 @@ def twin(typingctx, fn, args):
     if not isinstance(fn, types.Dispatcher) or not isinstance(args, types.BaseTuple):
         raise errors.TypingError("twin(fn, args): fn a compiled entry, args a tuple")
     dispatcher = fn.dispatcher
-    sig = _variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
+    sig = variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
     dispatcher.compile(sig)
     rtype = dispatcher.overloads[sig].signature.return_type
     py = dispatcher.py_func
