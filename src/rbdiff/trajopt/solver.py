@@ -178,11 +178,18 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
         t0, c0 = time.perf_counter(), _compiling(jobs)
         Pq, Pv, Pu, _ = prob.dynamics_blocks(q, v, u)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
+        lxx2 = lxx
+        if ddp:
+            H = prob.cost_curvature(q)
+            if H is not None:
+                lxx2 = lxx.copy()
+                lxx2[:, :nv, :nv] += H
         t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
         while True:
-            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
+            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx2 if second else lxx, luu,
+                                         reg, prob.dt, second,
                                          curvature == "costate", empty, empty, empty,
                                          empty, u, prob._lo, prob._hi, k_ff, K_fb,
                                          prob.model.mi, prob.model.mf, q, v, True)
