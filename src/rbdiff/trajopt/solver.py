@@ -8,11 +8,16 @@ forming the tensors: kernels/contraction.py), then a forward pass with backtrack
 alpha = 1, 1/2, ..., 2^-10 accepted on Armijo's condition
 J(alpha) - J <= 1e-4 (alpha d1 + alpha^2 d2) (the expected change). Regularisation of
 Q_uu: x10 on a failed backward pass or line search, /10 on success, within [1e-9, 1e9].
-DDP is safeguarded: where the second-order model is not convex (a Q_uu of the pass not
-positive definite: far from a solution, with large costates) that iteration takes the
-Gauss-Newton step instead of raising the regularisation, which would stall it
-(``history[i]["second_order"]`` says which). Stops when the expected change of a full
-step is below ``tol``.
+DDP is Newton's method: its Hessian has the dynamics' curvature and the cost residuals'
+(Problem.cost_curvature: without the latter, the frame translation's, DDP converged
+linearly and more slowly than iLQR, 18 iterations against 15 on bench (A)'s reach; with
+both, quadratically, in 10). It is safeguarded: where the second-order model is not
+convex (a Q_uu of the pass not positive definite: far from a solution, with large
+costates) that iteration takes iLQR's Gauss-Newton step (Gauss-Newton Hessians of the
+dynamics and the costs) instead of raising the regularisation, which measured slower
+(Crocoddyl's SolverDDP raises it, but its "DDP" has no dynamics curvature: its Q_uu is
+Gauss-Newton's, positive definite by construction); ``history[i]["second_order"]`` says
+which. Stops when the expected change of a full step is below ``tol``.
 """
 
 from __future__ import annotations
