@@ -15,9 +15,9 @@ both, quadratically, in 10). It is safeguarded: where the second-order model is 
 convex (a Q_uu of the pass not positive definite: far from a solution, with large
 costates) that iteration takes iLQR's Gauss-Newton step (Gauss-Newton Hessians of the
 dynamics and the costs) instead of raising the regularisation until Q_uu is (10 to 16
-iterations on the reach against 10, by how far reg may rise; Crocoddyl's SolverDDP raises it, but its "DDP" has no dynamics curvature: its Q_uu is
-Gauss-Newton's, positive definite by construction); ``history[i]["second_order"]`` says
-which. Stops when the expected change of a full step is below ``tol``.
+iterations on the reach against 10, by how far reg may rise; Crocoddyl's SolverDDP
+raises it, but its "DDP" has no dynamics curvature: its Q_uu is Gauss-Newton's, positive
+definite by construction); ``history[i]["second_order"]`` says which. Stops when the expected change of a full step is below ``tol``.
 """
 
 from __future__ import annotations
