@@ -356,8 +356,8 @@ def _regularised(Qux, Qu, Quu, Pq, Pv, Pu, reg, dt, Qr, G, BB, BA):
 @kernel
 def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
     """V_x = Q_x + K^T Q_uu k + K^T Q_u + Q_ux^T k, V_xx = Q_xx + K^T Q_uu K + K^T Q_ux
-    + Q_ux^T K (Tassa et al. 2012's eq. 11, right for any k, K), accumulated on the upper
-    triangle (rows of contiguous operands) and mirrored. ``exact``: the gains solve the
+    + Q_ux^T K (Tassa et al. 2012's eq. 11, right for any k, K), its upper triangle
+    mirrored (exactly symmetric). ``exact``: the gains solve the
     unregularised system (Q_uu k = -Q_u, Q_uu K = -Q_ux on the free controls; a clamped
     control's rows of k, K are zero), where K^T (Q_uu k + Q_u) and K^T (Q_uu K + Q_ux)
     vanish: V_x = Q_x + Q_ux^T k, V_xx = Q_xx + Q_ux^T K, a third of the products.
@@ -374,8 +374,10 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
         d2 += 0.5 * kf[i] * s
     for j in range(nx):
         Vx[j] = Qx[j]
+    # whole rows, then the upper triangle mirrored: the rows' full length runs faster
+    # than the triangle's shorter ones, and the upper triangle's sums are the same
     for i in range(nx):
-        for j in range(i, nx):
+        for j in range(nx):
             Vxx[i, j] = Qxx[i, j]
     if exact:
         for l in range(nu):
@@ -384,7 +386,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
                 Vx[j] += Qux[l, j] * b
             for i in range(nx):
                 a = Qux[l, i]
-                for j in range(i, nx):
+                for j in range(nx):
                     Vxx[i, j] += a * K[l, j]
     else:
         _mm(Quu, K, Z, 0.0)                  # Z = Q_uu K + Q_ux
@@ -397,7 +399,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
             for i in range(nx):
                 a = K[l, i]
                 c = Qux[l, i]
-                for j in range(i, nx):
+                for j in range(nx):
                     Vxx[i, j] += a * Z[l, j] + c * K[l, j]
     for i in range(nx):
         for j in range(i):
