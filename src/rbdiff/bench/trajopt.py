@@ -135,7 +135,9 @@ def crocoddyl_problem(prob, pin_model):
     terminal = crocoddyl.IntegratedActionModelEuler(
         crocoddyl.DifferentialActionModelFreeFwdDynamics(
             state, actuation, costs(prob.terminal, actuation.nu)), 0.0)
-    return crocoddyl.ShootingProblem(prob.x0, running, terminal)
+    problem = crocoddyl.ShootingProblem(prob.x0, running, terminal)
+    problem.nthreads = 1        # its default, 2 OpenMP threads, is not the single thread
+    return problem              # rbdiff runs on (a loaded machine made it 2-4x slower)
 
 
 def crocoddyl_controls(prob, us):

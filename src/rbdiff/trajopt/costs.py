@@ -4,7 +4,10 @@ Jacobian J (Crocoddyl's ActivationModelQuad; exact for the linear residuals belo
 frame translation's curvature left out as in Crocoddyl); with per-coordinate
 ``weights`` a, 0.5 w sum_i a_i r_i^2 (ActivationModelWeightedQuad). More terms (centre
 of mass, frame placement and velocity, contact forces, friction and wrench cones, state
-bounds) in residuals.py.
+bounds) in residuals.py. A term whose residual is not linear may also have
+``curvature(model, q)`` (K, nv, nv): w sum_i r_i d2 r_i/dq2, what DDP adds to make its
+cost Hessian exact (Newton's method needs both curvatures: the dynamics' alone made DDP
+converge more slowly than iLQR).
 
 Every term is evaluated on a whole trajectory at once: ``value(model, q, v, u)`` with
 q (K, nq), v (K, nv), u (K, nu) or None (terminal knots) returns the costs (K,);
@@ -157,6 +160,25 @@ class FrameTranslation(Term):
         r = p - self.target
         add_gauss_newton(out, knots, scale * self.weight, r, _ONES3, J)
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
+
+    def curvature(self, model, q):
+        """w sum_i r_i d2p_i/dq2 (K, nv, nv), one-dof joints (the problems DDP takes):
+        d2p/dq_j dq_k = omega_j x Jp_k for j an ancestor of k (or j = k), omega the
+        world-frame axis (the Jacobian's angular rows, zero for a prismatic joint) and Jp
+        the linear rows, so the entry is omega_j . (Jp_k x r); zero off the frame's
+        support (its Jacobian columns are)."""
+        r = self.weight * (_rbd.frame_placement(model, q, self.frame)[:, :3, 3]
+                           - self.target)
+        J = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")
+        Jp, W = J[:, :3], J[:, 3:]
+        r0, r1, r2 = r[:, 0, None], r[:, 1, None], r[:, 2, None]
+        B = (Jp[:, 1] * r2 - Jp[:, 2] * r1,           # Jp_k x r, row by row (np.cross
+             Jp[:, 2] * r0 - Jp[:, 0] * r2,           # copies its axes about)
+             Jp[:, 0] * r1 - Jp[:, 1] * r0)
+        H = sum(W[:, i, :, None] * B[i][:, None, :] for i in range(3))
+        lo = np.tril_indices(model.nv, -1)            # the upper triangle (j <= k: dof
+        H[:, lo[0], lo[1]] = H[:, lo[1], lo[0]]       # order is tree order) mirrored
+        return H
 
 
 class StateRegularization(Term):

@@ -410,6 +410,21 @@ class Problem:
             return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
 
+    def cost_curvature(self, q):
+        """(T+1, nv, nv): the residuals' curvature w r^T r_qq of the terms that have it
+        (costs.py), running terms times dt, knot T the terminal's; None when no term has
+        any (every residual linear: l_xx is exact). Simple problems (DDP) only."""
+        groups = [g for g in self.cost_groups if hasattr(g[2], "curvature")]
+        ends = [t for t in self.terminal if hasattr(t, "curvature")]
+        if not (groups or ends):
+            return None
+        H = np.zeros((self.T + 1, self.nv, self.nv))
+        for K, _, term, scale, _ in groups:
+            H[K] += scale * term.curvature(self.model, q[K])
+        for t in ends:
+            H[self.T] += t.curvature(self.model, q[-1:])[0]
+        return H
+
     def derivatives(self, q, v, us, vnext, forces=None):
         """(F_x, F_u, l_x, l_u, l_xx, l_uu, l_xu or None): dynamics_jacobians and
         cost_derivatives at once, the force terms' derivatives taken from the contact

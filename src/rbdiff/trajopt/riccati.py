@@ -15,7 +15,13 @@ F_u, so it scales with the dynamics): k = -Q~_uu^-1 Q_u, K = -Q~_uu^-1 Q~_ux wit
 Q~_uu = Q_uu + reg F_u^T F_u, Q~_ux = Q_ux + reg F_u^T F_x (Cholesky; a failure returns the
 knot so the caller raises reg); the value from the plain Q's (their eq. 11, right for any
 k, K): V_x = Q_x + K^T Q_uu k + K^T Q_u + Q_ux^T k,
-V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K.
+V_xx = Q_xx + K^T Q_uu K + K^T Q_ux + Q_ux^T K; at the floor (no regularisation) the
+gains solve Q_uu's own system and those reduce to V_x = Q_x + Q_ux^T k,
+V_xx = Q_xx + Q_ux^T K (_value).
+
+Speed: every product runs on C-contiguous arrays whose rows are the products' inner
+loops (unit stride: vectorised), the nv x nv blocks side by side where that makes rows
+longer (_q_blocks); a short row costs its loop's overhead as much as its arithmetic.
 """
 
 import numpy as np
@@ -122,51 +128,29 @@ def _cholesky(A, L):
 
 @kernel
 def _neg_cho_solve(L, B):
-    """B = -(L L^T)^-1 B in place (B: (n, m))."""
+    """B = -(L L^T)^-1 B in place (B: (n, m)), all columns at once: each substitution
+    step is a row operation (unit stride, vectorised), each entry's sum in the order of
+    a column-by-column solve."""
     n, m = B.shape
-    for c in range(m):
-        for i in range(n):              # L y = b
-            t = B[i, c]
-            for k in range(i):
-                t -= L[i, k] * B[k, c]
-            B[i, c] = t / L[i, i]
-        for i in range(n - 1, -1, -1):  # L^T x = y
-            t = B[i, c]
-            for k in range(i + 1, n):
-                t -= L[k, i] * B[k, c]
-            B[i, c] = t / L[i, i]
-        for i in range(n):
+    for i in range(n):                  # L Y = B
+        for k in range(i):
+            a = L[i, k]
+            for c in range(m):
+                B[i, c] -= a * B[k, c]
+        d = L[i, i]
+        for c in range(m):
+            B[i, c] = B[i, c] / d
+    for i in range(n - 1, -1, -1):      # L^T X = Y
+        for k in range(i + 1, n):
+            a = L[k, i]
+            for c in range(m):
+                B[i, c] -= a * B[k, c]
+        d = L[i, i]
+        for c in range(m):
+            B[i, c] = B[i, c] / d
+    for i in range(n):
+        for c in range(m):
             B[i, c] = -B[i, c]
-
-
-@kernel
-def _curvature(t, Vx, dt, a_qq, a_vv, a_qv, a_uq, Qxx, Qux):
-    """DDP: Q_xx += mu.[a_qq, a_qv; a_qv^T, a_vv], Q_ux[:, :nv] += mu.a_uq (module doc)."""
-    nv = a_qq.shape[1]
-    for i in range(nv):
-        mu = dt * Vx[nv + i] + dt * dt * Vx[i]
-        for j in range(nv):
-            for c in range(nv):
-                Qxx[j, c] += mu * a_qq[t, i, j, c]
-                Qxx[nv + j, nv + c] += mu * a_vv[t, i, j, c]
-                Qxx[j, nv + c] += mu * a_qv[t, i, j, c]
-                Qxx[nv + c, j] += mu * a_qv[t, i, j, c]
-                Qux[j, c] += mu * a_uq[t, i, j, c]
-
-
-@kernel
-def _add_contracted(H, Qxx, Qux):
-    """DDP: Q_xx += [[H_qq, H_qv], [H_qv^T, H_vv]], Q_ux[:, :nv] += H_uq for the
-    contractions H (4, nv, nv) of aba_second_order_contraction (the same sums as
-    _curvature's, without the tensors)."""
-    nv = H.shape[1]
-    for j in range(nv):
-        for c in range(nv):
-            Qxx[j, c] += H[0, j, c]
-            Qxx[nv + j, nv + c] += H[1, j, c]
-            Qxx[j, nv + c] += H[2, j, c]
-            Qxx[nv + c, j] += H[2, j, c]
-            Qux[j, c] += H[3, j, c]
 
 
 @kernel
@@ -204,18 +188,17 @@ def _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
 
 
 @kernel
-def _sts(Vxx, dt, W):
-    """W = S^T Vxx S with S = [[I, dt I], [0, I]] (q' = q + dt v': the map from the
-    velocity-updated state to the next one)."""
-    n = Vxx.shape[0] // 2
+def _w_blocks(Vxx, dt, W12, W22):
+    """The blocks of W = S^T Vxx S, S = [[I, dt I], [0, I]] (q' = q + dt v': the map from
+    the velocity-updated state to the next one): W11 = Vqq (read in place),
+    W12 = dt Vqq + Vqv, W21 = W12^T, W22 = dt^2 Vqq + dt (Vqv + Vvq) + Vvv."""
+    n = W12.shape[0]
     for i in range(n):
         for j in range(n):
             v11, v12 = Vxx[i, j], Vxx[i, n + j]
             v21, v22 = Vxx[n + i, j], Vxx[n + i, n + j]
-            W[i, j] = v11
-            W[i, n + j] = dt * v11 + v12
-            W[n + i, j] = dt * v11 + v21
-            W[n + i, n + j] = dt * dt * v11 + dt * v12 + dt * v21 + v22
+            W12[i, j] = dt * v11 + v12
+            W22[i, j] = dt * dt * v11 + dt * v12 + dt * v21 + v22
 
 
 @kernel
@@ -233,6 +216,197 @@ def _grad_x(lxt, Vx, Pq, Pv, dt, out):
         out[n + i] = sv
 
 
+@kernel
+def _acc_nn(A, B, b0, nb, C, c0):
+    """C[i, c0 + j] += sum_k A[i, k] B[k, b0 + j] for j < nb: the inner loop runs along
+    rows of B and C (C-contiguous arrays: unit stride, vectorised; a sub-block passed as
+    offsets, as a slice would lose that)."""
+    for i in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            a = A[i, k]
+            for j in range(nb):
+                C[i, c0 + j] += a * B[k, b0 + j]
+
+
+@kernel
+def _acc_tn(A, a0, na, B, b0, nb, C, r0, c0):
+    """C[r0 + i, c0 + j] += sum_k A[k, a0 + i] B[k, b0 + j] for i < na, j < nb (the
+    inner loop along rows, as _acc_nn)."""
+    for k in range(A.shape[0]):
+        for i in range(na):
+            a = A[k, a0 + i]
+            for j in range(nb):
+                C[r0 + i, c0 + j] += a * B[k, b0 + j]
+
+
+@kernel
+def _q_blocks(lxx, luu, Vxx, Pq, Pv, Pu, W12, W22, P, WP, C, Qxx, Qux, Quu):
+    """Q_xx = l_xx + F_x^T Vxx F_x, Q_ux = F_u^T Vxx F_x, Q_uu = l_uu + F_u^T Vxx F_u on the
+    nv x nv blocks (F_x = S [[I, 0], [Pq, Pv]], F_u = S [[0], [Pu]]): with W's blocks and
+    C = [C1, C2] = W's lower block row times [[I, 0], [Pq, Pv]],
+        C1 = W21 + W22 Pq,  C2 = W22 Pv,
+        [Q_qq, Q_qv] = [l_qq + W11, l_qv] + W12 [Pq, Pv] + Pq^T C,  Q_vv = l_vv + Pv^T C2,
+        Q_ux = Pu^T C,  Q_uu = l_uu + Pu^T W22 Pu.
+    The blocks side by side, P = [Pq, Pv, Pu] (nv, 2nv + nu) and WP = W22 P, make the
+    products' rows long (2nv or 3nv): a short row costs its loop's overhead."""
+    n, nu = Pq.shape[0], Pu.shape[1]
+    nx = 2 * n
+    for i in range(n):
+        for j in range(n):
+            P[i, j] = Pq[i, j]
+            P[i, n + j] = Pv[i, j]
+        for j in range(nu):
+            P[i, nx + j] = Pu[i, j]
+        for j in range(nx + nu):
+            WP[i, j] = 0.0
+    _acc_nn(W22, P, 0, nx + nu, WP, 0)
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = W12[j, i] + WP[i, j]
+            C[i, n + j] = WP[i, n + j]
+            Qxx[i, j] = lxx[i, j] + Vxx[i, j]
+            Qxx[i, n + j] = lxx[i, n + j]
+            Qxx[n + i, n + j] = lxx[n + i, n + j]
+    _acc_nn(W12, P, 0, nx, Qxx, 0)
+    _acc_tn(P, 0, n, C, 0, nx, Qxx, 0, 0)
+    _acc_tn(P, n, n, C, n, n, Qxx, n, n)
+    for i in range(n):
+        for j in range(n):
+            Qxx[n + j, i] = Qxx[i, n + j]
+    for i in range(nu):
+        for j in range(nx):
+            Qux[i, j] = 0.0
+        for j in range(nu):
+            Quu[i, j] = luu[i, j]
+    _acc_tn(P, nx, nu, C, 0, nx, Qux, 0, 0)
+    _acc_tn(P, nx, nu, WP, nx, nu, Quu, 0, 0)
+
+
+@kernel
+def _add_contracted(H, Qxx, Qux):
+    """DDP: Q_xx += [[H_qq, H_qv], [H_qv^T, H_vv]], Q_ux[:, :nv] += H_uq for the
+    contractions H (4, nv, nv) of aba_second_order_contraction."""
+    n = H.shape[1]
+    for j in range(n):
+        for c in range(n):
+            Qxx[j, c] += H[0, j, c]
+            Qxx[n + j, n + c] += H[1, j, c]
+            Qxx[j, n + c] += H[2, j, c]
+            Qxx[n + c, j] += H[2, j, c]
+            Qux[j, c] += H[3, j, c]
+
+
+@kernel
+def _curvature(t, Vx, dt, a_qq, a_vv, a_qv, a_uq, H):
+    """DDP's contractions from the tensors (the tests' oracle route): H (4, nv, nv) =
+    mu.[a_qq, a_vv, a_qv, a_uq] with mu = dt Vx_v + dt^2 Vx_q (module doc)."""
+    nv = a_qq.shape[1]
+    for i in range(nv):
+        for j in range(nv):
+            for c in range(nv):
+                H[0, j, c] = 0.0
+                H[1, j, c] = 0.0
+                H[2, j, c] = 0.0
+                H[3, j, c] = 0.0
+    for i in range(nv):
+        mu = dt * Vx[nv + i] + dt * dt * Vx[i]
+        for j in range(nv):
+            for c in range(nv):
+                H[0, j, c] += mu * a_qq[t, i, j, c]
+                H[1, j, c] += mu * a_vv[t, i, j, c]
+                H[2, j, c] += mu * a_qv[t, i, j, c]
+                H[3, j, c] += mu * a_uq[t, i, j, c]
+
+
+@kernel
+def _regularised(Qux, Qu, Quu, Pq, Pv, Pu, reg, dt, Qr, G, BB, BA):
+    """The gains' system Qr = Q_uu + reg F_u^T F_u, G = [Q_ux + reg F_u^T F_x | Q_u]
+    (module doc; no regularisation at the floor, reg <= 1e-9), with
+    F_u^T F_u = c Pu^T Pu and F_u^T F_x = Pu^T [dt I + c Pq, c Pv], c = 1 + dt^2
+    (S^T S = [[I, dt I], [dt I, c I]])."""
+    n, nu = Pq.shape[0], Pu.shape[1]
+    nx = 2 * n
+    if reg > 1e-9:              # the floor (solver.REG_MIN): no regularisation
+        c = 1.0 + dt * dt
+        _mtm(Pu, Pu, BB, 0.0)
+        _mtm(Pu, Pq, BA[:, :n], 0.0)
+        _mtm(Pu, Pv, BA[:, n:], 0.0)
+        for i in range(nu):
+            for j in range(nu):
+                BB[i, j] *= c
+            for j in range(nx):
+                BA[i, j] *= c
+            for j in range(n):
+                BA[i, j] += dt * Pu[j, i]
+        for i in range(nu):
+            for j in range(nu):
+                Qr[i, j] = Quu[i, j] + reg * BB[i, j]
+            for j in range(nx):
+                G[i, j] = Qux[i, j] + reg * BA[i, j]
+            G[i, nx] = Qu[i]
+    else:
+        for i in range(nu):
+            for j in range(nu):
+                Qr[i, j] = Quu[i, j]
+            for j in range(nx):
+                G[i, j] = Qux[i, j]
+            G[i, nx] = Qu[i]
+
+
+@kernel
+def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
+    """V_x = Q_x + K^T Q_uu k + K^T Q_u + Q_ux^T k, V_xx = Q_xx + K^T Q_uu K + K^T Q_ux
+    + Q_ux^T K (Tassa et al. 2012's eq. 11, right for any k, K), its upper triangle
+    mirrored (exactly symmetric). ``exact``: the gains solve the
+    unregularised system (Q_uu k = -Q_u, Q_uu K = -Q_ux on the free controls; a clamped
+    control's rows of k, K are zero), where K^T (Q_uu k + Q_u) and K^T (Q_uu K + Q_ux)
+    vanish: V_x = Q_x + Q_ux^T k, V_xx = Q_xx + Q_ux^T K, a third of the products.
+    Returns (k.Q_u, k.Q_uu k / 2), the step's expected change terms."""
+    nu, nx = K.shape
+    d1 = 0.0
+    d2 = 0.0
+    for i in range(nu):
+        s = 0.0
+        for j in range(nu):
+            s += Quu[i, j] * kf[j]
+        Quk[i] = s
+        d1 += kf[i] * Qu[i]
+        d2 += 0.5 * kf[i] * s
+    for j in range(nx):
+        Vx[j] = Qx[j]
+    # whole rows, then the upper triangle mirrored: the rows' full length runs faster
+    # than the triangle's shorter ones, and the upper triangle's sums are the same
+    for i in range(nx):
+        for j in range(nx):
+            Vxx[i, j] = Qxx[i, j]
+    if exact:
+        for l in range(nu):
+            b = kf[l]
+            for j in range(nx):
+                Vx[j] += Qux[l, j] * b
+            for i in range(nx):
+                a = Qux[l, i]
+                for j in range(nx):
+                    Vxx[i, j] += a * K[l, j]
+    else:
+        _mm(Quu, K, Z, 0.0)                  # Z = Q_uu K + Q_ux
+        for l in range(nu):
+            b = kf[l]
+            g = Quk[l] + Qu[l]
+            for j in range(nx):
+                Z[l, j] += Qux[l, j]
+                Vx[j] += K[l, j] * g + Qux[l, j] * b
+            for i in range(nx):
+                a = K[l, i]
+                c = Qux[l, i]
+                for j in range(nx):
+                    Vxx[i, j] += a * Z[l, j] + c * K[l, j]
+    for i in range(nx):
+        for j in range(i):
+            Vxx[i, j] = Vxx[j, i]
+    return d1, d2
+
+
 @entry
 def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv,
                   a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, contract):
@@ -243,8 +417,8 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     The dynamics' Jacobians come as their blocks (T, nv, nv): Pq = dt a_q,
     Pv = I + dt a_v, Pu = dt M^-1, so F_x = S [[I, 0], [Pq, Pv]], F_u = S [[0], [Pu]] with
     S = [[I, dt I], [0, I]]; the products run on those nv x nv blocks (about half the work
-    of dense 2nv x 2nv ones). lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the terminal
-    cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds (+-inf:
+    of dense 2nv x 2nv ones; _q_blocks). lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the
+    terminal cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds (+-inf:
     none). ddp: add the curvature terms contracted with V_x' (classical DDP) or, with
     ``costate``, with the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1}
     (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
@@ -260,14 +434,13 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     lam_next = np.empty(nx)
     Vx = lx[T].copy()
     Vxx = lxx[T].copy()
-    W = np.empty((nx, nx))
-    C1, C2, WPu = np.empty((n, n)), np.empty((n, n)), np.empty((n, nu))
+    W12, W22 = np.empty((n, n)), np.empty((n, n))
+    P, WP, C = np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx))
     wv = np.empty(n)
     Qx, Qu = np.empty(nx), np.empty(nu)
     Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
-    QuuK, KQ = np.empty((nu, nx)), np.empty((nx, nx))
-    BB, BA = np.empty((nu, nu)), np.empty((nu, nx))
+    Z, BB, BA = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
     Quk = np.empty(nu)
     # the contraction's scratch (kernels/contraction.aba_contraction)
     ws = np.empty((workspace_rows(mi), W_WIDTH))
@@ -276,94 +449,37 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     Gc, Mt = np.empty((3, n)), np.empty((5, n, n))
     Fc = np.empty((mi[0, 0] + 1, n, 6))
     H = np.empty((4, n, n))
-    c = 1.0 + dt * dt                   # S^T S = [[I, dt I], [dt I, c I]]
+    exact = not reg > 1e-9              # the floor (solver.REG_MIN): no regularisation
     d1 = 0.0
     d2 = 0.0
     for t in range(T - 1, -1, -1):
         A_q, A_v, B_u = Pq[t], Pv[t], Pu[t]
-        _sts(Vxx, dt, W)
-        W11, W12, W21, W22 = W[:n, :n], W[:n, n:], W[n:, :n], W[n:, n:]
+        _w_blocks(Vxx, dt, W12, W22)
         _grad_x(lx[t], Vx, A_q, A_v, dt, Qx)
         for k in range(n):
             wv[k] = dt * Vx[k] + Vx[n + k]
         Qu[:] = lu[t]
         _mtv(B_u, wv, Qu, 1.0)
-        C1[:, :] = W21                  # [C1, C2]: the lower block row of W [[I,0],[Pq,Pv]]
-        _mm(W22, A_q, C1, 1.0)
-        _mm(W22, A_v, C2, 0.0)
-        Qxx[:, :] = lxx[t]
-        Qqq, Qqv, Qvv = Qxx[:n, :n], Qxx[:n, n:], Qxx[n:, n:]
-        for i in range(n):
-            for j in range(n):
-                Qqq[i, j] += W11[i, j]
-        _mm(W12, A_q, Qqq, 1.0)
-        _mtm(A_q, C1, Qqq, 1.0)
-        _mm(W12, A_v, Qqv, 1.0)
-        _mtm(A_q, C2, Qqv, 1.0)
-        _mtm_sym(A_v, C2, Qvv)
-        for i in range(n):
-            for j in range(n):
-                Qxx[n + j, i] = Qqv[i, j]
-        _mtm(B_u, C1, Qux[:, :n], 0.0)
-        _mtm(B_u, C2, Qux[:, n:], 0.0)
-        _mm(W22, B_u, WPu, 0.0)
-        Quu[:, :] = luu[t]
-        _mtm(B_u, WPu, Quu, 1.0)
-        if ddp and contract:
+        _q_blocks(lxx[t], luu[t], Vxx, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
+        if ddp:
             lv = lam if costate else Vx
-            for i in range(n):          # f is linear in a (module docstring)
-                cost[i] = dt * lv[n + i] + dt * dt * lv[i]
-            aba_contraction(mi, mf, q[t], v[t], us[t], cost, None, ws, sc, qdd, mu, Gc,
-                            Mt, Fc, H[0], H[1], H[2], H[3])
+            if contract:
+                for i in range(n):          # f is linear in a (module docstring)
+                    cost[i] = dt * lv[n + i] + dt * dt * lv[i]
+                aba_contraction(mi, mf, q[t], v[t], us[t], cost, None, ws, sc, qdd, mu, Gc,
+                                Mt, Fc, H[0], H[1], H[2], H[3])
+            else:
+                _curvature(t, lv, dt, a_qq, a_vv, a_qv, a_uq, H)
             _add_contracted(H, Qxx, Qux)
-        elif ddp:
-            _curvature(t, lam if costate else Vx, dt, a_qq, a_vv, a_qv, a_uq, Qxx, Qux)
         if costate:
             lam_next[:] = lam
             _grad_x(lx[t], lam_next, A_q, A_v, dt, lam)
-        if reg > 1e-9:              # the floor (solver.REG_MIN): no regularisation
-            _mtm(B_u, B_u, BB, 0.0)                 # F_u^T F_u = c Pu^T Pu
-            _mtm(B_u, A_q, BA[:, :n], 0.0)          # F_u^T F_x = Pu^T [dt I + c Pq, c Pv]
-            _mtm(B_u, A_v, BA[:, n:], 0.0)
-            for i in range(nu):
-                for j in range(nu):
-                    BB[i, j] *= c
-                for j in range(nx):
-                    BA[i, j] *= c
-                for j in range(n):
-                    BA[i, j] += dt * B_u[j, i]
-        else:
-            BB[:, :] = 0.0
-            BA[:, :] = 0.0
-        for i in range(nu):
-            for j in range(nu):
-                Qr[i, j] = Quu[i, j] + reg * BB[i, j]
-            for j in range(nx):
-                G[i, j] = Qux[i, j] + reg * BA[i, j]
-            G[i, nx] = Qu[i]
+        _regularised(Qux, Qu, Quu, A_q, A_v, B_u, reg, dt, Qr, G, BB, BA)
         if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
             return t, 0.0, 0.0
-        K = K_fb[t]
-        kf = k_ff[t]
-        _mm(Quu, K, QuuK, 0.0)
-        for i in range(nu):
-            s = 0.0
-            for j in range(nu):
-                s += Quu[i, j] * kf[j]
-            Quk[i] = s
-            d1 += kf[i] * Qu[i]
-            d2 += 0.5 * kf[i] * s
-        Qu += Quk
-        _mtv(K, Qu, Qx, 1.0)
-        _mtv(Qux, kf, Qx, 1.0)
-        Vx[:] = Qx
-        _mtm(K, Qux, KQ, 0.0)
-        _mtm_sym(K, QuuK, Qxx)
-        for i in range(nx):
-            for j in range(i, nx):
-                s = Qxx[i, j] + KQ[i, j] + KQ[j, i]
-                Vxx[i, j] = s
-                Vxx[j, i] = s
+        e1, e2 = _value(Qx, Qu, Qxx, Qux, Quu, K_fb[t], k_ff[t], exact, Z, Quk, Vx, Vxx)
+        d1 += e1
+        d2 += e2
     return -1, d1, d2
 
 

@@ -8,11 +8,16 @@ forming the tensors: kernels/contraction.py), then a forward pass with backtrack
 alpha = 1, 1/2, ..., 2^-10 accepted on Armijo's condition
 J(alpha) - J <= 1e-4 (alpha d1 + alpha^2 d2) (the expected change). Regularisation of
 Q_uu: x10 on a failed backward pass or line search, /10 on success, within [1e-9, 1e9].
-DDP is safeguarded: where the second-order model is not convex (a Q_uu of the pass not
-positive definite: far from a solution, with large costates) that iteration takes the
-Gauss-Newton step instead of raising the regularisation, which would stall it
-(``history[i]["second_order"]`` says which). Stops when the expected change of a full
-step is below ``tol``.
+DDP is Newton's method: its Hessian has the dynamics' curvature and the cost residuals'
+(Problem.cost_curvature: without the latter, the frame translation's, DDP converged
+linearly and more slowly than iLQR, 18 iterations against 15 on bench (A)'s reach; with
+both, quadratically, in 10). It is safeguarded: where the second-order model is not
+convex (a Q_uu of the pass not positive definite: far from a solution, with large
+costates) that iteration takes iLQR's Gauss-Newton step (Gauss-Newton Hessians of the
+dynamics and the costs) instead of raising the regularisation until Q_uu is (10 to 16
+iterations on the reach against 10, by how far reg may rise; Crocoddyl's SolverDDP
+raises it, but its "DDP" has no dynamics curvature: its Q_uu is Gauss-Newton's, positive
+definite by construction); ``history[i]["second_order"]`` says which. Stops when the expected change of a full step is below ``tol``.
 """
 
 from __future__ import annotations
@@ -178,11 +183,18 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
         t0, c0 = time.perf_counter(), _compiling(jobs)
         Pq, Pv, Pu, _ = prob.dynamics_blocks(q, v, u)
         lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
+        lxx2 = lxx
+        if ddp:
+            H = prob.cost_curvature(q)
+            if H is not None:
+                lxx2 = lxx.copy()
+                lxx2[:, :nv, :nv] += H
         t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
         while True:
-            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
+            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx2 if second else lxx, luu,
+                                         reg, prob.dt, second,
                                          curvature == "costate", empty, empty, empty,
                                          empty, u, prob._lo, prob._hi, k_ff, K_fb,
                                          prob.model.mi, prob.model.mf, q, v, True)
