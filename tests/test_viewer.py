@@ -3,6 +3,7 @@ Chromium (the system's; WebGL on SwiftShader), played trajectories, the exported
 the GIF, and bad input. Geometry loading (URDF visuals, MJCF geoms, package paths,
 missing meshes) needs no browser."""
 
+import io
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ pytest.importorskip("trimesh", reason="rbdiff.viewer needs trimesh: pip install 
 from rbdiff.viewer import Camera, Viewer                    # noqa: E402
 from rbdiff.viewer.browser import HeadlessPage, find_browser  # noqa: E402
 from rbdiff.viewer.geometry import model_parts, resolve_mesh  # noqa: E402
+from PIL import Image                                         # noqa: E402
 
 ORANGE = (255, 100, 0)
 W, H = 320, 240
@@ -29,12 +31,6 @@ def _have_playwright():
     except ImportError:
         return False
     return True
-
-
-needs_browser = pytest.mark.skipif(
-    find_browser() is None or not _have_playwright(),
-    reason="no headless browser: install Chromium (apt-get install chromium; .ci/run "
-           "does) and playwright (the viewer extra)")
 
 
 def _erd_robot(name):
@@ -71,11 +67,22 @@ def _points(model, viewer_frames, q):
     return np.asarray(rbd.frame_placements(model, q))[viewer_frames, :3, 3]
 
 
+@pytest.fixture(scope="module")
+def page():
+    """One headless Chromium for the module (each launch costs seconds)."""
+    if find_browser() is None or not _have_playwright():
+        pytest.skip("no headless browser: install Chromium (apt-get install chromium; "
+                    ".ci/run does) and playwright (the viewer extra)")
+    p = HeadlessPage("about:blank", 640, 480)
+    yield p
+    p.close()
+
+
 @pytest.fixture(scope="module", params=["iiwa14", "solo12"])
-def viewer(request):
+def viewer(request, page):
     model = rbd.load_robot("iiwa14") if request.param == "iiwa14" else \
         _erd_robot(request.param)
-    v = Viewer(model, color=ORANGE, ground=False, shadows=False)
+    v = Viewer(model, color=ORANGE, ground=False, fast=True, browser=page)
     yield v
     v.close()
 
@@ -146,7 +153,7 @@ def test_missing_and_unreadable_mesh_drawn_as_box(tmp_path):
 
 def test_bad_input():
     model = rbd.load_robot("iiwa14")
-    with Viewer(model, ground=False) as v:
+    with Viewer(model, ground=False, fast=True) as v:
         with pytest.raises(ValueError, match=r"\(T, nq\) = \(T, 7\).*\(5, 6\)"):
             v.play(np.zeros((5, 6)), 0.1)
         with pytest.raises(ValueError, match=r"14 columns: pass xs\[:, :7\]"):
@@ -164,7 +171,7 @@ def test_bad_input():
 def test_frames_com_contacts():
     model = rbd.load_robot("iiwa14")
     q = rbd.neutral(model) + 0.3
-    with Viewer(model, ground=False) as v:
+    with Viewer(model, ground=False, fast=True) as v:
         v.display(q)
         v.show_frames(["iiwa_link_ee"])
         v.show_com()
@@ -179,7 +186,6 @@ def test_frames_com_contacts():
         assert v._arrows is None and not v._contact_nodes[0].visible
 
 
-@needs_browser
 def test_robot_drawn_where_kinematics_puts_it(viewer):
     model = viewer.model
     q1, q2 = _configurations(model)
@@ -207,7 +213,6 @@ def test_robot_drawn_where_kinematics_puts_it(viewer):
     assert np.dot(moved, predicted) / (np.linalg.norm(moved) * np.linalg.norm(predicted)) > 0.8
 
 
-@needs_browser
 def test_play_reaches_last_frame(viewer):
     model = viewer.model
     q1, q2 = _configurations(model)
@@ -225,12 +230,11 @@ def test_play_reaches_last_frame(viewer):
     assert (end != _orange(viewer.screenshot(W, H, cam))).sum() > 100
 
 
-@needs_browser
-def test_exported_html_plays_offline(tmp_path):
+def test_exported_html_plays_offline(tmp_path, page):
     model = rbd.load_robot("iiwa14")
     q1, q2 = _configurations(model)
     qs = np.linspace(q1, q2, 4)
-    with Viewer(model, color=ORANGE, ground=False, shadows=False) as v:
+    with Viewer(model, color=ORANGE, ground=False, fast=True) as v:
         cam = v.fit_camera(qs)
         path = v.export_html(tmp_path / "iiwa.html", qs, 0.5)
     html = path.read_text()
@@ -238,31 +242,24 @@ def test_exported_html_plays_offline(tmp_path):
     c = cam
     url = (path.as_uri() + "?initialCameraPosition=" + ",".join(map(str, c.position))
            + "&initialCameraLookAt=" + ",".join(map(str, c.look_at)))
-    with HeadlessPage(url, W, H + 60) as page:   # the network is not used: a file URL
-        def shot(p):
-            p.wait_for_timeout(300)
-            return p.screenshot()
+    def shot(p):
+        p.wait_for_timeout(300)
+        return p.screenshot()
 
-        page.call(lambda p: p.wait_for_selector("canvas", timeout=60000))
-        import io
-
-        from PIL import Image
-        imgs = []
-        for _ in range(5):
-            imgs.append(np.asarray(Image.open(io.BytesIO(page.call(shot))).convert("RGB")))
-        masks = [_orange(i) for i in imgs]
-        assert all(m.sum() > 200 for m in masks[1:]), [m.sum() for m in masks]
-        # it plays: the robot's pixels change from one screenshot to the next
-        assert len({m.tobytes() for m in masks[1:]}) >= 2
+    # a file URL: no server; the page needs nothing from the network
+    page.call(lambda p: (p.goto(url), p.wait_for_selector("canvas", timeout=60000)))
+    imgs = [np.asarray(Image.open(io.BytesIO(page.call(shot))).convert("RGB"))
+            for _ in range(5)]
+    masks = [_orange(i) for i in imgs]
+    assert all(m.sum() > 200 for m in masks[1:]), [m.sum() for m in masks]
+    # it plays: the robot's pixels change from one screenshot to the next
+    assert len({m.tobytes() for m in masks[1:]}) >= 2
 
 
-@needs_browser
-def test_render_gif(tmp_path):
-    from PIL import Image
-
+def test_render_gif(tmp_path, page):
     model = rbd.load_robot("iiwa14")
     q1, q2 = _configurations(model)
-    with Viewer(model, color=ORANGE, ground=False, shadows=False) as v:
+    with Viewer(model, color=ORANGE, ground=False, fast=True, browser=page) as v:
         path = v.render_gif(tmp_path / "a.gif", np.linspace(q1, q2, 3), 0.1, width=160,
                             height=120)
     with Image.open(path) as im:

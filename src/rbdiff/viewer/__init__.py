@@ -100,13 +100,17 @@ class Viewer:
 
     ``color`` (RGB 0-255) paints the whole robot in one colour (two models side by
     side, or a test that looks for the robot's pixels); otherwise each visual keeps its
-    own. ``ground`` draws a 1 m grid on z = 0; ``shadows=False`` renders faster (software
-    WebGL). ``camera``: a :class:`Camera` for the page, the renders and the exported HTML;
-    None fits one to the model at its neutral configuration (:attr:`camera`).
+    own. ``ground`` draws a 1 m grid on z = 0. ``fast=True`` drops shadows and the
+    environment map's lighting (software WebGL, as in a headless browser without a GPU,
+    spends seconds on them). ``camera``: a :class:`Camera` for the page, the renders and
+    the exported HTML; None fits one to the model at its neutral configuration
+    (:attr:`camera`). ``browser``: a :class:`~rbdiff.viewer.browser.HeadlessPage` to
+    render with (one browser for several viewers; it is left open by :meth:`close`);
+    None starts one on the first render.
     """
 
     def __init__(self, model, *, color=None, host="127.0.0.1", port=0, ground=True,
-                 shadows=True, camera=None, verbose=False):
+                 fast=False, camera=None, browser=None, verbose=False):
         import rbdiff as rbd
 
         viser = _viser()
@@ -115,7 +119,10 @@ class Viewer:
         self.server = viser.ViserServer(host=host, port=port, verbose=verbose)
         scene = self.server.scene
         scene.set_up_direction("+z")
-        scene.configure_default_lights(cast_shadow=bool(shadows))
+        shadows = not fast
+        scene.configure_default_lights(cast_shadow=shadows)
+        if fast:
+            scene.configure_environment_map(None)
         self.server.gui.configure_theme(show_logo=False, show_share_button=False)
         parts = model_parts(model, color)
         self._frames = np.array(sorted({p.frame for p in parts}), np.int64)
@@ -128,7 +135,7 @@ class Viewer:
             R, t = p.placement[:3, :3], p.placement[:3, 3]
             scene.add_mesh_simple(f"{slot[p.frame].name}/{j}", p.vertices, p.faces,
                                   color=p.rgb, wxyz=_wxyz(R), position=t,
-                                  cast_shadow=bool(shadows), receive_shadow=bool(shadows))
+                                  cast_shadow=shadows, receive_shadow=shadows)
         if ground:
             scene.add_grid("/ground", width=10.0, height=10.0, plane="xy", cell_size=0.25,
                            section_size=1.0)
@@ -139,17 +146,23 @@ class Viewer:
         self._arrows = None
         self._force_scale = None
         self._page = None
+        self._shared_page = browser
         self._gui = None
         self._lock = threading.RLock()
         self.frame_index = None      # the trajectory knot shown last (play, the slider)
         self._traj = None
         q0 = rbd.neutral(model)
-        self.camera = camera if camera is not None else self.fit_camera(q0)
-        ic = self.server.initial_camera
-        ic.position, ic.look_at, ic.up = self.camera.position, self.camera.look_at, \
-            self.camera.up
-        ic.fov = self.camera.fov
+        self._fast = bool(fast)
+        self._auto_camera = camera is None      # refitted to each trajectory played
+        self._set_camera(camera if camera is not None else self.fit_camera(q0))
         self.display(q0)
+
+    def _set_camera(self, cam):
+        """Make ``cam`` the renders' camera and the page's initial (and Reset View) one."""
+        self.camera = cam
+        ic = self.server.initial_camera
+        ic.position, ic.look_at, ic.up = cam.position, cam.look_at, cam.up
+        ic.fov = cam.fov
 
     # -- where things are ---------------------------------------------------------------
     @property
@@ -345,6 +358,8 @@ class Viewer:
         tr = self._trajectory(traj, dt, problem, contacts, forces)
         oMf = self._frames_of(tr)
         self._traj = (tr, oMf)
+        if self._auto_camera:
+            self._set_camera(self.fit_camera(tr.qs))
         slider = self._time_gui(tr)
 
         def run():
@@ -403,6 +418,8 @@ class Viewer:
         with self._lock:
             if tr is not None:
                 oMf = self._frames_of(tr)
+                if self._auto_camera:
+                    self._set_camera(self.fit_camera(tr.qs))
                 self._show_knot(tr, oMf, 0)
             rec = self.server.get_scene_serializer()
             if tr is not None:
@@ -414,31 +431,51 @@ class Viewer:
         return path
 
     def _browser(self, width, height):
+        """(page, client id): a headless page connected to this viewer, at least width x
+        height CSS pixels."""
         from .browser import HeadlessPage
 
-        if self._page is not None and self._page[1] >= (width, height):
-            return self._page[0]
-        if self._page is not None:
+        size = (max(width, 640), max(height, 480))
+        if self._page is not None and self._page[1][0] >= width and \
+                self._page[1][1] >= height and self._page[2] in self.server.get_clients():
+            return self._page           # (a shared page may have moved to another viewer)
+        own = self._shared_page is None
+        if self._page is not None and self._page[3]:
             self._page[0].close()
-        n = len(self.server.get_clients())
-        page = HeadlessPage(self.url, max(width, 640), max(height, 480))
+        n = set(self.server.get_clients())
+        if own:
+            page = HeadlessPage(self.url, *size)
+        else:
+            page = self._shared_page
+            page.call(lambda p: (p.set_viewport_size({"width": max(size[0], p.viewport_size[
+                "width"]), "height": max(size[1], p.viewport_size["height"])}),
+                p.goto(self.url)))
         deadline = time.time() + 60
-        while len(self.server.get_clients()) <= n:
+        while not set(self.server.get_clients()) - n:
             if time.time() > deadline:
-                page.close()
+                if own:
+                    page.close()
                 raise RuntimeError("the headless page did not connect to the viewer")
-            time.sleep(0.05)
-        self._page = (page, (max(width, 640), max(height, 480)),
-                      max(self.server.get_clients()))
-        return page
+            time.sleep(0.02)
+        self._page = (page, size, max(set(self.server.get_clients()) - n), own)
+        if not self._fast:      # the environment map loads after the scene: wait for it
+            client = self.server.get_clients()[self._page[2]]
+            last, deadline = None, time.time() + 60
+            while time.time() < deadline:
+                img = client.get_render(60, 80, transport_format="png", timeout=60)
+                if last is not None and np.array_equal(img, last):
+                    break
+                last = img
+                time.sleep(0.5)
+        return self._page
 
     def screenshot(self, width=640, height=480, camera=None):
         """An image (height, width, 3) uint8 of the scene as it is, rendered by a
         headless Chromium (started on first use, kept until :meth:`close`) through
         ``camera`` (default :attr:`camera`)."""
-        self._browser(width, height)
+        _page, _size, cid, _own = self._browser(width, height)
         cam = self.camera if camera is None else camera
-        client = self.server.get_clients()[self._page[2]]
+        client = self.server.get_clients()[cid]
         img = client.get_render(int(height), int(width), wxyz=_wxyz(cam.rotation()),
                                 position=np.asarray(cam.position, dtype=float),
                                 fov=float(cam.fov), transport_format="png", timeout=60)
@@ -460,7 +497,8 @@ class Viewer:
         if path.suffix.lower() != ".gif":
             raise ValueError(f"render_gif writes a .gif, got {path.name!r}")
         tr = self._trajectory(traj, dt, problem, contacts, forces)
-        cam = camera if camera is not None else self.fit_camera(tr.qs)
+        cam = camera if camera is not None else \
+            self.fit_camera(tr.qs) if self._auto_camera else self.camera
         oMf = self._frames_of(tr)
         stride = max(1, int(math.ceil(1.0 / (fps * tr.dt))))
         knots = list(range(0, len(tr.qs), stride))
@@ -478,9 +516,9 @@ class Viewer:
 
     def close(self):
         """Stop the server and the headless browser, if one was started."""
-        if self._page is not None:
+        if self._page is not None and self._page[3]:
             self._page[0].close()
-            self._page = None
+        self._page = None
         self.server.stop()
 
     def __enter__(self):
