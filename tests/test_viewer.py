@@ -264,3 +264,34 @@ def test_render_gif(tmp_path, page):
                             height=120)
     with Image.open(path) as im:
         assert im.n_frames == 3 and im.size == (160, 120)
+
+
+def test_result_contact_forces_played():
+    """A trajopt Result with its Problem: each knot's forces become world-frame arrows on
+    its contact frames ("local" forces rotated by the frame, world-aligned ones as they
+    are), NaN off contact; xs (T+1, nq+nv) gives the configurations."""
+    from types import SimpleNamespace
+
+    model = rbd.load_robot("iiwa14")
+    nq = model.nq
+    ee, local = rbd.Contact("iiwa_link_ee"), rbd.Contact("iiwa_link_7",
+                                                         reference="local_world_aligned")
+    prob = SimpleNamespace(dt=0.01, knot_contacts=[(ee, local), (local,), ()])
+    xs = np.zeros((4, 2 * nq))
+    xs[:, :nq] = np.linspace(0.0, 0.5, 4)[:, None]
+    forces = np.array([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, 0, 0, 0],
+                       np.zeros(6)])
+    res = SimpleNamespace(xs=xs, forces=forces)
+    with Viewer(model, ground=False, fast=True) as v:
+        v.play(res, problem=prob)
+        tr = v._traj[0]
+        k_ee, k7 = model.get_frame_id("iiwa_link_ee"), model.get_frame_id("iiwa_link_7")
+        assert tr.contact_frames == (k_ee, k7) and tr.forces.shape == (4, 2, 3)
+        R = np.asarray(rbd.frame_placement(model, xs[0, :nq], k_ee))[:3, :3]
+        np.testing.assert_allclose(tr.forces[0, 0], R @ [1.0, 2.0, 3.0])
+        np.testing.assert_allclose(tr.forces[0, 1], [4.0, 5.0, 6.0])
+        np.testing.assert_allclose(tr.forces[1, 1], [7.0, 8.0, 9.0])
+        assert np.isnan(tr.forces[1, 0]).all() and np.isnan(tr.forces[2:]).all()
+        assert v.frame_index == 3 and v._arrows is None     # no contact at the last knot
+        with pytest.raises(ValueError, match="dt or problem="):
+            v.play(res)

@@ -15,9 +15,9 @@ Built on viser (``pip install 'rbdiff[viewer]'``), chosen over meshcat because:
   any browser with no server or network, with a time slider, pause and speed controls;
   meshcat's static HTML has no timeline of its own beyond its animation player;
 - trajectory playback: a live time slider and play button are GUI widgets of the page;
-- notebooks: ``viz.server.scene`` / ``viz.show()`` embed the page in Jupyter; the
-  headless renders run the browser in a thread of their own, so they work inside a
-  kernel's asyncio loop;
+- notebooks: ``viz.show()`` embeds the live page in Jupyter (an IFrame), and the
+  exported HTML plays in one; the headless renders run the browser in a thread of their
+  own, so they work inside a kernel's asyncio loop;
 - maintenance: viser is released often (1.x, 2026) with a typed Python API; meshcat-python
   had its last release (0.3.2) in 2021 and needs a ZMQ server process.
 
@@ -29,6 +29,8 @@ capsules between its joint frames (:mod:`rbdiff.viewer.geometry`). Poses come fr
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import threading
 import time
@@ -82,6 +84,11 @@ class Camera:
         return uv, p[:, 2]
 
 
+def _quiet(on):
+    """Silence stdout (viser's rich prints) while ``on``."""
+    return contextlib.redirect_stdout(io.StringIO()) if on else contextlib.nullcontext()
+
+
 def _wxyz(R):
     """Quaternions (..., 4) [w, x, y, z] of rotations (..., 3, 3)."""
     return np.asarray(_viser().transforms.SO3.from_matrix(R).wxyz)
@@ -116,7 +123,9 @@ class Viewer:
         viser = _viser()
         self.model = model
         self._rbd = rbd
-        self.server = viser.ViserServer(host=host, port=port, verbose=verbose)
+        with _quiet(not verbose):       # viser prints a banner whatever its verbose says
+            self.server = viser.ViserServer(host=host, port=port, verbose=verbose)
+        self._verbose = verbose
         scene = self.server.scene
         scene.set_up_direction("+z")
         shadows = not fast
@@ -172,6 +181,20 @@ class Viewer:
         return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:" \
                f"{self.server.get_port()}"
 
+    def show(self, height=480):
+        """Open the live page: inline in a Jupyter notebook (an IFrame of :attr:`url`,
+        ``height`` pixels), else in the default web browser."""
+        try:
+            from IPython import get_ipython
+            from IPython.display import IFrame, display
+            if get_ipython() is not None:
+                display(IFrame(self.url, width="100%", height=int(height)))
+                return
+        except ImportError:
+            pass
+        import webbrowser
+        webbrowser.open(self.url)
+
     def fit_camera(self, qs):
         """A :class:`Camera` that sees the robot's frames at configuration ``qs`` (nq,),
         or over a trajectory (T, nq), from the front left, slightly above."""
@@ -185,7 +208,7 @@ class Viewer:
         fov = math.radians(45.0)
         d = np.array([1.0, -1.3, 0.6])
         d /= np.linalg.norm(d)
-        eye = c + d * 1.15 * r / math.sin(0.5 * fov)
+        eye = c + d * 0.95 * r / math.sin(0.5 * fov)
         return Camera(tuple(map(float, eye)), tuple(map(float, c)), (0.0, 0.0, 1.0), fov)
 
     def _check_q(self, q):
@@ -486,11 +509,11 @@ class Viewer:
         return np.round(rgb).astype(np.uint8)
 
     def render_gif(self, path, traj, dt=None, *, problem=None, contacts=None, forces=None,
-                   width=480, height=360, camera=None, fps=25):
+                   width=480, height=360, camera=None, fps=25, speed=1.0):
         """Render ``traj`` (as :meth:`play` takes it) to an animated GIF at ``path``
-        through a headless Chromium, at most ``fps`` frames a second of trajectory time
-        (knots are skipped evenly above it), real-time speed. ``camera`` None: one fitted
-        to the whole trajectory. Returns the Path."""
+        through a headless Chromium, at most ``fps`` frames a second (knots are skipped
+        evenly above it), at ``speed`` times real time (0.5: slow motion), looping.
+        ``camera`` None: one fitted to the whole trajectory. Returns the Path."""
         from PIL import Image
 
         path = Path(path)
@@ -500,7 +523,7 @@ class Viewer:
         cam = camera if camera is not None else \
             self.fit_camera(tr.qs) if self._auto_camera else self.camera
         oMf = self._frames_of(tr)
-        stride = max(1, int(math.ceil(1.0 / (fps * tr.dt))))
+        stride = max(1, int(math.ceil(speed / (fps * tr.dt))))
         knots = list(range(0, len(tr.qs), stride))
         if knots[-1] != len(tr.qs) - 1:
             knots.append(len(tr.qs) - 1)
@@ -509,7 +532,7 @@ class Viewer:
             with self._lock:
                 self._show_knot(tr, oMf, k)
             images.append(Image.fromarray(self.screenshot(width, height, cam)))
-        ms = max(20, int(round(1000 * stride * tr.dt)))
+        ms = max(20, int(round(1000 * stride * tr.dt / speed)))
         images[0].save(path, save_all=True, append_images=images[1:], duration=ms, loop=0,
                        optimize=True)
         return path
@@ -519,7 +542,8 @@ class Viewer:
         if self._page is not None and self._page[3]:
             self._page[0].close()
         self._page = None
-        self.server.stop()
+        with _quiet(not self._verbose):
+            self.server.stop()
 
     def __enter__(self):
         return self
