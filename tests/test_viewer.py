@@ -256,14 +256,13 @@ def test_exported_html_plays_offline(tmp_path, page):
     assert len({m.tobytes() for m in masks[1:]}) >= 2
 
 
-def test_render_gif(tmp_path, page):
-    model = rbd.load_robot("iiwa14")
-    q1, q2 = _configurations(model)
-    with Viewer(model, color=ORANGE, ground=False, fast=True, browser=page) as v:
-        path = v.render_gif(tmp_path / "a.gif", np.linspace(q1, q2, 3), 0.1, width=160,
-                            height=120)
+def test_render_gif(tmp_path, viewer):
+    q1, q2 = _configurations(viewer.model)
+    path = viewer.render_gif(tmp_path / "a.gif", np.stack([q1, q2, q1]), 0.1, width=160,
+                             height=120)
     with Image.open(path) as im:
         assert im.n_frames == 3 and im.size == (160, 120)
+        assert im.info["duration"] == 100          # ms: real time
 
 
 def test_result_contact_forces_played():
