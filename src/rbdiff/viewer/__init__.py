@@ -158,6 +158,7 @@ class Viewer:
         self._shared_page = browser
         self._gui = None
         self._lock = threading.RLock()
+        self._playing = threading.Lock()
         self.frame_index = None      # the trajectory knot shown last (play, the slider)
         self._traj = None
         q0 = rbd.neutral(model)
@@ -383,19 +384,31 @@ class Viewer:
         self._traj = (tr, oMf)
         if self._auto_camera:
             self._set_camera(self.fit_camera(tr.qs))
-        slider = self._time_gui(tr)
+        self._time_gui(tr)
+        self._animate(speed, block)
+
+    def _animate(self, speed, block):
+        """Show the current trajectory's knots in real time (/ ``speed``), moving the
+        page's slider along; one animation at a time."""
+        tr, oMf = self._traj
+        slider = self._gui[0]
+        if not self._playing.acquire(blocking=block):
+            return                      # already playing (the page's button, twice)
 
         def run():
-            t0 = time.perf_counter()
-            for k in range(len(tr.qs)):
-                wait = t0 + k * tr.dt / speed - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-                with self._lock:
-                    self._show_knot(tr, oMf, k)
-                    self._gui_busy = True
-                    slider.value = k
-                    self._gui_busy = False
+            try:
+                t0 = time.perf_counter()
+                for k in range(len(tr.qs)):
+                    wait = t0 + k * tr.dt / speed - time.perf_counter()
+                    if wait > 0:
+                        time.sleep(wait)
+                    with self._lock:
+                        self._show_knot(tr, oMf, k)
+                        self._gui_busy = True
+                        slider.value = k
+                        self._gui_busy = False
+            finally:
+                self._playing.release()
 
         if block:
             run()
@@ -424,11 +437,7 @@ class Viewer:
 
         @button.on_click
         def _(_event):
-            trj, _o = self._traj
-            self.play(trj.qs, trj.dt, contacts=trj.contact_frames, forces=trj.forces,
-                      block=False)
-
-        return slider
+            self._animate(1.0, block=False)
 
     # -- sharing ----------------------------------------------------------------------
     def export_html(self, path, traj=None, dt=None, *, problem=None, contacts=None,
