@@ -16,7 +16,7 @@ viser = pytest.importorskip("viser", reason="rbdiff.viewer needs viser: pip inst
 pytest.importorskip("trimesh", reason="rbdiff.viewer needs trimesh: pip install "
                     "'rbdiff[viewer]'")
 
-from rbdiff.viewer import Camera, Viewer                    # noqa: E402
+from rbdiff.viewer import Viewer                            # noqa: E402
 from rbdiff.viewer.browser import HeadlessPage, find_browser  # noqa: E402
 from rbdiff.viewer.geometry import model_parts, resolve_mesh  # noqa: E402
 from PIL import Image                                         # noqa: E402

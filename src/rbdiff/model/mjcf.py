@@ -235,8 +235,8 @@ def _visual(m, g, frame):
         kw = dict(vertices=m.mesh_vert[v0:v0 + nv], faces=m.mesh_face[f0:f0 + nf])
     else:                       # height field, SDF
         return None
-    return Visual(_mujoco_name(m, "geom", g), frame, _pose(m.geom_pos[g], m.geom_quat[g]), shape, size,
-                  tuple(rgba), **kw)
+    return Visual(_mujoco_name(m, "geom", g), frame, _pose(m.geom_pos[g], m.geom_quat[g]),
+                  shape, size, tuple(rgba), **kw)
 
 
 def _mujoco_name(m, kind, i):
