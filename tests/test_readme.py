@@ -105,6 +105,7 @@ EXTRAS = {
     "rbdiff.dask": ("distributed", "dask"),
     "mujoco": ("mujoco", "mujoco"), "rbdiff.mujoco": ("mujoco", "mujoco"),
     "gymnasium": ("gymnasium", "gymnasium (MuJoCo assets)"),
+    "rbdiff.viewer": ("viser", "viewer"),
 }
 
 

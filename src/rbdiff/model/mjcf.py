@@ -26,6 +26,10 @@ kinematic tree maps one to one:
   ``model.armature_world`` (the linear armature then adds armature (w x v_lin) to the
   body-frame linear torques; kernels/armature.py), and their three linear armatures must
   be equal (MuJoCo's compiler makes them so; a hand-edited ``dof_armature`` is refused).
+- The geoms MuJoCo's viewer shows by default (groups 0-2, not fully transparent) are
+  ``model.visuals`` on their body's BODY frame, as compiled (sizes, poses, a material's
+  colour, mesh vertices and faces); height fields and SDFs are left out, a plane is a
+  thin box (20 m wide where it is infinite).
 
 Configurations differ only where MuJoCo's conventions differ from Pinocchio's
 (``model.mujoco_map``, used by rbdiff.mujoco): a hinge or slide rotates or slides by
@@ -46,6 +50,7 @@ from . import layout as L
 from .configuration import quat_to_rot
 from .model import FrameType, Model, ModelBuilder
 from .urdf import xml_source
+from .visuals import Visual
 
 _EXTRA = "pip install 'rbdiff[mujoco]'"
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3          # mujoco.mjtJoint values
@@ -142,6 +147,10 @@ def from_mujoco(mj_model, allow_singular=False) -> Model:
         b.add_frame(names["site"][s], int(joint_of[k]),
                     in_joint[k] @ _pose(m.site_pos[s], m.site_quat[s]),
                     FrameType.OP_FRAME, body_frame[k])
+    for g in range(m.ngeom):
+        vis = _visual(m, g, body_frame[int(m.geom_bodyid[g])])
+        if vis is not None:
+            b.add_visual(vis)
     model = b.build(allow_singular=allow_singular)
     if not (np.array_equal(model.idx_q[1:], m.jnt_qposadr)
             and np.array_equal(model.idx_v[1:], m.jnt_dofadr)):
@@ -194,6 +203,47 @@ def _add_body(b, m, k, j, T, name, parent_frame):
     b.append_body(j, float(m.body_mass[k]), np.array(m.body_ipos[k], dtype=float),
                   inertia, placement=T)
     return b.add_frame(name, j, T, FrameType.BODY, parent_frame)
+
+
+_PLANE, _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX, _MESH = 0, 2, 3, 4, 5, 6, 7
+
+
+def _visual(m, g, frame):
+    """Geom g as a Visual on its body's BODY frame ``frame``, or None for a geom MuJoCo's
+    viewer hides by default (group 3 and up, alpha 0) or one rbdiff can't draw."""
+    matid = int(m.geom_matid[g])
+    rgba = np.array(m.mat_rgba[matid] if matid >= 0 else m.geom_rgba[g], dtype=float)
+    t, size = int(m.geom_type[g]), np.array(m.geom_size[g], dtype=float)
+    if m.geom_group[g] > 2 or rgba[3] == 0.0:
+        return None
+    kw = {}
+    if t == _PLANE:             # size: half extents, 0 for an infinite plane
+        shape, size = "box", [2 * size[0] or 20.0, 2 * size[1] or 20.0, 1e-3]
+    elif t == _SPHERE:
+        shape, size = "sphere", size[:1]
+    elif t in (_CAPSULE, _CYLINDER):
+        shape, size = ("capsule" if t == _CAPSULE else "cylinder"), [size[0], 2 * size[1]]
+    elif t == _ELLIPSOID:
+        shape = "ellipsoid"
+    elif t == _BOX:
+        shape, size = "box", 2 * size
+    elif t == _MESH:
+        k = int(m.geom_dataid[g])
+        v0, nv = int(m.mesh_vertadr[k]), int(m.mesh_vertnum[k])
+        f0, nf = int(m.mesh_faceadr[k]), int(m.mesh_facenum[k])
+        shape, size = "mesh", [1.0, 1.0, 1.0]
+        kw = dict(vertices=m.mesh_vert[v0:v0 + nv], faces=m.mesh_face[f0:f0 + nf])
+    else:                       # height field, SDF
+        return None
+    return Visual(_mujoco_name(m, "geom", g), frame, _pose(m.geom_pos[g], m.geom_quat[g]),
+                  shape, size, tuple(rgba), **kw)
+
+
+def _mujoco_name(m, kind, i):
+    """MuJoCo's name of object ``i`` of ``kind``, or ``<kind><i>`` when it has none."""
+    mujoco = _import_mujoco()
+    obj = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+    return mujoco.mj_id2name(m, obj, i) or f"{kind}{i}"
 
 
 def _names(mujoco, m, kind, n):

@@ -192,13 +192,16 @@ class Model:
     ``reference_configurations`` (a read-only mapping name -> q (nq,), Pinocchio's
     ``model.referenceConfigurations``: an SRDF's group states such as "standing" or
     "half_sitting"; empty unless the model came with them, as ``load_robot``'s do);
+    ``visuals`` (a tuple of :class:`~rbdiff.model.visuals.Visual`: the URDF's ``<visual>``
+    elements or MuJoCo's visible geoms, each on a frame; empty for a model built by hand;
+    only rbdiff.viewer reads them);
     ``mi``/``mf``, the packed arrays the kernels read, and ``frame_parents``/``frame_mf``,
     the frames packed likewise (see ``layout``).
     """
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
                  frames, gravity, lower, upper, armature=None, armature_world=None,
-                 reference_configurations=None):
+                 reference_configurations=None, visuals=None):
         n = len(names) - 1                 # moving joints
         self.njoints = n + 1               # Pinocchio's: the universe counts
         self.names = tuple(names)
@@ -234,6 +237,11 @@ class Model:
         self.lower_limits = _readonly(lower)
         self.upper_limits = _readonly(upper)
         self.frames = tuple(frames)
+        self.visuals = tuple(visuals or ())
+        for vis in self.visuals:
+            if not 0 <= vis.frame < len(self.frames):
+                raise ValueError(f"visual {vis.name!r}: frame {vis.frame} is not one of "
+                                 f"the model's {len(self.frames)} frames")
         self._frame_index = {}       # name -> first frame with that name
         for k, f in enumerate(self.frames):
             self._frame_index.setdefault(f.name, k)
@@ -405,7 +413,8 @@ class Model:
                     coms=self.coms, inertias=self.inertias, frames=self.frames,
                     gravity=self.gravity, lower=self.lower_limits, upper=self.upper_limits,
                     armature=self.armature, armature_world=self.armature_world,
-                    reference_configurations=self._reference_configurations)
+                    reference_configurations=self._reference_configurations,
+                    visuals=self.visuals)
         args.update(changes)
         return Model(**args)._freeze()
 
@@ -488,6 +497,7 @@ class ModelBuilder:
         self._upper = []
         self._frames = []
         self._frame_keys = {}       # (name, type) -> index in _frames
+        self._visuals = []
         self._append_frame(Frame("universe", 0, np.eye(4), FrameType.FIXED_JOINT, 0))
 
     @property
@@ -605,6 +615,14 @@ class ModelBuilder:
         return self._append_frame(Frame(name, joint, _placement(placement), ftype,
                                         int(parent_frame)))
 
+    def add_visual(self, visual):
+        """Attach a :class:`~rbdiff.model.visuals.Visual` (its ``frame`` an index of a
+        frame added so far) to the model being built."""
+        if not 0 <= visual.frame < self.nframes:
+            raise ValueError(f"visual {visual.name!r}: frame {visual.frame} is not an "
+                             "existing frame")
+        self._visuals.append(visual)
+
     def _append_frame(self, frame):
         self._frame_keys[(frame.name, frame.type)] = len(self._frames)
         self._frames.append(frame)
@@ -660,7 +678,7 @@ class ModelBuilder:
                      np.array([b[2] for b in self._bodies]), frames, self.gravity,
                      lower, upper,
                      np.concatenate(self._armature) if n else np.zeros(0),
-                     self._armature_world)._freeze()
+                     self._armature_world, visuals=self._visuals)._freeze()
         return check_singular(model, allow_singular)
 
 

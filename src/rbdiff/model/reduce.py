@@ -15,6 +15,7 @@ import numpy as np
 from . import layout as L
 from .configuration import quat_to_rot
 from .model import Frame, FrameType, Model, combine_inertias
+from .visuals import remap_visuals
 
 
 def _rotation(axis, c, s):
@@ -175,4 +176,4 @@ def reduced_model(model, joints_to_lock, q_ref=None):
                  np.concatenate(red.lower) if n else np.zeros(0),
                  np.concatenate(red.upper) if n else np.zeros(0),
                  np.concatenate(red.armature) if n else np.zeros(0), red.armature_world,
-                 refs)._freeze()
+                 refs, remap_visuals(model.visuals, model.frames, red.frames))._freeze()

@@ -176,7 +176,15 @@ def load_robot(name, floating_base=None, allow_singular=False) -> Model:
                              f"it builds {'with' if free_flyer else 'without'} a free "
                              f"flyer; floating_base={floating_base} is not available")
         from .from_pinocchio import from_pinocchio
-        return from_pinocchio(cls().robot.model, allow_singular=allow_singular)
+        from .visuals import remap_visuals
+        model = from_pinocchio(cls().robot.model, allow_singular=allow_singular)
+        # the loader's model keeps the URDF's frame names: its links' visuals follow them
+        # (a URDF rbdiff's parser refuses leaves the loader's model without visuals)
+        try:
+            urdf = load_urdf(path, floating_base=free_flyer, allow_singular=True)
+        except ValueError:
+            return model
+        return model._copy(visuals=remap_visuals(urdf.visuals, urdf.frames, model.frames))
     model = load_urdf(path, floating_base=floating, allow_singular=allow_singular)
     srdf = srdf_path(name)
     if srdf is None:

@@ -10,6 +10,11 @@ base the "root_joint" JOINT frame, then depth first as the joints are numbered, 
 URDF joint its frame (JOINT for a moving joint, FIXED_JOINT at the child link's origin
 for a fixed one) followed by the child link's BODY frame; the root link's BODY frame
 comes first. A link and a joint may share a name (different types).
+
+Each link's ``<visual>`` elements (box, cylinder, sphere, mesh; a material's colour given
+inline or by name at the robot level) are kept in ``model.visuals`` on the link's BODY
+frame, mesh file names as written (rbdiff.viewer resolves and loads them); collision
+geometry is not read.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .model import FrameType, Model, ModelBuilder, check_inertia, combine_inertias
+from .visuals import Visual
 from .warn import warn_user
 
 _MOVING = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
@@ -37,6 +43,7 @@ class _Link:
     inertial: tuple | None          # (mass, com, inertia about com, in the link frame)
     child_joints: list = field(default_factory=list)
     parent_joint: str | None = None
+    visuals: list = field(default_factory=list)     # (origin, shape, size, rgba, filename)
 
 
 @dataclass
@@ -70,7 +77,9 @@ def load_urdf(path_or_xml, floating_base=False, allow_singular=False, strict=Fal
     Raises ValueError for malformed or unsupported input, FileNotFoundError for a
     missing file.
     """
-    links, joints, root = _read_tree(_parse_xml(path_or_xml, strict))
+    robot, path = _parse_xml(path_or_xml, strict)
+    links, joints, root = _read_tree(robot)
+    base_dir = None if path is None else str(path.resolve().parent)
     b = ModelBuilder(strict=strict)
     top = b.add_joint(0, "free_flyer", "root_joint") if floating_base else 0
     jnames = ["universe"] + (["root_joint"] if floating_base else [])
@@ -99,6 +108,8 @@ def load_urdf(path_or_xml, floating_base=False, allow_singular=False, strict=Fal
             R, p = T[:3, :3], T[:3, 3]
             bodies.setdefault(j, []).append((lname, m, R @ c + p, R @ I @ R.T))
         body = b.add_frame(lname, j, T, FrameType.BODY, pf)
+        for origin, shape, size, rgba, filename in links[lname].visuals:
+            b.add_visual(Visual(lname, body, origin, shape, size, rgba, filename, base_dir))
         for jn in reversed(links[lname].child_joints):
             stack.append((joints[jn], joints[jn].child, j, T, body))
     if len(visited) != len(links):
@@ -175,19 +186,21 @@ def _parse_xml(src, strict=True):
             raise ValueError(f"URDF file {str(path)!r} is not valid XML: {e}") from None
     if root.tag != "robot":
         raise ValueError(f"URDF root element must be <robot>, got <{root.tag}>")
-    return root
+    return root, path
 
 
 def _read_tree(robot):
     """Links and joints by name, child joints sorted by name, and the root link."""
     links = {}
+    materials = {m.get("name"): _read_rgba(m, None) for m in robot.findall("material")}
     for el in robot.findall("link"):
         name = el.get("name")
         if not name:
             raise ValueError("a <link> has no name attribute")
         if name in links:
             raise ValueError(f"link {name!r} is defined twice")
-        links[name] = _Link(name, _read_inertial(el, name))
+        links[name] = _Link(name, _read_inertial(el, name),
+                            visuals=_read_visuals(el, name, materials))
     joints = {}
     for el in robot.findall("joint"):
         jt = _read_joint(el)
@@ -274,6 +287,52 @@ def _read_inertial(link_el, name):
         raise ValueError(f"{where}: mass must be non-negative, got {mass}")
     R = T[:3, :3]
     return mass, T[:3, 3].copy(), R @ I @ R.T
+
+
+def _read_visuals(link_el, name, materials):
+    """The link's <visual> elements as (origin 4x4, shape, size, rgba or None, mesh file
+    name or None); an unknown geometry is skipped with a warning naming the link."""
+    out = []
+    for k, el in enumerate(link_el.findall("visual")):
+        where = f"link {name!r} visual {k}"
+        geom = el.find("geometry")
+        shape = None if geom is None or len(geom) == 0 else geom[0]
+        if shape is None or shape.tag not in ("box", "cylinder", "sphere", "mesh"):
+            warn_user(f"{where}: no box, cylinder, sphere or mesh geometry; not drawn")
+            continue
+        filename = None
+        if shape.tag == "box":
+            size = _vec(shape.get("size"), where, "box size", np.zeros(3))
+        elif shape.tag == "cylinder":
+            size = [_num(shape.get("radius"), where, "cylinder radius"),
+                    _num(shape.get("length"), where, "cylinder length")]
+        elif shape.tag == "sphere":
+            size = [_num(shape.get("radius"), where, "sphere radius")]
+        else:
+            filename = shape.get("filename")
+            if not filename:
+                raise ValueError(f"{where}: <mesh> has no filename")
+            size = _vec(shape.get("scale"), where, "mesh scale", np.ones(3))
+        mat = el.find("material")
+        rgba = None
+        if mat is not None:
+            rgba = _read_rgba(mat, where) or materials.get(mat.get("name"))
+        out.append((_read_origin(el.find("origin"), where), "mesh" if filename else
+                    shape.tag, size, rgba, filename))
+    return out
+
+
+def _read_rgba(material_el, where):
+    """A <material>'s <color rgba> as 4 floats, or None when it has none (a texture, or
+    a reference to a robot-level material)."""
+    c = material_el.find("color")
+    if c is None or c.get("rgba") is None:
+        return None
+    parts = c.get("rgba").split()
+    if len(parts) != 4:
+        raise ValueError(f"{where or 'material ' + repr(material_el.get('name'))}: color "
+                         f"rgba needs 4 numbers, got {c.get('rgba')!r}")
+    return tuple(_num(p, where, "color rgba") for p in parts)
 
 
 def _read_origin(el, where):
