@@ -58,3 +58,41 @@ def test_parallel_entries_call_the_cached_serial_twin_by_address(tmp_path):
     # address there (cpu.twin._resolve): same results
     second = _run(tmp_path, "parallel only")
     assert second["equal"] and not second["compiled"]
+
+
+def test_a_twins_exception_reaches_its_caller():
+    # an entry's refusal (a ValueError with a cpu.checks code) raised inside a call by
+    # address propagates out of the caller, as from a linked call (trajopt's rollout
+    # relies on it); twin_later compiles on the first run and behaves the same
+    import numba
+    import numpy as np
+    import pytest
+    import rbdiff as rbd
+    from rbdiff.cpu.scratch import single_call_scratch
+    from rbdiff.cpu.single import aba_one
+    from rbdiff.cpu.twin import twin, twin_later
+
+    @numba.njit
+    def now(mi, mf, q, v, tau, ws, qdd):
+        twin(aba_one, (mi, mf, q, v, tau, None, ws, qdd))
+
+    @numba.njit
+    def later(mi, mf, q, v, tau, ws, qdd):
+        twin_later(aba_one, (mi, mf, q, v, tau, None, ws, qdd))
+
+    m = rbd.models.random_tree(5, 2, floating_base=True)
+    rng = np.random.default_rng(1)
+    q = rbd.random_configuration(m, rng)
+    v, tau = rng.normal(size=m.nv), rng.normal(size=m.nv)
+    ws = single_call_scratch(m.njoints, m.nv, np.float64, False)[0]
+    for fn in (now, later):
+        qdd = np.empty(m.nv)
+        fn(m.mi, m.mf, q, v, tau, ws, qdd)
+        np.testing.assert_array_equal(qdd, rbd.aba(m, q, v, tau))
+        bad = q.copy()
+        bad[0] = np.nan
+        with pytest.raises(ValueError) as caught:
+            fn(m.mi, m.mf, bad, v, tau, ws, qdd)
+        with pytest.raises(ValueError) as direct:
+            aba_one(m.mi, m.mf, bad, v, tau, None, ws, qdd)
+        assert str(caught.value) == str(direct.value)

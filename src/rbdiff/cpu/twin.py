@@ -1,4 +1,7 @@
-"""Parallel batch entries call their serial twin by address: ``twin(aba_batch, args)``.
+"""Compiled code calls rbdiff's entries by address: ``twin(aba_batch, args)``.
+
+Parallel batch entries call their serial twin this way, and trajopt's rollout the single
+entries (``twin_later`` for those a problem may never reach: compiled on first use).
 
 A parallel entry that called ``aba_batch`` directly would link it: Numba types the
 twin's whole call tree again (when the twin came from the cache) and LLVM optimises it
@@ -74,9 +77,12 @@ def _resolve(key, n):
     try:
         addr = _ADDRESS.get(data)
         if addr is None:
-            module, name, sig = pickle.loads(data)
-            addr = _ADDRESS[data] = _address(getattr(importlib.import_module(module), name),
-                                             sig)
+            module, name, sig, rtype = pickle.loads(data)
+            dispatcher = getattr(importlib.import_module(module), name)
+            addr = _address(dispatcher, sig)
+            if rtype is not None and dispatcher.overloads[sig].signature.return_type != rtype:
+                return 0             # twin_later's caller assumed another return type
+            _ADDRESS[data] = addr
         return addr
     except Exception:        # noqa: BLE001 -- an exception cannot cross into compiled code
         return 0
@@ -85,18 +91,21 @@ def _resolve(key, n):
 ll.add_symbol(RESOLVE_SYMBOL, ctypes.cast(_resolve, ctypes.c_void_p).value)
 
 
-@intrinsic
-def twin(typingctx, fn, args):
-    """``fn(*args)`` for a compiled entry ``fn`` (a global dispatcher), called by
-    address instead of linked; returns what ``fn`` returns, raises what it raises."""
+def _typing(fn, args, eager):
+    """(return type, codegen) of a call of entry ``fn`` on ``args`` by address: compiled
+    now (``eager``: its return type read off the compiled entry) or on the first call
+    (then it must return nothing)."""
     if not isinstance(fn, types.Dispatcher) or not isinstance(args, types.BaseTuple):
         raise errors.TypingError("twin(fn, args): fn a compiled entry, args a tuple")
     dispatcher = fn.dispatcher
     sig = variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
-    dispatcher.compile(sig)
-    rtype = dispatcher.overloads[sig].signature.return_type
+    if eager:
+        dispatcher.compile(sig)
+        rtype = dispatcher.overloads[sig].signature.return_type
+    else:
+        rtype = types.none
     py = dispatcher.py_func
-    key = pickle.dumps((py.__module__, py.__qualname__, sig))
+    key = pickle.dumps((py.__module__, py.__qualname__, sig, None if eager else rtype))
 
     def codegen(context, builder, signature, cargs):
         mod = builder.module
@@ -118,8 +127,8 @@ def twin(typingctx, fn, args):
                                           i64(len(key))])
             with builder.if_then(cgutils.is_null(builder, addr), likely=False):
                 context.call_conv.return_user_exc(
-                    builder, RuntimeError,
-                    (f"rbdiff: no compiled {py.__qualname__} for a parallel entry",))
+                    builder, RuntimeError, (f"rbdiff: {py.__qualname__} could not be "
+                                            "compiled or loaded for a call by address",))
             builder.store(addr, cell)
         fnty = context.call_conv.get_function_type(rtype, sig)
         fptr = builder.inttoptr(builder.load(cell), fnty.as_pointer())
@@ -132,6 +141,23 @@ def twin(typingctx, fn, args):
     return rtype(fn, args), codegen
 
 
+@intrinsic
+def twin(typingctx, fn, args):
+    """``fn(*args)`` for a compiled entry ``fn`` (a global dispatcher), called by
+    address instead of linked; returns what ``fn`` returns, raises what it raises."""
+    return _typing(fn, args, True)
+
+
+@intrinsic
+def twin_later(typingctx, fn, args):
+    """:func:`twin` for an entry that returns nothing and that a caller may never reach
+    (trajopt's rollout on a problem without contacts): it compiles (or loads) on the
+    call's first run, not when the caller compiles."""
+    return _typing(fn, args, False)
+
+
 if config.DISABLE_JIT:       # plain Python (bench/fixed_point.py): an ordinary call
     def twin(fn, args):      # noqa: F811
         return fn(*args)
+
+    twin_later = twin

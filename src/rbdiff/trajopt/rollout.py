@@ -10,7 +10,10 @@
     x_next = (q', v')
 
 on rbdiff's own compiled entries (cpu/single.py, cpu/contacts.py), so a trial costs no
-Python per knot. (-) is the manifold difference (difference_one: free flyers and
+Python per knot. It calls them by address (cpu/twin.py), not linked into its own code:
+the contact and impulse entries compile on a first contact or impulse knot (twin_later),
+so a problem without contacts never compiles them (they made this rollout's first
+compile 14 s instead of a few). (-) is the manifold difference (difference_one: free flyers and
 spherical joints included). ``feedback`` False drops the K term (an open-loop rollout
 of the controls); ``shoot`` evaluates every knot at the given states x_bar_t instead
 (multiple shooting: the knots' x_next from the warm start, for FDDP's gaps).
@@ -20,6 +23,7 @@ import numpy as np
 
 from ..cpu.contacts import contact_dynamics_one, impulse_dynamics_one
 from ..cpu.single import aba_one, difference_one, integrate_one
+from ..cpu.twin import twin, twin_later
 from ..kernels.contact_dynamics import CI_DIM
 from ..kernels.jit import entry
 
@@ -53,7 +57,7 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
                 for i in range(nv):
                     dq[i] = gap * fs[t, i]
                     vn[t, i] = vnext[t - 1, i] + gap * fs[t, nv + i]
-                integrate_one(mi, qnext[t - 1], dq, qn[t])
+                twin(integrate_one, (mi, qnext[t - 1], dq, qn[t]))
             else:
                 qn[t, :] = qnext[t - 1]
                 vn[t, :] = vnext[t - 1]
@@ -61,11 +65,11 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
             for i in range(nv):
                 dq[i] = gap * fs[0, i]
                 vn[0, i] += gap * fs[0, nv + i]
-            integrate_one(mi, qn[0].copy(), dq, qn[0])
+            twin(integrate_one, (mi, qn[0].copy(), dq, qn[0]))
         if t == T:
             break
         if feedback:
-            difference_one(mi, q[t], qn[t], dx[:nv])
+            twin(difference_one, (mi, q[t], qn[t], dx[:nv]))
             for i in range(nv):
                 dx[nv + i] = vn[t, i] - v[t, i]
         for i in range(nu):
@@ -80,16 +84,18 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
         for c in range(s, e):
             nc += cint[c, CI_DIM]
         if kind[t] == IMPULSE:
-            impulse_dynamics_one(mi, mf, fparent, fmf, qn[t], vn[t], cint[s:e], cflt[s:e],
-                                 0.0, 0.0, ws, vnext[t], forces[t, :nc])
+            twin_later(impulse_dynamics_one, (mi, mf, fparent, fmf, qn[t], vn[t], cint[s:e],
+                                              cflt[s:e], 0.0, 0.0, ws, vnext[t],
+                                              forces[t, :nc]))
             qnext[t, :] = qn[t]
             continue
         if kind[t] == CONTACT:
-            contact_dynamics_one(mi, mf, fparent, fmf, qn[t], vn[t], tau, None, cint[s:e],
-                                 cflt[s:e], 0.0, ws, qdd, forces[t, :nc])
+            twin_later(contact_dynamics_one, (mi, mf, fparent, fmf, qn[t], vn[t], tau, None,
+                                              cint[s:e], cflt[s:e], 0.0, ws, qdd,
+                                              forces[t, :nc]))
         else:
-            aba_one(mi, mf, qn[t], vn[t], tau, None, ws, qdd)
+            twin(aba_one, (mi, mf, qn[t], vn[t], tau, None, ws, qdd))
         for i in range(nv):
             vnext[t, i] = vn[t, i] + dt * qdd[i]
             dq[i] = dt * vnext[t, i]
-        integrate_one(mi, qn[t], dq, qnext[t])
+        twin(integrate_one, (mi, qn[t], dq, qnext[t]))
