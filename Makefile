@@ -15,8 +15,8 @@ demo: $(PY)
 
 # Compile the public entry points first (all cores; fills Numba's on-disk cache), then
 # run the tests on all cores (pytest-xdist; kernels/jit.py makes the shared cache safe).
-# (the contact functions' parallel entries are left out: no test runs them, and they are
-# the costliest entries to compile; a user's `rbdiff compile` includes them)
+# (the contact functions' parallel entries are left out: no test runs them; a user's
+# `rbdiff compile` includes them)
 test: $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	$(PY) -m rbdiff compile --no-progress --skip 'contacts[parallel]'
