@@ -10,7 +10,8 @@ that is already compiled. Through ``twin`` the parallel entry compiles only its 
 checks and ``prange`` loop, and calls the twin's machine code, compiled and cached once
 for every caller (as rbdiff.jax's handlers do, jax/entries.py).
 
-How: at typing, the twin is compiled (or loaded) for the call's argument types. The
+How: at typing, the twin is compiled (or loaded) for the call's argument types
+(``twin_later``: at the call's first run, by the same callback). The
 call site gets a cell (a global in the caller's module, zero when loaded) and the twin's
 key (module, name and signature, pickled into a constant). The first call through a
 cell asks :func:`_resolve` (a C callback registered under a fixed symbol, so cached
