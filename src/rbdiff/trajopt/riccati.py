@@ -26,6 +26,7 @@ longer (_q_blocks); a short row costs its loop's overhead as much as its arithme
 
 import numpy as np
 
+from ..kernels.contact_dynamics import backward_rows, forward_rows
 from ..kernels.contraction import SC_SIZE, aba_contraction
 from ..kernels.jit import entry, helper, kernel
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -128,28 +129,13 @@ def _cholesky(A, L):
 
 @kernel
 def _neg_cho_solve(L, B):
-    """B = -(L L^T)^-1 B in place (B: (n, m)), all columns at once: each substitution
-    step is a row operation (unit stride, vectorised), each entry's sum in the order of
-    a column-by-column solve."""
-    n, m = B.shape
-    for i in range(n):                  # L Y = B
-        for k in range(i):
-            a = L[i, k]
-            for c in range(m):
-                B[i, c] -= a * B[k, c]
-        d = L[i, i]
-        for c in range(m):
-            B[i, c] = B[i, c] / d
-    for i in range(n - 1, -1, -1):      # L^T X = Y
-        for k in range(i + 1, n):
-            a = L[k, i]
-            for c in range(m):
-                B[i, c] -= a * B[k, c]
-        d = L[i, i]
-        for c in range(m):
-            B[i, c] = B[i, c] / d
+    """B = -(L L^T)^-1 B in place (B: (n, m)), all columns at once, by the contact
+    solve's row operations (unit stride, vectorised)."""
+    n = B.shape[0]
+    forward_rows(L, n, B)
+    backward_rows(L, n, B)
     for i in range(n):
-        for c in range(m):
+        for c in range(B.shape[1]):
             B[i, c] = -B[i, c]
 
 
