@@ -29,16 +29,17 @@ def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
         buf2[c] = 0.0
     j = jt
     while j > 0:
-        for m in range(mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV]):
-            d1 = B1[m, k]
-            d2 = B2[m, k]
-            for c in range(nv):
-                a = A[m, c]
-                buf1[c] += d1 * a
-                buf2[c] += d2 * a
+        _axpy2_rows(A, B1, B2, k, mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV], buf1, buf2)
         j = mi[j, MI_PARENT]
     iv = mi[jt, MI_IV]
-    for m in range(iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB]):
+    _axpy2_rows(A, B1, B2, k, iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB], buf1, buf2)
+
+
+@helper
+def _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2):
+    """buf1 += B1[m, k] A[m], buf2 += B2[m, k] A[m] for the rows m in [lo, hi)."""
+    nv = A.shape[1]
+    for m in range(lo, hi):
         d1 = B1[m, k]
         d2 = B2[m, k]
         for c in range(nv):
