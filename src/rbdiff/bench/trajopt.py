@@ -403,12 +403,7 @@ def report(sec, files, cfg):
         c = r["cost_check"]
         lines += [f"Same problem, same initial controls: Crocoddyl's cost {c['crocoddyl']:.15g}, "
                   f"rbdiff's {c['rbdiff']:.15g}.", ""]
-    rows = [[x["solver"], str(x["iterations"]), "yes" if x["converged"] else "no",
-             f"{x['cost']:.10g}", f"{x['per_iter_s'] * 1e3:.3f}"]
-            + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
-               for k in ("derivatives", "backward", "line_search")] for x in r["rows"]]
-    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost", "ms / iter",
-                              "derivatives", "backward", "line search"], rows))
+    lines.append(_solver_table(r["rows"], 10))
     for key, title in (("arm", "(B) iiwa14 swing-up to upright"),
                        ("pendulum", "(C) double-pendulum swing-up")):
         s = sec[key]
@@ -429,6 +424,17 @@ def report(sec, files, cfg):
     return lines
 
 
+def _solver_table(rows, digits):
+    """The markdown table of solver rows (iterations, convergence, the final cost to
+    ``digits`` significant digits, ms per iteration and its split)."""
+    cells = [[x["solver"], str(x["iterations"]), "yes" if x["converged"] else "no",
+              f"{x['cost']:.{digits}g}", f"{x['per_iter_s'] * 1e3:.3f}"]
+             + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
+                for k in ("derivatives", "backward", "line_search")] for x in rows]
+    return rp.md_table(["solver", "iterations", "converged", "final cost", "ms / iter",
+                        "derivatives", "backward", "line search"], cells)
+
+
 def _legged_report(r):
     lines = [f"(D) solo12, contact phases (four feet, three, a free knot, a touch-down "
              f"impulse, four), T = {r['T']}, dt = {r['dt']}, nu = {r['nu']}: FDDP from x0 "
@@ -437,12 +443,7 @@ def _legged_report(r):
         c = r["cost_check"]
         lines += [f"Same controls: Crocoddyl's cost {c['crocoddyl']:.15g}, rbdiff's "
                   f"{c['rbdiff']:.15g}.", ""]
-    rows = [[x["solver"], str(x["iterations"]), "yes" if x["converged"] else "no",
-             f"{x['cost']:.12g}", f"{x['per_iter_s'] * 1e3:.3f}"]
-            + [f"{x['split_s'][k] * 1e3:.3f}" if k in x["split_s"] else "-"
-               for k in ("derivatives", "backward", "line_search")] for x in r["rows"]]
-    lines.append(rp.md_table(["solver", "iterations", "converged", "final cost",
-                              "ms / iter", "derivatives", "backward", "line search"], rows))
+    lines.append(_solver_table(r["rows"], 12))
     return lines
 
 
