@@ -130,6 +130,14 @@ def _copy(term):
     return out
 
 
+def _stacked(term, terms, name):
+    """A copy of ``term`` whose attribute ``name`` holds the knots' values of ``terms``
+    stacked (K, ...): one term for knots that share everything else (their key)."""
+    out = _copy(term)
+    setattr(out, name, np.stack([getattr(t, name) for t in terms]))
+    return out
+
+
 class FrameTranslation(Term):
     """0.5 w ||p_frame(q) - target||^2: the frame's origin in the world (Crocoddyl's
     ResidualModelFrameTranslation; its Jacobian is the LOCAL_WORLD_ALIGNED linear rows)."""
@@ -146,9 +154,7 @@ class FrameTranslation(Term):
         return (type(self), self.frame, self.weight)
 
     def stacked(self, terms):
-        out = _copy(self)
-        out.target = np.stack([t.target for t in terms])
-        return out
+        return _stacked(self, terms, "target")
 
     def value(self, model, q, v, u):
         r = _rbd.frame_placement(model, q, self.frame)[:, :3, 3] - self.target
@@ -204,9 +210,7 @@ class StateRegularization(Term):
 
     def stacked(self, terms):
         """One term for the knots of ``terms`` (same key): x_ref (K, nq + nv)."""
-        out = _copy(self)
-        out.x_ref = np.stack([t.x_ref for t in terms])
-        return out
+        return _stacked(self, terms, "x_ref")
 
     def residual(self, model, q, v):
         K, nq, nv = q.shape[0], model.nq, model.nv
@@ -260,10 +264,7 @@ class ControlRegularization(Term):
         return (type(self), self.weight, _hashable(self.weights), self.u_ref is None)
 
     def stacked(self, terms):
-        out = _copy(self)
-        if self.u_ref is not None:
-            out.u_ref = np.stack([t.u_ref for t in terms])
-        return out
+        return _copy(self) if self.u_ref is None else _stacked(self, terms, "u_ref")
 
     def value(self, model, q, v, u):
         r = u if self.u_ref is None else u - self.u_ref

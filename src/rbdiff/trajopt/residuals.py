@@ -30,7 +30,7 @@ import numpy as np
 import rbdiff as _rbd
 from ..cpu.trajopt_costs import placement_log_batch
 from ..kinematics import _frame_id as _frame_index
-from .costs import (Term, _copy, _finite, _hashable, _weight, _weights, add_diagonal,
+from .costs import (Term, _finite, _hashable, _stacked, _weight, _weights, add_diagonal,
                     add_gauss_newton)
 
 
@@ -89,9 +89,7 @@ class CoMPosition(Term):
         return (type(self), self.weight, _hashable(self.weights))
 
     def stacked(self, terms):
-        out = _copy(self)
-        out.target = np.stack([t.target for t in terms])
-        return out
+        return _stacked(self, terms, "target")
 
     def value(self, model, q, v, u):
         r = _rbd.center_of_mass(model, q) - self.target
@@ -134,9 +132,7 @@ class FramePlacement(Term):
         return (type(self), self.frame, self.weight, _hashable(self.weights))
 
     def stacked(self, terms):
-        out = _copy(self)
-        out.placement = np.stack([t.placement for t in terms])
-        return out
+        return _stacked(self, terms, "placement")
 
     def _log(self, model, q):
         K = q.shape[0]
@@ -189,9 +185,7 @@ class FrameVelocity(Term):
                 _hashable(self.weights))
 
     def stacked(self, terms):
-        out = _copy(self)
-        out.velocity = np.stack([t.velocity for t in terms])
-        return out
+        return _stacked(self, terms, "velocity")
 
     def value(self, model, q, v, u):
         r = _rbd.frame_velocity(model, q, v, self.frame, self.reference) - self.velocity
