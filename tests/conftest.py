@@ -118,3 +118,15 @@ def kinematics_workspace(model, q, v=None, a=None):
     ws = np.empty((model.njoints + model.nv, W_WIDTH), dt)
     kinematics_pass(model.mi, model.mf, q.astype(dt), v, a, ws)
     return ws
+
+
+def rollout_gradient(prob, us, h=1e-6):
+    """Central differences of rbdiff.trajopt.rollout_cost in every control (flat)."""
+    import rbdiff.trajopt as to
+    g = np.zeros(us.size)
+    for i in range(us.size):
+        e = np.zeros(us.size)
+        e[i] = h
+        g[i] = (to.rollout_cost(prob, us + e.reshape(us.shape))
+                - to.rollout_cost(prob, us - e.reshape(us.shape))) / (2 * h)
+    return g

@@ -15,7 +15,7 @@ import pytest
 import rbdiff as rbd
 from conftest import robot_pair
 from rbdiff.contacts import DependentContacts
-from test_contact_dynamics import (PIN_KIND, PIN_REF, SOLO_FEET, pair, pin_solve, rel,
+from test_contact_dynamics import (SOLO_FEET, pair, pin_constraints, pin_solve, rel,
                                    stacked, state, tolerance)
 from test_impulse_dynamics import pin_impulse
 
@@ -64,18 +64,7 @@ def test_quadrupeds_match_pinocchio(name, ref, gains):
 def _pin_damped(model, pm, q, v, tau, contacts, damping):
     """Pinocchio's constraintDynamics with ProximalSettings(mu=damping, one iteration):
     the Cholesky of [M J^T; J -damping I], i.e. the regularised solution."""
-    models = pin.StdVec_RigidConstraintModel()
-    datas = pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        fr = pm.frames[rbd.declare.frame_index(model, c.frame)]
-        cm = pin.RigidConstraintModel(PIN_KIND[c.kind], pm, fr.parentJoint, fr.placement,
-                                      PIN_REF[c.reference])
-        cm.setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(
-            c.gains[0][0], c.gains[1][0]))
-        models.append(cm)
-        datas.append(cm.createData())
-    data = pm.createData()
-    pin.initConstraintDynamics(pm, data, models, datas)
+    models, datas, data = pin_constraints(model, pm, contacts)
     a = pin.constraintDynamics(pm, data, q, v, tau, models, datas,
                                pin.ProximalSettings(1e-14, damping, 1))
     return np.array(a), np.array(data.lambda_c)

@@ -29,7 +29,7 @@ import pytest
 
 import rbdiff as rbd
 from rbdiff.cpu import policy
-from test_contact_dynamics import (PIN_KIND, PIN_REF, SOLO_FEET, TALOS_SOLES, pair, rel,
+from test_contact_dynamics import (SOLO_FEET, TALOS_SOLES, pair, pin_constraints, rel,
                                    stacked, state)
 
 EPS = np.finfo(float).eps
@@ -48,26 +48,9 @@ def tolerance(model, q, cs, damping):
     return max(1e-9, 100 * np.linalg.cond(W) * EPS)
 
 
-def pin_models(model, pm, cs, gains=True):
-    models = pin.StdVec_RigidConstraintModel()
-    datas = pin.StdVec_RigidConstraintData()
-    for c in cs:
-        fr = pm.frames[rbd.declare.frame_index(model, c.frame)]
-        cm = pin.RigidConstraintModel(PIN_KIND[c.kind], pm, fr.parentJoint, fr.placement,
-                                      PIN_REF[c.reference])
-        if gains:
-            cm.setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(
-                c.gains[0][0], c.gains[1][0]))
-        models.append(cm)
-        datas.append(cm.createData())
-    data = pm.createData()
-    pin.initConstraintDynamics(pm, data, models, datas)
-    return models, datas, data
-
-
 def pin_damped(model, pm, q, v, tau, cs, damping):
     """Pinocchio's regularised solution and its six blocks (one proximal iteration)."""
-    models, datas, data = pin_models(model, pm, cs)
+    models, datas, data = pin_constraints(model, pm, cs)
     prox = pin.ProximalSettings(1e-14, damping, 1)
     a = np.array(pin.constraintDynamics(pm, data, q, v, tau, models, datas, prox))
     assert prox.iter == 1
@@ -78,7 +61,7 @@ def pin_damped(model, pm, q, v, tau, cs, damping):
 
 
 def pin_impulse_damped(model, pm, q, v, cs, r, damping):
-    models, datas, data = pin_models(model, pm, cs, gains=False)
+    models, datas, data = pin_constraints(model, pm, cs, gains=False)
     prox = pin.ProximalSettings(1e-14, damping, 1)
     # Pinocchio's impulseDynamics runs no proximal loop (prox.iter stays 0): mu is a plain
     # damping of the contact Cholesky, the regularised solution

@@ -59,21 +59,28 @@ def contact_set(name, kind, ref, gains=(0.0, 0.0)):
     return tuple(rbd.Contact(f, kind, ref, gains=gains) for f in names)
 
 
-def pin_solve(model, pm, q, v, tau, contacts, derivatives=False):
-    """Pinocchio's constraintDynamics (and its derivatives) for ``contacts``."""
+def pin_constraints(model, pm, contacts, gains=True):
+    """Pinocchio's RigidConstraintModels of ``contacts`` (with their Baumgarte gains
+    unless ``gains`` is False), their datas, and a Data initialised for them."""
     models = pin.StdVec_RigidConstraintModel()
     datas = pin.StdVec_RigidConstraintData()
     for c in contacts:
-        f = rbd.declare.frame_index(model, c.frame)
-        fr = pm.frames[f]
+        fr = pm.frames[rbd.declare.frame_index(model, c.frame)]
         cm = pin.RigidConstraintModel(PIN_KIND[c.kind], pm, fr.parentJoint, fr.placement,
                                       PIN_REF[c.reference])
-        cm.setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(
-            c.gains[0][0], c.gains[1][0]))
+        if gains:
+            cm.setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(
+                c.gains[0][0], c.gains[1][0]))
         models.append(cm)
         datas.append(cm.createData())
     data = pm.createData()
     pin.initConstraintDynamics(pm, data, models, datas)
+    return models, datas, data
+
+
+def pin_solve(model, pm, q, v, tau, contacts, derivatives=False):
+    """Pinocchio's constraintDynamics (and its derivatives) for ``contacts``."""
+    models, datas, data = pin_constraints(model, pm, contacts)
     prox = pin.ProximalSettings(1e-14, 1e-14, 0.0, 1)
     a = np.array(pin.constraintDynamics(pm, data, q, v, tau, models, datas, prox))
     lam = np.array(data.lambda_c)

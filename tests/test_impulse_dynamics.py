@@ -14,20 +14,12 @@ import pytest
 import rbdiff as rbd
 from rbdiff.contacts import DependentContacts
 from rbdiff.results import ImpulseDynamicsDerivatives
-from test_contact_dynamics import PIN_KIND, PIN_REF, contact_set, pair, rel, state, tolerance
+from test_contact_dynamics import (contact_set, pair, pin_constraints, rel, state,
+                                   tolerance)
 
 
 def pin_impulse(model, pm, q, v, contacts, r):
-    models = pin.StdVec_RigidConstraintModel()
-    datas = pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        fr = pm.frames[rbd.declare.frame_index(model, c.frame)]
-        cm = pin.RigidConstraintModel(PIN_KIND[c.kind], pm, fr.parentJoint, fr.placement,
-                                      PIN_REF[c.reference])
-        models.append(cm)
-        datas.append(cm.createData())
-    data = pm.createData()
-    pin.initConstraintDynamics(pm, data, models, datas)
+    models, datas, data = pin_constraints(model, pm, contacts, gains=False)
     prox = pin.ProximalSettings(1e-14, 1e-14, 0.0, 1)
     vout = np.array(pin.impulseDynamics(pm, data, q, v, models, datas, r, prox))
     imp = np.array(data.impulse_c)

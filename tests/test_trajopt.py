@@ -12,6 +12,7 @@ import rbdiff as rbd
 import rbdiff.trajopt as to
 from rbdiff.bench.trajopt import crocoddyl_ok, crocoddyl_problem, reach_problem
 from rbdiff.trajopt.riccati import backward_pass
+from conftest import rollout_gradient
 
 
 def _reach(T=20, dt=0.02, **kw):
@@ -29,17 +30,6 @@ def _reach(T=20, dt=0.02, **kw):
     return prob, frame, target
 
 
-def _grad(prob, us, h=1e-6):
-    """Central differences of rollout_cost in every control."""
-    g = np.zeros(us.size)
-    for i in range(us.size):
-        e = np.zeros(us.size)
-        e[i] = h
-        g[i] = (to.rollout_cost(prob, us + e.reshape(us.shape))
-                - to.rollout_cost(prob, us - e.reshape(us.shape))) / (2 * h)
-    return g
-
-
 @pytest.fixture(scope="module")
 def solved():
     prob, frame, target = _reach()
@@ -49,7 +39,7 @@ def solved():
 def test_both_methods_converge_to_the_same_stationary_point(solved):
     prob, frame, target, res = solved
     u0 = to.solve(prob, max_iter=0).us          # the quasi-static start
-    g0 = np.linalg.norm(_grad(prob, u0))
+    g0 = np.linalg.norm(rollout_gradient(prob, u0))
     for method, r in res.items():
         assert r.converged and r.method == method
         assert r.xs.shape == (prob.T + 1, 14) and r.us.shape == (prob.T, 7)
@@ -58,7 +48,7 @@ def test_both_methods_converge_to_the_same_stationary_point(solved):
         assert all(b <= a for a, b in zip(costs, costs[1:]))          # monotone
         tip = rbd.frame_placement(prob.model, r.xs[-1, :7], frame)[:3, 3]
         assert np.linalg.norm(tip - target) < 5e-3
-        assert np.linalg.norm(_grad(prob, r.us)) < 1e-4 * g0          # stationary
+        assert np.linalg.norm(rollout_gradient(prob, r.us)) < 1e-4 * g0      # stationary
         assert set(r.timings) == {"derivatives", "backward", "line_search", "compile"}
         assert all(t >= 0 for t in r.timings.values())
     assert res["ddp"].cost == pytest.approx(res["ilqr"].cost, rel=1e-7)
@@ -146,7 +136,8 @@ def test_ddp_step_is_newtons_step(make):
     us = to.solve(prob, method="ddp").us + 0.3 * rng.normal(size=(3, prob.nv))
     n, h = us.size, 1e-6
     g = _adjoint_gradient(prob, us)
-    np.testing.assert_allclose(g, _grad(prob, us), rtol=1e-6, atol=1e-6 * np.abs(g).max())
+    np.testing.assert_allclose(g, rollout_gradient(prob, us), rtol=1e-6,
+                               atol=1e-6 * np.abs(g).max())
     H = np.zeros((n, n))               # central differences of the exact gradient
     for i in range(n):
         e = np.zeros(n)
@@ -273,12 +264,12 @@ def test_control_bounds_warm_start_and_shift(solved):
     prob, _, _ = _reach(u_lower=-np.full(7, 15.0), u_upper=np.full(7, 15.0))
     free = solved[3]["ilqr"]
     assert np.abs(free.us).max() > 15.0                  # the bounds bind
-    g0 = np.abs(_grad(prob, to.solve(prob, max_iter=0).us)).max()
+    g0 = np.abs(rollout_gradient(prob, to.solve(prob, max_iter=0).us)).max()
     r = to.solve(prob, method="ilqr", max_iter=100)
     assert r.converged and (np.abs(r.us) <= 15.0).all()
     assert np.isclose(np.abs(r.us), 15.0).any() and r.cost > free.cost
     # a KKT point of the box: no descent along the feasible directions
-    g = _grad(prob, r.us).reshape(r.us.shape)
+    g = rollout_gradient(prob, r.us).reshape(r.us.shape)
     at_lo, at_hi = r.us <= -15.0 + 1e-9, r.us >= 15.0 - 1e-9
     assert (g[at_lo] >= -1e-6).all() and (g[at_hi] <= 1e-6).all()
     assert np.abs(g[~(at_lo | at_hi)]).max() < 1e-4 * g0

@@ -13,7 +13,7 @@ installed."""
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import robot_pair
+from conftest import robot_pair, rollout_gradient
 
 import rbdiff as rbd
 import rbdiff.trajopt as to
@@ -149,8 +149,9 @@ def test_spherical_and_free_flyer_trees():
         np.testing.assert_allclose(Fu[t], cu, atol=1e-10 * max(np.abs(cu).max(), 1.0))
     r = to.solve(prob, method="fddp", max_iter=100)
     assert r.converged
-    g0 = np.linalg.norm(_grad(prob, to.solve(prob, method="fddp", max_iter=0).us))
-    assert np.linalg.norm(_grad(prob, r.us)) < 1e-4 * g0
+    u0 = to.solve(prob, method="fddp", max_iter=0).us
+    g0 = np.linalg.norm(rollout_gradient(prob, u0))
+    assert np.linalg.norm(rollout_gradient(prob, r.us)) < 1e-4 * g0
 
 
 def test_state_cost_derivatives_on_the_manifold(solo):
@@ -181,17 +182,6 @@ def test_state_cost_derivatives_on_the_manifold(solo):
         np.testing.assert_allclose(lxx[k, :m.nv, :m.nv], 2.0 * R.T @ R, rtol=1e-12)
 
 
-def _grad(prob, us, h=1e-6):
-    """Central differences of rollout_cost in every control."""
-    g = np.zeros(us.size)
-    for i in range(us.size):
-        e = np.zeros(us.size)
-        e[i] = h
-        g[i] = (to.rollout_cost(prob, us + e.reshape(us.shape))
-                - to.rollout_cost(prob, us - e.reshape(us.shape))) / (2 * h)
-    return g
-
-
 def test_fddp_from_an_infeasible_warm_start_reaches_a_stationary_point(solo):
     m, x0 = solo
     prob = _phases(m, x0)
@@ -208,8 +198,8 @@ def test_fddp_from_an_infeasible_warm_start_reaches_a_stationary_point(solo):
     assert r.cost == pytest.approx(to.rollout_cost(prob, r.us), rel=1e-12)
     q, v = prob.rollout(r.us)
     np.testing.assert_allclose(r.xs, np.concatenate([q, v], axis=1), atol=1e-12)
-    g0 = np.linalg.norm(_grad(prob, us))
-    g = _grad(prob, r.us)
+    g0 = np.linalg.norm(rollout_gradient(prob, us))
+    g = rollout_gradient(prob, r.us)
     assert np.linalg.norm(g) < 1e-4 * g0
     assert r.forces.shape == (T, 12)
     # the knot data keep each contact knot's forces: the four feet's carry the weight
