@@ -24,7 +24,8 @@ JintegrateTransport), batched over the knots of each kind and contact set.
 
 iLQR and DDP (solver.py) use the structured blocks of ``dynamics_blocks`` (identity
 tangent maps), valid only for a "simple" problem: vector-space joints, free knots, full
-actuation; FDDP uses the dense ``dynamics_jacobians`` and handles every problem.
+actuation; FDDP uses the factors of ``_dynamics_parts`` (the same blocks and integrate's
+Jacobians) and handles every problem; ``dynamics_jacobians`` assembles the dense ones.
 """
 
 from __future__ import annotations
@@ -119,6 +120,11 @@ class Problem:
         if (self._lo > self._hi).any():
             raise ValueError("u_lower above u_upper")
         self._ws = single_call_scratch(model.njoints, model.nv)[0]   # the rollouts'
+        # (first dof, size) of the joints whose tangent maps are not the identity (the
+        # multi-dof ones): where integrate's Jacobians are dense (backward_pass_fddp)
+        self._lie_blocks = np.array([(model.idx_v[j], model.nvs[j])
+                                     for j in range(1, model.njoints) if model.nvs[j] > 1],
+                                    np.int64).reshape(-1, 2)
         self._args = (contacts, impulses)
 
     def _costs(self, running, terminal, impulse_costs):
@@ -426,37 +432,57 @@ class Problem:
         return H
 
     def derivatives(self, q, v, us, vnext, forces=None):
-        """(F_x, F_u, l_x, l_u, l_xx, l_uu, l_xu or None): dynamics_jacobians and
+        """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): dynamics_parts and
         cost_derivatives at once, the force terms' derivatives taken from the contact
         knots' dynamics derivatives (no second call)."""
         df = None
         if self.reads_forces:
             nc = max(self.ncmax, 1)
             df = (np.zeros((self.T, nc, 2 * self.nv)), np.zeros((self.T, nc, self.nu)))
-        Fx, Fu = self._dynamics_jacobians(q, v, us, vnext, df)
+        parts = self._dynamics_parts(q, v, us, vnext, df)
         c = self.cost_derivatives(q, v, us, forces, df)
-        return (Fx, Fu) + tuple(c) + ((None,) if len(c) == 4 else ())
+        return (parts,) + tuple(c) + ((None,) if len(c) == 4 else ())
 
     def dynamics_jacobians(self, q, v, us, vnext):
-        """See _dynamics_jacobians."""
-        return self._dynamics_jacobians(q, v, us, vnext, None)
-
-    def _dynamics_jacobians(self, q, v, us, vnext, df):
         """(F_x (T, 2nv, 2nv), F_u (T, 2nv, nu)): f's Jacobians in the tangent spaces at
         knots 0..T-1, v' = vnext (T, nv) the knots' successor velocities (shoot or a
-        rollout). One batched derivatives call per kind and contact set, one batched
-        integrate_jacobians call: with P_x = dt [a_q, a_v] + [0, I], P_u = dt a_tau B,
-        (Jq, Jv) = integrate_jacobians(q, v' dt) (Crocoddyl's IntegratedActionModelEuler):
+        rollout), assembled from dynamics_parts (Crocoddyl's IntegratedActionModelEuler):
 
-            F_x = [[Jq, 0] + dt Jv P_x ; P_x],   F_u = [dt Jv P_u ; P_u];
+            F_x = [[Jq, 0] + dt Jv P_x ; P_x],   F_u = [dt Jv P_u ; P_u]
 
-        an impulse knot: F_x = [[I, 0], [dv'/dq, dv'/dv]], F_u = 0. ``df``: None, or
-        (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) filled at the contact knots with
-        their forces' derivatives (the force terms' Jacobians)."""
+        with P_x = [Pq, Pv], P_u = Pu; an impulse knot: F_x = [[I, 0], [Pq, Pv]], F_u = 0."""
+        Pq, Pv, Pu, Jq, Jv, _ = self._dynamics_parts(q, v, us, vnext, None)
+        T, nv = self.T, self.nv
+        Fx = np.zeros((T, 2 * nv, 2 * nv))
+        Fu = np.zeros((T, 2 * nv, self.nu))
+        Fx[:, nv:, :nv] = Pq
+        Fx[:, nv:, nv:] = Pv
+        Fu[:, nv:] = Pu
+        D = self.dynamic
+        euler_rows_batch(D, np.ascontiguousarray(Jq[D]), np.ascontiguousarray(Jv[D]),
+                         self.dt, Fx, Fu)
+        Fx[self.impulse_knots, :nv, :nv] = np.eye(nv)
+        return Fx, Fu
+
+    def _dynamics_parts(self, q, v, us, vnext, df):
+        """The factors of f's tangent Jacobians at knots 0..T-1 (riccati.backward_pass_fddp):
+        (Pq, Pv (T, nv, nv), Pu (T, nv, nu), Jq, Jv (T, nv, nv), c (T,)) with
+
+            F_x = S [[I, 0], [Pq, Pv]],   F_u = S [[0], [Pu]],   S = [[Jq, c Jv], [0, I]].
+
+        A free or contact knot (symplectic Euler, v' = v + dt a, q' = integrate(q, dt v')):
+        Pq = dt a_q, Pv = I + dt a_v, Pu = dt a_tau B, (Jq, Jv) = integrate_jacobians(q,
+        dt v') with v' = vnext (T, nv) (shoot or a rollout), c = dt; an impulse knot:
+        (Pq, Pv) = (dv'/dq, dv'/dv), Pu = 0, Jq = I, Jv = 0, c = 0 (q' = q). One batched
+        derivatives call per kind and contact set, one batched integrate_jacobians call.
+        ``df``: None, or (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) filled at the
+        contact knots with their forces' derivatives (the force terms' Jacobians)."""
         T, nv, nu, dt, m = self.T, self.nv, self.nu, self.dt, self.model
         off = nv - nu
-        Fx = np.zeros((T, 2 * nv, 2 * nv))
-        Fu = np.zeros((T, 2 * nv, nu))
+        Pq, Pv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
+        Pu = np.zeros((T, nv, nu))
+        Jq, Jv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
+        c = np.zeros(T)
         eye = np.eye(nv)
         for (kind, contacts), K in self.groups.items():
             one = len(K) == 1            # a single call (a batch of one pays a parallel
@@ -466,9 +492,10 @@ class Problem:
                 qk, vk = qk[0], vk[0]
             if kind == IMPULSE:
                 d = _rbd.impulse_dynamics_derivatives(m, qk, vk, contacts)
-                Fx[K, nv:, :nv] = d.dvafter_dq
-                Fx[K, nv:, nv:] = d.dvafter_dv
-                Fx[K, :nv, :nv] = eye
+                Pq[K] = d.dvafter_dq
+                Pv[K] = d.dvafter_dv
+                Jq[K] = eye
+                Jv[K] = 0.0
                 continue
             tau = self.tau(us[K][0] if one else us[K])
             if kind == CONTACT:
@@ -481,21 +508,15 @@ class Problem:
                     df[1][K, :nc] = d.dforces_dtau[..., off:]
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
-            if one:
-                a_q, a_v, a_t = a_q[None], a_v[None], a_t[None]
-            view = isinstance(K, slice)
-            Px = Fx[K, nv:] if view else np.empty((len(a_q), nv, 2 * nv))
-            np.multiply(a_q, dt, out=Px[:, :, :nv])
-            np.multiply(a_v, dt, out=Px[:, :, nv:])
-            Px[:, :, nv:] += eye
-            Fu[K, nv:] = dt * a_t[:, :, off:]
-            if not view:
-                Fx[K, nv:] = Px
+            Pq[K] = dt * a_q
+            Pv[K] = dt * a_v
+            Pv[K] += eye
+            Pu[K] = dt * a_t[..., off:]
+            c[K] = dt
         D = _span(self.dynamic)
         if len(self.dynamic):
-            Jq, Jv = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
-            euler_rows_batch(self.dynamic, Jq, Jv, dt, Fx, Fu)
-        return Fx, Fu
+            Jq[D], Jv[D] = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
+        return Pq, Pv, Pu, Jq, Jv, c
 
     def dynamics_blocks(self, q, v, us, second_order=False):
         """(Pq, Pv, Pu) = (dt a_q, I + dt a_v, dt M^-1), each (T, nv, nv), at knots

@@ -469,28 +469,104 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     return -1, d1, d2
 
 
+@kernel
+def _st_rows(X, Jq, Jv, c, blocks, out):
+    """out = S^T X (X (2n, m)) for the Euler step's state map S = [[Jq, c Jv], [0, I]]
+    (F_x = S [[I, 0], [Pq, Pv]]: backward_pass_fddp), with Jq, Jv (n, n) integrate's
+    Jacobians, which are the identity off the diagonal ``blocks`` (nb, 2) (first dof,
+    size) of the joints whose configuration space is not a vector space: off them the
+    rows are copies, on them small dense products (O(n m) in all, not O(n^2 m))."""
+    n, m = Jq.shape[0], X.shape[1]
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = X[i, j]
+            out[n + i, j] = c * X[i, j] + X[n + i, j]
+    for b in range(blocks.shape[0]):
+        s, sz = blocks[b, 0], blocks[b, 1]
+        for i in range(sz):
+            for j in range(m):
+                out[s + i, j] = 0.0 * c
+                out[n + s + i, j] = X[n + s + i, j]
+            for k in range(sz):
+                a = Jq[s + k, s + i]
+                d = c * Jv[s + k, s + i]
+                for j in range(m):
+                    out[s + i, j] += a * X[s + k, j]
+                    out[n + s + i, j] += d * X[s + k, j]
+
+
+@kernel
+def _st_vec(x, Jq, Jv, c, blocks, out):
+    """out = S^T x for a vector x (2n,) (_st_rows)."""
+    n = Jq.shape[0]
+    for i in range(n):
+        out[i] = x[i]
+        out[n + i] = c * x[i] + x[n + i]
+    for b in range(blocks.shape[0]):
+        s, sz = blocks[b, 0], blocks[b, 1]
+        for i in range(sz):
+            sq = 0.0 * c
+            sv = x[n + s + i]
+            for k in range(sz):
+                sq += Jq[s + k, s + i] * x[s + k]
+                sv += c * Jv[s + k, s + i] * x[s + k]
+            out[s + i] = sq
+            out[n + s + i] = sv
+
+
+@kernel
+def _st_w_blocks(Vxx, Jq, Jv, c, blocks, Z, Y, W11, W12, W22):
+    """The blocks of W = S^T Vxx S (S = [[Jq, c Jv], [0, I]], _st_rows) for _q_blocks:
+    Z = S^T Vxx, Y = Z^T = Vxx S (Vxx symmetric), W = S^T Y, row operations all."""
+    n = Jq.shape[0]
+    _st_rows(Vxx, Jq, Jv, c, blocks, Z)
+    for i in range(2 * n):
+        for j in range(2 * n):
+            Y[i, j] = Z[j, i]
+    _st_rows(Y, Jq, Jv, c, blocks, Z)
+    for i in range(n):
+        for j in range(n):
+            W11[i, j] = Z[i, j]
+            W12[i, j] = Z[i, n + j]
+            W22[i, j] = Z[n + i, n + j]
+
+
 @entry
-def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, lxu, fs, reg, feasible, us, lo, hi, k_ff,
-                       K_fb, Vx, Vxx):
+def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg,
+                       feasible, us, lo, hi, k_ff, K_fb, Vx, Vxx):
     """FDDP's backward pass (Crocoddyl's SolverDDP::backwardPass with SolverFDDP's gaps)
-    on the dense Jacobians F_x (T, nx, nx), F_u (T, nx, nu) of the tangent dynamics:
+    on the tangent dynamics' Jacobians
+
+        F_x = S [[I, 0], [Pq, Pv]],  F_u = S [[0], [Pu]],  S = [[Jq, c Jv], [0, I]]
+
+    (Pq, Pv (T, nv, nv), Pu (T, nv, nu): the velocity rows; Jq, Jv (T, nv, nv)
+    integrate's Jacobians, the identity off the diagonal ``blocks`` (nb, 2) (_st_rows);
+    c (T,): dt at a free or contact knot (q' = integrate(q, dt v')), 0 at an impulse knot
+    (q' = q, Jq the identity there)):
 
         Q_x = l_x + F_x^T V_x',  Q_u = l_u + F_u^T V_x',  Q_xx = l_xx + F_x^T V_xx' F_x,
         Q_ux = l_xu^T + F_u^T V_xx' F_x,  Q_uu = l_uu + F_u^T V_xx' F_u + reg I,
         k = -Q_uu^-1 Q_u,  K = -Q_uu^-1 Q_ux,
-        V_x = Q_x + K^T Q_u,  V_xx = sym(Q_xx + Q_ux^T K) + reg I,
+        V_x = Q_x + Q_ux^T k,  V_xx = sym(Q_xx + Q_ux^T K) + reg I,
 
-    V_x += V_xx fs_t at each knot when not ``feasible`` (fs (T+1, nx) the gaps
-    x_t (-) f(x_{t-1}, u_{t-1})), the terminal V_xx = l_xx + reg I. Control bounds as
+    (Crocoddyl's V_x = Q_x + K^T Q_u: the same, Q_uu being the gains' own system), V_x +=
+    V_xx fs_t at each knot when not ``feasible`` (fs (T+1, nx) the gaps
+    x_t (-) f(x_{t-1}, u_{t-1})), the terminal V_xx = l_xx + reg I. The products run on
+    the nv x nv blocks as backward_pass's (_q_blocks on W = S^T V_xx' S, _value with the
+    exact shortcut), about half the work of the dense 2nv x 2nv ones. Control bounds as
     backward_pass (_clamp_rows). Fills k_ff (T, nu), K_fb (T, nu, nx), Vx (T+1, nx),
     Vxx (T+1, nx, nx); returns (-1, sum Q_u.k, sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is
     not positive definite (then the caller raises reg)."""
-    T, nx, nu = Fx.shape[0], Fx.shape[1], Fu.shape[2]
-    FxV, VFu = np.empty((nx, nx)), np.empty((nx, nu))
+    T, n = Pq.shape[0], Pq.shape[1]
+    nx, nu = 2 * n, Pu.shape[2]
+    Z, Y = np.empty((nx, nx)), np.empty((nx, nx))
+    W11, W12, W22 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    P, WP, C = np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx))
+    w = np.empty(nx)
     Qx, Qu = np.empty(nx), np.empty(nu)
     Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
-    Quk = np.empty(nu)
+    KZ, Quk = np.empty((nu, nx)), np.empty(nu)
     cross = lxu.shape[1] > 0             # l_xu (T, nx, nu); (T, 0, 0): none
     Vxx[T, :, :] = lxx[T]
     for i in range(nx):
@@ -501,22 +577,15 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, lxu, fs, reg, feasible, us, lo,
     dg = 0.0
     dq = 0.0
     for t in range(T - 1, -1, -1):
-        A, B = Fx[t], Fu[t]
-        # V_xx' F_x, V_xx' F_u, then the symmetric F^T (V_xx' F) by their upper
-        # triangles: a fifth fewer products than F^T V_xx' first
-        _mm(Vxx[t + 1], A, FxV, 0.0)
-        _mm(Vxx[t + 1], B, VFu, 0.0)
-        Qx[:] = lx[t]
-        _mtv(A, Vx[t + 1], Qx, 1.0)
-        Qxx[:, :] = lxx[t]
-        _mtm_sym(A, FxV, Qxx)
+        A_q, A_v, B_u = Pq[t], Pv[t], Pu[t]
+        _st_vec(Vx[t + 1], Jq[t], Jv[t], c[t], blocks, w)
+        _grad_x(lx[t], w, A_q, A_v, 0.0, Qx)        # w = S^T V_x': S's part done
         Qu[:] = lu[t]
-        _mtv(B, Vx[t + 1], Qu, 1.0)
-        Quu[:, :] = luu[t]
-        _mtm_sym(B, VFu, Quu)
+        _mtv(B_u, w[n:], Qu, 1.0)
+        _st_w_blocks(Vxx[t + 1], Jq[t], Jv[t], c[t], blocks, Z, Y, W11, W12, W22)
+        _q_blocks(lxx[t], luu[t], W11, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
         for i in range(nu):
             Quu[i, i] += reg
-        _mtm(B, FxV, Qux, 0.0)
         if cross:
             for i in range(nu):
                 for j in range(nx):
@@ -529,29 +598,14 @@ def backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu, lxu, fs, reg, feasible, us, lo,
             G[i, nx] = Qu[i]
         if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
             return t, 0.0, 0.0
-        K = K_fb[t]
-        kf = k_ff[t]
-        for i in range(nu):
-            s = 0.0
-            for j in range(nu):
-                s += Quu[i, j] * kf[j]
-            Quk[i] = s
-            dg += Qu[i] * kf[i]
-            dq += kf[i] * s
-        Vx[t, :] = Qx
-        _mtv(K, Qu, Vx[t], 1.0)
-        _mtm(Qux, K, FxV, 0.0)                 # Q_ux^T K
-        V = Vxx[t]
+        e1, e2 = _value(Qx, Qu, Qxx, Qux, Quu, K_fb[t], k_ff[t], True, KZ, Quk, Vx[t],
+                        Vxx[t])
+        dg += e1
+        dq += 2.0 * e2
         for i in range(nx):
-            for j in range(i, nx):
-                s = Qxx[i, j] + 0.5 * (FxV[i, j] + FxV[j, i])
-                if j != i:
-                    s = 0.5 * (Qxx[i, j] + Qxx[j, i]) + 0.5 * (FxV[i, j] + FxV[j, i])
-                V[i, j] = s
-                V[j, i] = s
-            V[i, i] += reg
+            Vxx[t, i, i] += reg
         if not feasible:
-            _mv_add(V, fs[t], Vx[t])
+            _mv_add(Vxx[t], fs[t], Vx[t])
     return -1, dg, dq
 
 

@@ -339,13 +339,13 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         t0, c0 = time.perf_counter(), compile_seconds()
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
-            Fx, Fu, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
+            parts, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
         t1, c1 = time.perf_counter(), compile_seconds()
         while True:
-            knot, dg_k, dq_k = backward_pass_fddp(Fx, Fu, lx, lu, lxx, luu,
-                                                  _no_lxu if lxu is None else lxu, fs, reg,
-                                                  feasible, u, prob._lo, prob._hi, k_ff,
-                                                  K_fb, Vx, Vxx)
+            knot, dg_k, dq_k = backward_pass_fddp(*parts, prob._lie_blocks, lx, lu, lxx,
+                                                  luu, _no_lxu if lxu is None else lxu, fs,
+                                                  reg, feasible, u, prob._lo, prob._hi,
+                                                  k_ff, K_fb, Vx, Vxx)
             if knot < 0:
                 break
             reg = min(max(reg * 10, REG_MIN), REG_MAX)     # (from reg = 0 too)
