@@ -154,6 +154,89 @@ def test_spherical_and_free_flyer_trees():
     assert np.linalg.norm(rollout_gradient(prob, r.us)) < 1e-4 * g0
 
 
+def _fddp_reference(prob, q, v, u, vx, forces, fs, reg, feasible):
+    """(k, K, sum Q_u.k, sum k.Q_uu.k): Crocoddyl's FDDP backward pass in NumPy on the
+    dense Jacobians (dynamics_jacobians), no bounds."""
+    Fx, Fu = prob.dynamics_jacobians(q, v, u, vx)
+    _, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
+    T, nx, nu = prob.T, 2 * prob.nv, prob.nu
+    k, K = np.zeros((T, nu)), np.zeros((T, nu, nx))
+    Vxx = lxx[T] + reg * np.eye(nx)
+    Vx = lx[T] + (0.0 if feasible else Vxx @ fs[T])
+    dg = dq = 0.0
+    for t in range(T - 1, -1, -1):
+        A, B = Fx[t], Fu[t]
+        Qx, Qu = lx[t] + A.T @ Vx, lu[t] + B.T @ Vx
+        Qxx, Qux = lxx[t] + A.T @ Vxx @ A, B.T @ Vxx @ A
+        Quu = luu[t] + B.T @ Vxx @ B + reg * np.eye(nu)
+        if lxu is not None:
+            Qux = Qux + lxu[t].T
+        G = -np.linalg.solve(Quu, np.column_stack([Qux, Qu]))
+        K[t], k[t] = G[:, :-1], G[:, -1]
+        dg += Qu @ k[t]
+        dq += k[t] @ Quu @ k[t]
+        Vx = Qx + K[t].T @ Qu
+        Vxx = Qxx + Qux.T @ K[t]
+        Vxx = 0.5 * (Vxx + Vxx.T) + reg * np.eye(nx)
+        if not feasible:
+            Vx = Vx + Vxx @ fs[t]
+    return k, K, dg, dq
+
+
+def _fddp_pass(prob, q, v, u, vx, forces, fs, reg, feasible):
+    from rbdiff.trajopt.riccati import backward_pass_fddp
+    T, nx, nu = prob.T, 2 * prob.nv, prob.nu
+    parts, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
+    k, K = np.zeros((T, nu)), np.zeros((T, nu, nx))
+    Vx, Vxx = np.zeros((T + 1, nx)), np.zeros((T + 1, nx, nx))
+    knot, dg, dq = backward_pass_fddp(*parts, prob._lie_blocks, lx, lu, lxx, luu,
+                                      np.zeros((T, 0, 0)) if lxu is None else lxu, fs, reg,
+                                      feasible, u, prob._lo, prob._hi, k, K, Vx, Vxx)
+    assert knot == -1
+    return k, K, dg, dq
+
+
+def test_fddp_backward_pass_equals_numpy_reference(solo):
+    """The compiled FDDP pass (on the nv x nv blocks, integrate's Jacobians by their
+    diagonal blocks) gives Crocoddyl's recursion on the dense Jacobians to 1e-10: contact,
+    free and impulse knots with a force term's l_xu (solo12), spherical joints inside a
+    random tree, gaps (infeasible) and regularisation."""
+    from rbdiff.trajopt.solver import _gaps
+    m, x0 = solo
+    base = _phases(m, x0)
+    cone = to.FrictionCone("HR_FOOT", weight=10.0)
+    running = [[to.StateRegularization(x0, 1e-1), to.ControlRegularization(1e-3)]
+               + ([cone] if kind == CONTACT else []) for kind in base.kind]
+    running[8] = [to.StateRegularization(x0, 1e1)]
+    legged = to.Problem(m, x0, base.T, base.dt, running=running, terminal=base.terminal,
+                        contacts=base.knot_contacts[:8] + [None] + base.knot_contacts[9:],
+                        impulses={8: base.knot_contacts[8]})
+    tree = rbd.models.random_tree(6, 2, floating_base=True)
+    goal = np.concatenate([rbd.neutral(tree), np.zeros(tree.nv)])
+    spherical = to.Problem(tree, goal, 4, 0.02,
+                           running=[to.StateRegularization(goal, 1.0),
+                                    to.ControlRegularization(1e-2)],
+                           terminal=[to.StateRegularization(goal, 10.0)], actuation="full")
+    assert (spherical._lie_blocks[1:, 1] == 3).any()        # a block inside the tangent
+    rng = np.random.default_rng(8)
+    for prob in (legged, spherical):
+        T, mm = prob.T, prob.model
+        q = rbd.integrate(mm, np.broadcast_to(prob.x0[:mm.nq], (T + 1, mm.nq)).copy(),
+                          0.1 * rng.normal(size=(T + 1, mm.nv)))
+        v = 0.3 * rng.normal(size=(T + 1, mm.nv))
+        u = prob.quasi_static_controls(q) + rng.normal(size=(T, prob.nu))
+        qx, vx, forces = prob.shoot(q, v, u)
+        fs = _gaps(prob, q, v, qx, vx)
+        # reg > 0: the impulse knot's Q_uu is reg I; below 1e-3 the last knots' Q_uu
+        # (cond 3e8 at 1e-6) leaves NumPy's solve itself 2e-10 off (the dense pass too)
+        for reg, feasible in ((1e-3, False), (1e-2, True)):
+            got = _fddp_pass(prob, q, v, u, vx, forces, fs, reg, feasible)
+            want = _fddp_reference(prob, q, v, u, vx, forces, fs, reg, feasible)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-10,
+                                           atol=1e-10 * max(np.abs(b).max(), 1e-300))
+
+
 def test_state_cost_derivatives_on_the_manifold(solo):
     m, x0 = solo
     rng = np.random.default_rng(5)

@@ -34,7 +34,8 @@ from .cpu import twin
 from .model.lookup import frame_index, joint_index
 from .results import REFERENCE_CODES, reference_name
 from .validation import F64 as _F64
-from .validation import explain, gpu_call, on_device, prepare, prepare_broadcast
+from .validation import (explain, gpu_call, no_forces, on_device, prepare,
+                         prepare_broadcast)
 
 __all__ = ["Function", "DECLARED", "frame_index", "joint_index", "reference_code",
            "reference_option"]
@@ -225,6 +226,34 @@ class Function:
                 raise make(model) from None
             raise explain(model, [(n, x) for (n, _, _), x in zip(named, arrays)], f,
                           self.configurations, error=e) from None
+        return self._wrap(outs)
+
+    def fast_batch(self, model, *xs, options=(), sizes=None):
+        """The batch pair for float64 C-contiguous batches (B, n) of one batch size and
+        the declared lengths (an optional input None), no fext, checked by a few
+        attribute reads instead of the general path (the entries still check the values,
+        as on that path): rbdiff's own loops, such as trajopt's dozens of calls an
+        iteration, ~5 us less a call. New outputs. Other input, or an entry's refusal
+        (ValueError, explained as the general path explains it), takes the general path."""
+        x0 = xs[0]
+        if type(x0) is not np.ndarray or x0.ndim != 2:
+            return self(model, *xs, options=options, sizes=sizes)
+        nb = x0.shape[0]
+        for spec, x in zip(self.inputs, xs):
+            if x is None and len(spec) == 3:
+                continue
+            if type(x) is not np.ndarray or x.dtype is not _F64 \
+                    or x.shape != (nb, getattr(model, spec[1])) \
+                    or not x.flags.c_contiguous:
+                return self(model, *xs, options=options, sizes=sizes)
+        given = {spec[0]: x for spec, x in zip(self.inputs, xs) if x is not None}
+        outs = self._allocate(model, (nb,), _F64, given, sizes)
+        args = (*self._model_args(model, model.mf, _F64), *xs) + (
+            (no_forces(nb),) if self.fext else ())
+        try:
+            policy.run(model, *policy.fast_or(self.batch, _F64), nb, args + outs, options)
+        except ValueError:
+            return self(model, *xs, options=options, sizes=sizes)
         return self._wrap(outs)
 
     def resolve(self, model, kwargs):

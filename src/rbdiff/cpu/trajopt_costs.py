@@ -4,8 +4,8 @@ No math."""
 import numpy as np
 
 from ..kernels.jit import entry
-from ..kernels.trajopt_costs import (euler_configuration_rows, gauss_newton_add,
-                                     placement_log)
+from ..kernels.trajopt_costs import (diagonal_add, euler_configuration_rows,
+                                     gauss_newton_add, placement_log)
 
 
 @entry
@@ -20,8 +20,15 @@ def gauss_newton_batch(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu)
     """kernels.trajopt_costs.gauss_newton_add on its own scratch; the caller (residuals.py)
     checks shapes: knots (K,) within the outputs' first axis, Ar, Arr (K, nr), Rx (K, nr,
     mx) with cx + mx <= lx.shape[1], Ru (K, nr, mu), lxu (T, 2nv, mu) where mu > 0."""
-    nz = np.empty(Rx.shape[2] + Ru.shape[2], np.int64)
-    gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, nz)
+    act = np.empty(Ar.shape[1], np.int64)
+    gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, act)
+
+
+@entry
+def diagonal_batch(knots, scale, Ar, Arr, c0, g, H):
+    """kernels.trajopt_costs.diagonal_add; the caller (costs.py) checks shapes: knots (K,)
+    within g's and H's first axis, Ar (K, n), Arr (K, n) or (1, n), c0 + n <= g.shape[1]."""
+    diagonal_add(knots, scale, Ar, Arr, c0, g, H)
 
 
 @entry

@@ -46,7 +46,7 @@ def placement_log(R, p, Rref, pref, r, Jl):
 
 
 @kernel
-def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, nz):
+def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, act):
     """Add a term's Gauss-Newton derivatives at its knots to the problem's arrays: for
     item k at knot t = knots[k], with R = [Rx[k] | Ru[k]] (Rx's columns are x's columns
     cx..cx+mx, Ru's the controls'; Ru (K, nr, 0): none),
@@ -54,13 +54,20 @@ def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, n
         l_x[t] += scale R_x^T a'(r_k),   l_u[t] += scale R_u^T a'(r_k),
         [l_xx l_xu; . l_uu][t] += scale R^T diag(a''(r_k)) R,
 
-    row by row, each row's outer product over its nonzero columns only (a residual of
-    the q columns leaves the v block alone; a foot's Jacobian row has one leg's
-    columns), rows with a'' = 0 (a barrier's inactive rows, zero weights) skipped. nz
-    (mx + mu,) int64 scratch."""
+    the Hessian row by row of the output: for each of its rows i, each active residual
+    row r (a'' != 0: a barrier's inactive rows and zero weights skipped) with a nonzero
+    R[r, i] adds a multiple of R's row r along the output row (unit stride, vectorised;
+    a residual of the q columns leaves the v block alone, a foot's Jacobian row has one
+    leg's columns: their zero entries i are skipped). Each entry sums its rows in order,
+    as a row-by-row outer product does; a loop over each row's nonzero columns by index
+    ran 2x slower (a wrench cone's rows are dense). Arr (K, nr), or (1, nr): the same at
+    every knot. act (nr,) int64 scratch."""
     nr, mx, mu = Ar.shape[1], Rx.shape[2], Ru.shape[2]
+    shared = Arr.shape[0] != Ar.shape[0]        # one a'' row for every knot
     for k in range(knots.shape[0]):
         t = knots[k]
+        kr = 0 if shared else k
+        na = 0
         for r in range(nr):
             g = scale * Ar[k, r]
             if g != 0.0:
@@ -68,34 +75,42 @@ def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, n
                     lx[t, cx + j] += g * Rx[k, r, j]
                 for j in range(mu):
                     lu[t, j] += g * Ru[k, r, j]
-            h = scale * Arr[k, r]
-            if h == 0.0:
-                continue
-            n = 0
-            for j in range(mx):
-                if Rx[k, r, j] != 0.0:
-                    nz[n] = j
-                    n += 1
-            nx = n
-            for j in range(mu):
-                if Ru[k, r, j] != 0.0:
-                    nz[n] = j
-                    n += 1
-            for a in range(nx):
-                i = nz[a]
-                hi = h * Rx[k, r, i]
-                for b in range(nx):
-                    j = nz[b]
+            if Arr[kr, r] != 0.0:
+                act[na] = r
+                na += 1
+        for i in range(mx):
+            for a in range(na):
+                r = act[a]
+                hi = scale * Arr[kr, r] * Rx[k, r, i]
+                if hi == 0.0:
+                    continue
+                for j in range(mx):
                     lxx[t, cx + i, cx + j] += hi * Rx[k, r, j]
-                for b in range(nx, n):
-                    j = nz[b]
+                for j in range(mu):
                     lxu[t, cx + i, j] += hi * Ru[k, r, j]
-            for a in range(nx, n):
-                i = nz[a]
-                hi = h * Ru[k, r, i]
-                for b in range(nx, n):
-                    j = nz[b]
+        for i in range(mu):
+            for a in range(na):
+                r = act[a]
+                hi = scale * Arr[kr, r] * Ru[k, r, i]
+                if hi == 0.0:
+                    continue
+                for j in range(mu):
                     luu[t, i, j] += hi * Ru[k, r, j]
+
+
+@kernel
+def diagonal_add(knots, scale, Ar, Arr, c0, g, H):
+    """The same for a residual whose Jacobian is the identity on columns c0..c0+n of g's
+    (l_x's or l_u's): g[t, c0 + i] += scale a'_i, H[t, c0 + i, c0 + i] += scale a''_i
+    at t = knots[k]; Arr (K, n) or (1, n) (the same at every knot)."""
+    n = Ar.shape[1]
+    shared = Arr.shape[0] != Ar.shape[0]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        kr = 0 if shared else k
+        for i in range(n):
+            g[t, c0 + i] += scale * Ar[k, i]
+            H[t, c0 + i, c0 + i] += scale * Arr[kr, i]
 
 
 @kernel

@@ -26,13 +26,21 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
-from ..cpu.trajopt_costs import gauss_newton_batch
+from ..cpu.trajopt_costs import diagonal_batch, gauss_newton_batch
+from . import calls
 from ..kinematics import _frame_id as _frame_index
 from ..model.layout import FREE_FLYER, SPHERICAL
 
 
 _NO_U = np.zeros((1, 1, 0))      # Ru / l_xu of a term without control columns
 _ONES3 = np.ones(3)
+
+
+def _rows(A, K):
+    """a'' as the kernels take it: (K, nr), or (1, nr) for one row shared by every knot
+    (a weight vector: no (K, nr) copy)."""
+    A = np.ascontiguousarray(A, dtype=float)
+    return A.reshape(1, -1) if A.ndim == 1 else A
 
 
 def add_gauss_newton(out, knots, scale, Ar, Arr, Rx, cx=0, Ru=None):
@@ -42,22 +50,20 @@ def add_gauss_newton(out, knots, scale, Ar, Arr, Rx, cx=0, Ru=None):
     the activation's a', Arr its a'' diagonal ((K, nr) or (nr,))."""
     lx, lu, lxx, luu, lxu = out
     Ar = np.ascontiguousarray(Ar, dtype=float)
-    Arr = np.ascontiguousarray(np.broadcast_to(Arr, Ar.shape), dtype=float)
-    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale), Ar, Arr,
-                       np.ascontiguousarray(Rx, dtype=float), int(cx),
+    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale), Ar,
+                       _rows(Arr, len(Ar)), np.ascontiguousarray(Rx, dtype=float), int(cx),
                        _NO_U if Ru is None else np.ascontiguousarray(Ru, dtype=float),
                        lx, lu, lxx, luu, _NO_U if lxu is None else lxu)
 
 
 def add_diagonal(out, knots, scale, Ar, Arr, cx, control=False):
     """The same for a residual whose Jacobian is the identity on x's columns cx..cx+n
-    (or the controls' with ``control``): l += scale a', the diagonal += scale a''."""
+    (or the controls' with ``control``): l += scale a', the diagonal += scale a''
+    (kernels/trajopt_costs.diagonal_add)."""
     lx, lu, lxx, luu, _ = out
     g, H = (lu, luu) if control else (lx, lxx)
-    n = Ar.shape[1]
-    cols = np.arange(cx, cx + n)
-    g[knots, cx:cx + n] += scale * Ar
-    H[np.asarray(knots)[:, None], cols, cols] += scale * np.broadcast_to(Arr, Ar.shape)
+    diagonal_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale),
+                   np.ascontiguousarray(Ar, dtype=float), _rows(Arr, len(Ar)), int(cx), g, H)
 
 
 def derivative_arrays(K, nx, nu):
@@ -157,12 +163,14 @@ class FrameTranslation(Term):
         return _stacked(self, terms, "target")
 
     def value(self, model, q, v, u):
-        r = _rbd.frame_placement(model, q, self.frame)[:, :3, 3] - self.target
+        fid = _frame_index(model, self.frame)
+        r = calls.frame_placement(model, q, fid)[:, :3, 3] - self.target
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
     def accumulate(self, model, q, v, u, out, knots, scale):
-        p = _rbd.frame_placement(model, q, self.frame)[:, :3, 3]
-        J = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")[:, :3, :]
+        fid = _frame_index(model, self.frame)
+        p = calls.frame_placement(model, q, fid)[:, :3, 3]
+        J = calls.frame_jacobian(model, q, fid, "local_world_aligned")[:, :3, :]
         r = p - self.target
         add_gauss_newton(out, knots, scale * self.weight, r, _ONES3, J)
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
@@ -216,7 +224,7 @@ class StateRegularization(Term):
         K, nq, nv = q.shape[0], model.nq, model.nv
         r = np.empty((K, 2 * nv))
         qref = np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq)))
-        r[:, :nv] = _rbd.difference(model, qref, np.ascontiguousarray(q))
+        r[:, :nv] = calls.difference(model, qref, np.ascontiguousarray(q))
         r[:, nv:] = v - self.x_ref[..., nq:]
         return r
 
@@ -233,7 +241,7 @@ class StateRegularization(Term):
         Ar = a * r
         add_diagonal(out, knots, w, Ar[:, nv:], a[nv:], nv)
         if _lie(model):
-            Rq = _rbd.difference_jacobians(
+            Rq = calls.difference_jacobians(
                 model, np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq))),
                 np.ascontiguousarray(q)).dq1
             add_gauss_newton(out, knots, w, Ar[:, :nv], a[:nv], Rq)

@@ -39,6 +39,7 @@ from ..cpu.scratch import single_call_scratch
 from ..cpu.trajopt_costs import euler_rows_batch
 from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
+from . import calls
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
 _ACTUATIONS = ("auto", "full", "floating_base")
@@ -253,6 +254,7 @@ class Problem:
                 rows_f.append(packed[c][1])
         self.kind = kind
         self.knot_contacts = per
+        self._packed = packed
         self.groups = {k: np.array(v, np.int64) for k, v in groups.items()}
         self._cint = np.concatenate(rows_i) if rows_i else np.zeros((0, CI_WIDTH), np.int64)
         self._cflt = np.concatenate(rows_f) if rows_f else np.zeros((0, CF_WIDTH))
@@ -485,21 +487,19 @@ class Problem:
         c = np.zeros(T)
         eye = np.eye(nv)
         for (kind, contacts), K in self.groups.items():
-            one = len(K) == 1            # a single call (a batch of one pays a parallel
-            K = _span(K)                 # region's wake-up); a phase's consecutive knots:
-            qk, vk = q[K], v[K]          # views
-            if one:
-                qk, vk = qk[0], vk[0]
+            K = _span(K)                 # a phase's consecutive knots: views
+            qk, vk = q[K], v[K]
             if kind == IMPULSE:
-                d = _rbd.impulse_dynamics_derivatives(m, qk, vk, contacts)
+                d = calls.impulse_dynamics_derivatives(m, qk, vk, self._packed[contacts])
                 Pq[K] = d.dvafter_dq
                 Pv[K] = d.dvafter_dv
                 Jq[K] = eye
                 Jv[K] = 0.0
                 continue
-            tau = self.tau(us[K][0] if one else us[K])
+            tau = np.ascontiguousarray(self.tau(us[K]))
             if kind == CONTACT:
-                d = _rbd.contact_dynamics_derivatives(m, qk, vk, tau, contacts)
+                d = calls.contact_dynamics_derivatives(m, qk, vk, tau,
+                                                       self._packed[contacts])
                 a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
                 if df is not None:
                     nc = d.dforces_dq.shape[-2]
@@ -515,7 +515,8 @@ class Problem:
             c[K] = dt
         D = _span(self.dynamic)
         if len(self.dynamic):
-            Jq[D], Jv[D] = _rbd.integrate_jacobians(m, q[:-1][D], dt * vnext[D])
+            Jq[D], Jv[D] = calls.integrate_jacobians(m, np.ascontiguousarray(q[:-1][D]),
+                                                     dt * vnext[D])
         return Pq, Pv, Pu, Jq, Jv, c
 
     def dynamics_blocks(self, q, v, us, second_order=False):
