@@ -158,7 +158,7 @@ def _fddp_reference(prob, q, v, u, vx, forces, fs, reg, feasible):
     """(k, K, sum Q_u.k, sum k.Q_uu.k): Crocoddyl's FDDP backward pass in NumPy on the
     dense Jacobians (dynamics_jacobians), no bounds."""
     Fx, Fu = prob.dynamics_jacobians(q, v, u, vx)
-    _, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
+    _, _, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
     T, nx, nu = prob.T, 2 * prob.nv, prob.nu
     k, K = np.zeros((T, nu)), np.zeros((T, nu, nx))
     Vxx = lxx[T] + reg * np.eye(nx)
@@ -186,7 +186,7 @@ def _fddp_reference(prob, q, v, u, vx, forces, fs, reg, feasible):
 def _fddp_pass(prob, q, v, u, vx, forces, fs, reg, feasible):
     from rbdiff.trajopt.riccati import backward_pass_fddp
     T, nx, nu = prob.T, 2 * prob.nv, prob.nu
-    parts, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
+    parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
     k, K = np.zeros((T, nu)), np.zeros((T, nu, nx))
     Vx, Vxx = np.zeros((T + 1, nx)), np.zeros((T + 1, nx, nx))
     knot, dg, dq = backward_pass_fddp(*parts, prob._lie_blocks, lx, lu, lxx, luu,

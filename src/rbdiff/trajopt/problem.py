@@ -434,9 +434,15 @@ class Problem:
         return H
 
     def derivatives(self, q, v, us, vnext, forces=None):
-        """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): dynamics_parts and
+        """(F_x, F_u, l_x, l_u, l_xx, l_uu, l_xu or None): dynamics_jacobians and
         cost_derivatives at once, the force terms' derivatives taken from the contact
         knots' dynamics derivatives (no second call)."""
+        parts, *costs = self.derivative_parts(q, v, us, vnext, forces)
+        return self._assemble(*parts) + tuple(costs)
+
+    def derivative_parts(self, q, v, us, vnext, forces=None):
+        """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): derivatives with the dynamics'
+        Jacobians as their factors (_dynamics_parts: what FDDP's backward pass takes)."""
         df = None
         if self.reads_forces:
             nc = max(self.ncmax, 1)
@@ -448,12 +454,15 @@ class Problem:
     def dynamics_jacobians(self, q, v, us, vnext):
         """(F_x (T, 2nv, 2nv), F_u (T, 2nv, nu)): f's Jacobians in the tangent spaces at
         knots 0..T-1, v' = vnext (T, nv) the knots' successor velocities (shoot or a
-        rollout), assembled from dynamics_parts (Crocoddyl's IntegratedActionModelEuler):
+        rollout), assembled from _dynamics_parts (Crocoddyl's IntegratedActionModelEuler):
 
             F_x = [[Jq, 0] + dt Jv P_x ; P_x],   F_u = [dt Jv P_u ; P_u]
 
         with P_x = [Pq, Pv], P_u = Pu; an impulse knot: F_x = [[I, 0], [Pq, Pv]], F_u = 0."""
-        Pq, Pv, Pu, Jq, Jv, _ = self._dynamics_parts(q, v, us, vnext, None)
+        return self._assemble(*self._dynamics_parts(q, v, us, vnext, None))
+
+    def _assemble(self, Pq, Pv, Pu, Jq, Jv, c):
+        """The dense (F_x, F_u) of _dynamics_parts' factors."""
         T, nv = self.T, self.nv
         Fx = np.zeros((T, 2 * nv, 2 * nv))
         Fu = np.zeros((T, 2 * nv, self.nu))

@@ -345,7 +345,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         t0, c0 = time.perf_counter(), compile_seconds()
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
-            parts, lx, lu, lxx, luu, lxu = prob.derivatives(q, v, u, vx, forces)
+            parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
         t1, c1 = time.perf_counter(), compile_seconds()
         while True:
             knot, dg_k, dq_k = backward_pass_fddp(*parts, prob._lie_blocks, lx, lu, lxx,
