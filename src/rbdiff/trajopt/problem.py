@@ -170,7 +170,9 @@ class Problem:
                 n = count[key] = count.get(key, -1) + 1     # a key twice at one knot
                 key = (bool(imp), key, n)
                 if getattr(term, "reads_forces", False):
-                    key += self._force_slot(t, term)
+                    # the contact's dim, not its row: the group reads each knot's
+                    # rows through its own offsets (one group per foot, not per phase)
+                    key += (self._force_slot(t, term)[1],)
                 groups.setdefault(key, ([], []))
                 groups[key][0].append(t)
                 groups[key][1].append(term)
@@ -517,10 +519,15 @@ class Problem:
                     df[1][K, :nc] = d.dforces_dtau[..., off:]
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
-            Pq[K] = dt * a_q
-            Pv[K] = dt * a_v
+            if isinstance(K, slice):     # views: the products written in place
+                np.multiply(a_q, dt, out=Pq[K])
+                np.multiply(a_v, dt, out=Pv[K])
+                np.multiply(a_t[..., off:], dt, out=Pu[K])
+            else:
+                Pq[K] = dt * a_q
+                Pv[K] = dt * a_v
+                Pu[K] = dt * a_t[..., off:]
             Pv[K] += eye
-            Pu[K] = dt * a_t[..., off:]
             c[K] = dt
         D = _span(self.dynamic)
         if len(self.dynamic):

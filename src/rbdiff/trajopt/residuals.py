@@ -48,11 +48,12 @@ def quad_activation(r, weights=None):
 def barrier_activation(r, lower, upper):
     """(a, a', diag a'') of Crocoddyl's ActivationModelQuadraticBarrier on [lower, upper]
     (infinite bounds: none)."""
-    lo = np.minimum(r - lower, 0.0)
-    hi = np.maximum(r - upper, 0.0)
-    a = 0.5 * (np.einsum("ki,ki->k", lo, lo) + np.einsum("ki,ki->k", hi, hi))
-    Arr = ((r - lower <= 0.0) | (r - upper >= 0.0)).astype(float)
-    return a, lo + hi, Arr
+    dlo, dhi = r - lower, r - upper
+    # lower <= upper: at most one of min(dlo, 0), max(dhi, 0) is nonzero, so their sum is
+    # a' exactly and a = 0.5 ||a'||^2
+    Ar = np.minimum(dlo, 0.0) + np.maximum(dhi, 0.0)
+    Arr = ((dlo <= 0.0) | (dhi >= 0.0)).astype(float)
+    return 0.5 * np.einsum("ki,ki->k", Ar, Ar), Ar, Arr
 
 
 def _bounds(name, lower, upper, n):

@@ -515,20 +515,32 @@ def _st_vec(x, Jq, Jv, c, blocks, out):
 
 
 @kernel
-def _st_w_blocks(Vxx, Jq, Jv, c, blocks, Z, Y, W11, W12, W22):
+def _st_w_blocks(Vxx, Jq, Jv, c, blocks, Z, W11, W12, W22):
     """The blocks of W = S^T Vxx S (S = [[Jq, c Jv], [0, I]], _st_rows) for _q_blocks:
-    Z = S^T Vxx, Y = Z^T = Vxx S (Vxx symmetric), W = S^T Y, row operations all."""
+    Z = S^T Vxx by rows, then W = Z S by columns into W11, W12, W22 (W21 = W12^T is not
+    needed): off the blocks a column of W is a column of Z or c times one plus another."""
     n = Jq.shape[0]
     _st_rows(Vxx, Jq, Jv, c, blocks, Z)
-    for i in range(2 * n):
-        for j in range(2 * n):
-            Y[i, j] = Z[j, i]
-    _st_rows(Y, Jq, Jv, c, blocks, Z)
     for i in range(n):
         for j in range(n):
             W11[i, j] = Z[i, j]
-            W12[i, j] = Z[i, n + j]
-            W22[i, j] = Z[n + i, n + j]
+            W12[i, j] = c * Z[i, j] + Z[i, n + j]
+            W22[i, j] = c * Z[n + i, j] + Z[n + i, n + j]
+    for b in range(blocks.shape[0]):
+        s, sz = blocks[b, 0], blocks[b, 1]
+        for i in range(n):
+            for j in range(sz):
+                a11 = 0.0 * c
+                a12 = Z[i, n + s + j]
+                a22 = Z[n + i, n + s + j]
+                for k in range(sz):
+                    jq, jv = Jq[s + k, s + j], c * Jv[s + k, s + j]
+                    a11 += Z[i, s + k] * jq
+                    a12 += Z[i, s + k] * jv
+                    a22 += Z[n + i, s + k] * jv
+                W11[i, s + j] = a11
+                W12[i, s + j] = a12
+                W22[i, s + j] = a22
 
 
 @entry
@@ -559,7 +571,7 @@ def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
     not positive definite (then the caller raises reg)."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
-    Z, Y = np.empty((nx, nx)), np.empty((nx, nx))
+    Z = np.empty((nx, nx))
     W11, W12, W22 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     P, WP, C = np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx))
     w = np.empty(nx)
@@ -582,7 +594,7 @@ def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
         _grad_x(lx[t], w, A_q, A_v, 0.0, Qx)        # w = S^T V_x': S's part done
         Qu[:] = lu[t]
         _mtv(B_u, w[n:], Qu, 1.0)
-        _st_w_blocks(Vxx[t + 1], Jq[t], Jv[t], c[t], blocks, Z, Y, W11, W12, W22)
+        _st_w_blocks(Vxx[t + 1], Jq[t], Jv[t], c[t], blocks, Z, W11, W12, W22)
         _q_blocks(lxx[t], luu[t], W11, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
         for i in range(nu):
             Quu[i, i] += reg
