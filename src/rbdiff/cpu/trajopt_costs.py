@@ -21,7 +21,8 @@ def gauss_newton_batch(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu)
     checks shapes: knots (K,) within the outputs' first axis, Ar, Arr (K, nr), Rx (K, nr,
     mx) with cx + mx <= lx.shape[1], Ru (K, nr, mu), lxu (T, 2nv, mu) where mu > 0."""
     act = np.empty(Ar.shape[1], np.int64)
-    gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, act)
+    nz = np.empty(Rx.shape[2] + Ru.shape[2], np.int64)
+    gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, act, nz)
 
 
 @entry

@@ -46,7 +46,7 @@ def placement_log(R, p, Rref, pref, r, Jl):
 
 
 @kernel
-def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, act):
+def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, act, nz):
     """Add a term's Gauss-Newton derivatives at its knots to the problem's arrays: for
     item k at knot t = knots[k], with R = [Rx[k] | Ru[k]] (Rx's columns are x's columns
     cx..cx+mx, Ru's the controls'; Ru (K, nr, 0): none),
@@ -54,14 +54,14 @@ def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, a
         l_x[t] += scale R_x^T a'(r_k),   l_u[t] += scale R_u^T a'(r_k),
         [l_xx l_xu; . l_uu][t] += scale R^T diag(a''(r_k)) R,
 
-    the Hessian row by row of the output: for each of its rows i, each active residual
-    row r (a'' != 0: a barrier's inactive rows and zero weights skipped) with a nonzero
-    R[r, i] adds a multiple of R's row r along the output row (unit stride, vectorised;
-    a residual of the q columns leaves the v block alone, a foot's Jacobian row has one
-    leg's columns: their zero entries i are skipped). Each entry sums its rows in order,
-    as a row-by-row outer product does; a loop over each row's nonzero columns by index
-    ran 2x slower (a wrench cone's rows are dense). Arr (K, nr), or (1, nr): the same at
-    every knot. act (nr,) int64 scratch."""
+    rows with a'' = 0 (a barrier's inactive rows, zero weights) skipped. A sparse row (at
+    most a third of its entries nonzero: a state residual's identity rows) adds its outer
+    product over its nonzero columns (nz); the dense rows (a wrench cone's, the centre of
+    mass's) add theirs by rows of the output: for each output row i, each dense row r
+    with a nonzero R[r, i] adds a multiple of R's row r along it (unit stride,
+    vectorised; the indexed loop ran 2x slower on dense rows, the dense one 2x slower on
+    a state residual's). Arr (K, nr), or (1, nr): the same at every knot. act (nr,),
+    nz (mx + mu,) int64 scratch."""
     nr, mx, mu = Ar.shape[1], Rx.shape[2], Ru.shape[2]
     shared = Arr.shape[0] != Ar.shape[0]        # one a'' row for every knot
     for k in range(knots.shape[0]):
@@ -75,9 +75,38 @@ def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, a
                     lx[t, cx + j] += g * Rx[k, r, j]
                 for j in range(mu):
                     lu[t, j] += g * Ru[k, r, j]
-            if Arr[kr, r] != 0.0:
-                act[na] = r
+            h = scale * Arr[kr, r]
+            if h == 0.0:
+                continue
+            n = 0
+            for j in range(mx):
+                if Rx[k, r, j] != 0.0:
+                    nz[n] = j
+                    n += 1
+            nxr = n
+            for j in range(mu):
+                if Ru[k, r, j] != 0.0:
+                    nz[n] = j
+                    n += 1
+            if 3 * n > mx + mu:
+                act[na] = r             # dense: the pass below
                 na += 1
+                continue
+            for a in range(nxr):
+                i = nz[a]
+                hi = h * Rx[k, r, i]
+                for b in range(nxr):
+                    j = nz[b]
+                    lxx[t, cx + i, cx + j] += hi * Rx[k, r, j]
+                for b in range(nxr, n):
+                    j = nz[b]
+                    lxu[t, cx + i, j] += hi * Ru[k, r, j]
+            for a in range(nxr, n):
+                i = nz[a]
+                hi = h * Ru[k, r, i]
+                for b in range(nxr, n):
+                    j = nz[b]
+                    luu[t, i, j] += hi * Ru[k, r, j]
         for i in range(mx):
             for a in range(na):
                 r = act[a]

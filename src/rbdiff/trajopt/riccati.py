@@ -22,6 +22,10 @@ V_xx = Q_xx + Q_ux^T K (_value).
 Speed: every product runs on C-contiguous arrays whose rows are the products' inner
 loops (unit stride: vectorised), the nv x nv blocks side by side where that makes rows
 longer (_q_blocks); a short row costs its loop's overhead as much as its arithmetic.
+FDDP's pass (backward_pass_fddp: floating bases, contact and impulse knots) runs on the
+same blocks and helpers, with the Euler step's configuration rows as a factor
+S = [[Jq, dt Jv], [0, I]] of integrate's Jacobians applied to V_x' and V_xx' first
+(_st_rows: the identity off the free flyers' and spherical joints' blocks).
 """
 
 import numpy as np
