@@ -8,8 +8,10 @@ Nganga & Wensing 2021): f is linear in a = aba(q, v, u) (v' = v + a dt, q' = q +
 so lambda^T f_** = mu^T a_** with mu = dt lambda_v + dt^2 lambda_q: Q_xx gains
 [[mu.a_qq, mu.a_qv], [mu.a_qv^T, mu.a_vv]], Q_ux gains [mu.a_uq, 0] (a is affine in u:
 a_uu = 0, and M^-1 does not depend on v: a_uv = 0). Those four contractions come from
-aba_second_order_contraction's kernel at each knot (V_x' is known only once the pass
-reaches it), O(N d) a knot and no tensor (issue 27).
+the RNEA contraction at qdd with mu = Minv c at each knot (V_x' is known only once the
+pass reaches it; kernels/contraction.rnea_contraction_at_aba), O(N d) a knot and no
+tensor (issue 27), and the ABA listing's products on the knot's own Jacobian blocks
+(_add_contraction: Minv and the first-order derivatives are not computed twice).
 The gains use Tassa et al. 2012's regularisation, reg on V_xx' (it reaches Q_uu through
 F_u, so it scales with the dynamics): k = -Q~_uu^-1 Q_u, K = -Q~_uu^-1 Q~_ux with
 Q~_uu = Q_uu + reg F_u^T F_u, Q~_ux = Q_ux + reg F_u^T F_x (Cholesky; a failure returns the
@@ -27,7 +29,7 @@ longer (_q_blocks); a short row costs its loop's overhead as much as its arithme
 import numpy as np
 
 from ..kernels.contact_dynamics import backward_rows, forward_rows
-from ..kernels.contraction import SC_SIZE, aba_contraction
+from ..kernels.contraction import SC_SIZE, rnea_contraction_at_aba
 from ..kernels.jit import entry, helper, kernel
 from ..kernels.workspace import W_WIDTH, workspace_rows
 
@@ -283,6 +285,37 @@ def _add_contracted(H, Qxx, Qux):
 
 
 @kernel
+def _add_contraction(C, P, dt, Z, Qxx, Qux):
+    """DDP's curvature from the RNEA contractions C = (C_Q, C_V, C_X, C_D) (4, nv, nv) at
+    qdd with mu = Minv c (the ABA listing of kernels/contraction.py, its products on this
+    knot's blocks P = [Pq, Pv, Pu] = [dt a_q, I + dt a_v, dt Minv] instead of a second
+    M^-1 and IDSVA's first-order fill): with Y = C_D / dt (in C_D's place) and
+    Z = P^T Y ((2nv + nu, nv), one product; Pu symmetric),
+        mu.a_qq = -(C_Q + a_q^T C_D + C_D^T a_q) = -(C_Q + Pq^T Y + Y^T Pq),
+        mu.a_vv = -C_V,
+        mu.a_qv = -(C_X + C_D^T a_v) = -(C_X + Y^T Pv - Y^T),
+        mu.a_uq = -Minv C_D = -Pu Y,
+    added to Q_xx, Q_ux as _add_contracted does."""
+    n = C.shape[1]
+    Y = C[3]
+    for i in range(n):
+        for j in range(n):
+            Y[i, j] /= dt
+    for i in range(Z.shape[0]):
+        for j in range(n):
+            Z[i, j] = 0.0
+    _acc_tn(P, 0, P.shape[1], Y, 0, n, Z, 0, 0)
+    for j in range(n):
+        for c in range(n):
+            Qxx[j, c] -= C[0, j, c] + Z[j, c] + Z[c, j]
+            Qxx[n + j, n + c] -= C[1, j, c]
+            x = C[2, j, c] + Z[n + c, j] - Y[c, j]
+            Qxx[j, n + c] -= x
+            Qxx[n + c, j] -= x
+            Qux[j, c] -= Z[2 * n + j, c]
+
+
+@kernel
 def _curvature(t, Vx, dt, a_qq, a_vv, a_qv, a_uq, H):
     """DDP's contractions from the tensors (the tests' oracle route): H (4, nv, nv) =
     mu.[a_qq, a_vv, a_qv, a_uq] with mu = dt Vx_v + dt^2 Vx_q (module doc)."""
@@ -410,8 +443,8 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
     the controls). With ``contract`` (what solve() does) the contraction is computed at
     each knot as the pass reaches it, from the model (mi, mf) and the trajectory's
-    q (T+1, nq), v (T+1, nv) and us (kernels/contraction.aba_contraction: O(N d) a knot,
-    no tensor; the costate is only known there); otherwise from the tensors
+    q (T+1, nq), v (T+1, nv) and us (kernels/contraction.rnea_contraction_at_aba and
+    _add_contraction: O(N d) a knot, no tensor; the costate is only known there); otherwise from the tensors
     a_** (T, nv, nv, nv) (the tensor route, kept as the tests' oracle; ignored, and
     may be (T, 0, 0, 0), with ``contract``)."""
     T, n = Pq.shape[0], Pq.shape[1]
@@ -428,13 +461,11 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
     Z, BB, BA = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
     Quk = np.empty(nu)
-    # the contraction's scratch (kernels/contraction.aba_contraction)
+    # the contraction's scratch (kernels/contraction.rnea_contraction_at_aba)
     ws = np.empty((workspace_rows(mi), W_WIDTH))
     sc = np.empty(SC_SIZE)
-    qdd, mu, cost = np.empty(n), np.empty(n), np.empty(n)
-    Gc, Mt = np.empty((3, n)), np.empty((5, n, n))
-    Fc = np.empty((mi[0, 0] + 1, n, 6))
-    H = np.empty((4, n, n))
+    qdd, mu, wl = np.empty(n), np.empty(n), np.empty(n)
+    H, PY = np.empty((4, n, n)), np.empty((nx + nu, n))
     exact = not reg > 1e-9              # the floor (solver.REG_MIN): no regularisation
     d1 = 0.0
     d2 = 0.0
@@ -450,13 +481,21 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
         if ddp:
             lv = lam if costate else Vx
             if contract:
-                for i in range(n):          # f is linear in a (module docstring)
-                    cost[i] = dt * lv[n + i] + dt * dt * lv[i]
-                aba_contraction(mi, mf, q[t], v[t], us[t], cost, None, ws, sc, qdd, mu, Gc,
-                                Mt, Fc, H[0], H[1], H[2], H[3])
+                # f is linear in a (module docstring): the costate of a is
+                # c = dt lv_v + dt^2 lv_q, and mu = Minv c = Pu (lv_v + dt lv_q)
+                for i in range(n):
+                    wl[i] = lv[n + i] + dt * lv[i]
+                for r in range(n):
+                    s = 0.0
+                    for c in range(n):
+                        s += B_u[r, c] * wl[c]
+                    mu[r] = s
+                rnea_contraction_at_aba(mi, mf, q[t], v[t], us[t], mu, None, ws, sc, qdd,
+                                        H[0], H[1], H[2], H[3])
+                _add_contraction(H, P, dt, PY, Qxx, Qux)
             else:
                 _curvature(t, lv, dt, a_qq, a_vv, a_qv, a_uq, H)
-            _add_contracted(H, Qxx, Qux)
+                _add_contracted(H, Qxx, Qux)
         if costate:
             lam_next[:] = lam
             _grad_x(lx[t], lam_next, A_q, A_v, dt, lam)
