@@ -58,6 +58,11 @@ def _rows(K):
     return K[:, None]
 
 
+def _curved(term, H):
+    """accumulate's keyword for a term with a residual curvature when H is wanted."""
+    return {"curvature": H} if H is not None and hasattr(term, "curvature") else {}
+
+
 def _span(K):
     """The knot indices K as a slice when they are consecutive (views, not copies)."""
     if len(K) and K[-1] - K[0] == len(K) - 1:
@@ -378,12 +383,15 @@ class Problem:
         q, v, u, _, _, f = self._run(None, None, us, zeros, None, 0.0)
         return self.cost(q, v, u, f)
 
-    def cost_derivatives(self, q, v, us, forces=None, dforces=None):
+    def cost_derivatives(self, q, v, us, forces=None, dforces=None, curvature=None):
         """(l_x (T+1, 2nv), l_u (T, nu), l_xx (T+1, 2nv, 2nv), l_uu (T, nu, nu)): running
         terms times dt at the free and contact knots, the impulse terms at the impulse
         knots, the terminal terms at knot T. With force terms, ``forces`` (T, ncmax) and
         ``dforces`` = (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) (``derivatives``),
-        and the result has a fifth entry l_xu (T, 2nv, nu)."""
+        and the result has a fifth entry l_xu (T, 2nv, nu). ``curvature`` (T+1, nv, nv)
+        or None: the terms that have a residual curvature add it there, scaled as their
+        l_xx (cost_curvature's values, from the kinematics their derivatives compute;
+        what DDP adds)."""
         T, n, nu = self.T, 2 * self.nv, self.nu
         lx, lu = np.zeros((T + 1, n)), np.zeros((T, nu))
         lxx, luu = np.zeros((T + 1, n, n)), np.zeros((T, nu, nu))
@@ -394,7 +402,8 @@ class Problem:
             for K, knots, term, scale, off in self.cost_groups:
                 uk = None if self.kind[_first(K)] == IMPULSE else us[K]
                 if off is None:
-                    term.accumulate(m, q[K], v[K], uk, out=out, knots=knots, scale=scale)
+                    term.accumulate(m, q[K], v[K], uk, out=out, knots=knots, scale=scale,
+                                    **_curved(term, curvature))
                     continue
                 if forces is None or dforces is None:
                     raise ValueError("cost_derivatives: this problem's force terms need "
@@ -405,15 +414,23 @@ class Problem:
             last = np.array([T])
             for t in self.terminal:
                 if not getattr(t, "reads_forces", False):
-                    t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last, scale=1.0)
+                    t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last, scale=1.0,
+                                 **_curved(t, curvature))
         if self.reads_forces:
             return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
 
+    @property
+    def curved(self):
+        """Whether a cost term has a residual curvature (cost_curvature not None)."""
+        return any(hasattr(g[2], "curvature") for g in self.cost_groups) or \
+            any(hasattr(t, "curvature") for t in self.terminal)
+
     def cost_curvature(self, q):
         """(T+1, nv, nv): the residuals' curvature w r^T r_qq of the terms that have it
         (costs.py), running terms times dt, knot T the terminal's; None when no term has
-        any (every residual linear: l_xx is exact). Simple problems (DDP) only."""
+        any (every residual linear: l_xx is exact). Simple problems (DDP) only
+        (cost_derivatives(..., curvature=H) adds the same along with the derivatives)."""
         groups = [g for g in self.cost_groups if hasattr(g[2], "curvature")]
         ends = [t for t in self.terminal if hasattr(t, "curvature")]
         if not (groups or ends):

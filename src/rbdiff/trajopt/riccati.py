@@ -444,9 +444,9 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     the controls). With ``contract`` (what solve() does) the contraction is computed at
     each knot as the pass reaches it, from the model (mi, mf) and the trajectory's
     q (T+1, nq), v (T+1, nv) and us (kernels/contraction.rnea_contraction_at_aba and
-    _add_contraction: O(N d) a knot, no tensor; the costate is only known there); otherwise from the tensors
-    a_** (T, nv, nv, nv) (the tensor route, kept as the tests' oracle; ignored, and
-    may be (T, 0, 0, 0), with ``contract``)."""
+    _add_contraction: O(N d) a knot, no tensor; the costate is only known there);
+    otherwise from the tensors a_** (T, nv, nv, nv) (the tensor route, kept as the
+    tests' oracle; ignored, and may be (T, 0, 0, 0), with ``contract``)."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
     lam = lx[T].copy()

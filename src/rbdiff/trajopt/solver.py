@@ -177,18 +177,19 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     T, nv = prob.T, prob.nv
     k_ff, K_fb = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
+    curved = ddp and prob.curved
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), _compiling(jobs)
         Pq, Pv, Pu, _ = prob.dynamics_blocks(q, v, u)
-        lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
+        # DDP: the residuals' curvature comes with the derivatives (one frame pass)
+        H = np.zeros((T + 1, nv, nv)) if curved else None
+        lx, lu, lxx, luu = prob.cost_derivatives(q, v, u, curvature=H)
         lxx2 = lxx
-        if ddp:
-            H = prob.cost_curvature(q)
-            if H is not None:
-                lxx2 = lxx.copy()
-                lxx2[:, :nv, :nv] += H
+        if curved:
+            lxx2 = lxx.copy()
+            lxx2[:, :nv, :nv] += H
         t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
