@@ -388,21 +388,6 @@ def rnea_contraction(mi, mf, q, v, a, lam, fext, ws, sc, HQ, HV, HX, HD):
     armature_bias_hessian_contracted(mi, mf, lam, HV)
 
 
-@kernel
-def rnea_contraction_at_aba(mi, mf, q, v, tau, lam, fext, ws, sc, qdd, HQ, HV, HX, HD):
-    """rnea_contraction at a = qdd = ABA(q, v, tau, fext) (qdd out), IDSVA on the
-    kinematics ABA left in ws (no second placement pass): the RNEA half of the ABA
-    contraction, for a caller that has Minv and the first-order derivatives already
-    (DDP's backward pass: the costate lam there is mu = Minv lam', and the products of
-    the module docstring's ABA listing run on its own Jacobian blocks)."""
-    zero4(HQ, HV, HX, HD)
-    aba(mi, mf, q, v, tau, fext, ws, qdd)
-    idsva_dynamics_pass(mi, mf, fext, ws)
-    costate_pass(mi, lam, ws)
-    contraction_backward_pass(mi, lam, ws, sc, HQ, HV, HX, HD)
-    armature_bias_hessian_contracted(mi, mf, lam, HV)
-
-
 @helper
 def branch_axpy(mi, jt, B, k, A, buf):
     """buf = sum of B[m, k] A[m, :] over the dofs m on the branch of joint jt (k one of

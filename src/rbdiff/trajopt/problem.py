@@ -45,6 +45,7 @@ _ACTUATIONS = ("auto", "full", "floating_base")
 # a parallel region's wake-up and join cost as much, and a worker descheduled by another
 # process costs a time slice (ms); the dynamics' larger batches keep cpu.policy's choice
 _COST_POLICY = "serial"
+_NO_ACC = np.zeros((0, 1))      # closed_loop's acc when the accelerations are not kept
 
 
 def _first(K):
@@ -315,8 +316,9 @@ class Problem:
             u[t] = np.linalg.lstsq(A, g[t], rcond=None)[0][:self.nu]
         return u
 
-    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False):
-        """(q, v, u) of the trial and each knot's (q', v', forces) (rollout.py)."""
+    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False, acc=None):
+        """(q, v, u) of the trial and each knot's (q', v', forces) (rollout.py); ``acc``
+        (T, nv) or None: filled with each knot's acceleration."""
         T, nq, nv, nu = self.T, self.nq, self.nv, self.nu
         qn, vn, un = np.empty((T + 1, nq)), np.empty((T + 1, nv)), np.empty((T, nu))
         qx, vx = np.empty((T, nq)), np.empty((T, nv))
@@ -329,20 +331,21 @@ class Problem:
                     K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt, self._lo,
                     self._hi, fb, self.kind, self._cstart, self._cint, self._cflt,
                     fs if fs is not None else np.zeros((T + 1, 2 * nv)), float(gap),
-                    shoot, qn, vn, un, qx, vx, forces)
+                    shoot, qn, vn, un, qx, vx, forces, _NO_ACC if acc is None else acc)
         return qn, vn, un, qx, vx, forces
 
-    def rollout(self, us):
+    def rollout(self, us, acc=None):
         """States (q (T+1, nq), v (T+1, nv)) from x0 under controls us (T, nu) (clamped
-        to the bounds)."""
+        to the bounds); ``acc`` (T, nv) or None: filled with the knots' accelerations
+        aba(q_t, v_t, u_t) (what DDP's contraction needs)."""
         zeros = np.zeros((self.T, self.nu))
-        q, v, _, _, _, _ = self._run(None, None, us, zeros, None, 0.0)
+        q, v, _, _, _, _ = self._run(None, None, us, zeros, None, 0.0, acc=acc)
         return q, v
 
-    def closed_loop(self, q, v, us, k_ff, K_fb, alpha):
+    def closed_loop(self, q, v, us, k_ff, K_fb, alpha, acc=None):
         """(q, v, u) of the policy u = clamp(us + alpha k_ff + K_fb (x (-) (q, v))) from x0
-        (rollout.py); K_fb None: open loop."""
-        return self._run(q, v, us, k_ff, K_fb, alpha)[:3]
+        (rollout.py); K_fb None: open loop; ``acc`` as rollout's."""
+        return self._run(q, v, us, k_ff, K_fb, alpha, acc=acc)[:3]
 
     def shoot(self, q, v, us):
         """Each knot's successor from the given states (multiple shooting): (q' (T, nq),

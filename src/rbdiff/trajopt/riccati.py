@@ -8,10 +8,10 @@ Nganga & Wensing 2021): f is linear in a = aba(q, v, u) (v' = v + a dt, q' = q +
 so lambda^T f_** = mu^T a_** with mu = dt lambda_v + dt^2 lambda_q: Q_xx gains
 [[mu.a_qq, mu.a_qv], [mu.a_qv^T, mu.a_vv]], Q_ux gains [mu.a_uq, 0] (a is affine in u:
 a_uu = 0, and M^-1 does not depend on v: a_uv = 0). Those four contractions come from
-the RNEA contraction at qdd with mu = Minv c at each knot (V_x' is known only once the
-pass reaches it; kernels/contraction.rnea_contraction_at_aba), O(N d) a knot and no
-tensor (issue 27), and the ABA listing's products on the knot's own Jacobian blocks
-(_add_contraction: Minv and the first-order derivatives are not computed twice).
+the RNEA contraction at the rollout's qdd with mu = Minv c at each knot (V_x' is known
+only once the pass reaches it; kernels/contraction.rnea_contraction), O(N d) a knot and
+no tensor (issue 27), and the ABA listing's products on the knot's own Jacobian blocks
+(_add_contraction: ABA, Minv and the first-order derivatives are not computed twice).
 The gains use Tassa et al. 2012's regularisation, reg on V_xx' (it reaches Q_uu through
 F_u, so it scales with the dynamics): k = -Q~_uu^-1 Q_u, K = -Q~_uu^-1 Q~_ux with
 Q~_uu = Q_uu + reg F_u^T F_u, Q~_ux = Q_ux + reg F_u^T F_x (Cholesky; a failure returns the
@@ -29,9 +29,9 @@ longer (_q_blocks); a short row costs its loop's overhead as much as its arithme
 import numpy as np
 
 from ..kernels.contact_dynamics import backward_rows, forward_rows
-from ..kernels.contraction import SC_SIZE, rnea_contraction_at_aba
+from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
-from ..kernels.workspace import W_WIDTH, workspace_rows
+from ..kernels.workspace import workspace_rows
 
 
 @helper
@@ -290,29 +290,32 @@ def _add_contraction(C, P, dt, Z, Qxx, Qux):
     qdd with mu = Minv c (the ABA listing of kernels/contraction.py, its products on this
     knot's blocks P = [Pq, Pv, Pu] = [dt a_q, I + dt a_v, dt Minv] instead of a second
     M^-1 and IDSVA's first-order fill): with Y = C_D / dt (in C_D's place) and
-    Z = P^T Y ((2nv + nu, nv), one product; Pu symmetric),
+    Z = Y^T P ((nv, 2nv + nu), one product, its rows P's: long unit-stride rows),
         mu.a_qq = -(C_Q + a_q^T C_D + C_D^T a_q) = -(C_Q + Pq^T Y + Y^T Pq),
         mu.a_vv = -C_V,
         mu.a_qv = -(C_X + C_D^T a_v) = -(C_X + Y^T Pv - Y^T),
-        mu.a_uq = -Minv C_D = -Pu Y,
+        mu.a_uq = -Minv C_D = -Pu Y  (Pu symmetric: (Pu Y)[j, c] = Z[c, 2nv + j]),
     added to Q_xx, Q_ux as _add_contracted does."""
-    n = C.shape[1]
+    n, m = C.shape[1], P.shape[1]
     Y = C[3]
     for i in range(n):
         for j in range(n):
             Y[i, j] /= dt
-    for i in range(Z.shape[0]):
-        for j in range(n):
-            Z[i, j] = 0.0
-    _acc_tn(P, 0, P.shape[1], Y, 0, n, Z, 0, 0)
+    for j in range(n):
+        for i in range(m):
+            Z[j, i] = 0.0
+        for k in range(n):
+            a = Y[k, j]
+            for i in range(m):
+                Z[j, i] += a * P[k, i]
     for j in range(n):
         for c in range(n):
-            Qxx[j, c] -= C[0, j, c] + Z[j, c] + Z[c, j]
+            Qxx[j, c] -= C[0, j, c] + Z[c, j] + Z[j, c]
             Qxx[n + j, n + c] -= C[1, j, c]
-            x = C[2, j, c] + Z[n + c, j] - Y[c, j]
+            x = C[2, j, c] + Z[j, n + c] - Y[c, j]
             Qxx[j, n + c] -= x
             Qxx[n + c, j] -= x
-            Qux[j, c] -= Z[2 * n + j, c]
+            Qux[j, c] -= Z[c, 2 * n + j]
 
 
 @kernel
@@ -428,7 +431,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
 
 @entry
 def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv,
-                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, contract):
+                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, acc, contract):
     """Fill k_ff (T, nu) and K_fb (T, nu, nx); returns (-1, d1, d2) with the expected cost
     change alpha d1 + alpha^2 d2 of the step alpha, or (knot, 0, 0) where the regularised
     Q_uu is not positive definite.
@@ -443,8 +446,9 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
     the controls). With ``contract`` (what solve() does) the contraction is computed at
     each knot as the pass reaches it, from the model (mi, mf) and the trajectory's
-    q (T+1, nq), v (T+1, nv) and us (kernels/contraction.rnea_contraction_at_aba and
-    _add_contraction: O(N d) a knot, no tensor; the costate is only known there);
+    q (T+1, nq), v (T+1, nv) and accelerations acc (T, nv) = aba(q_t, v_t, us_t) (the
+    rollout's: kernels/contraction.rnea_contraction at them, then _add_contraction:
+    O(N d) a knot, no tensor, no second ABA; the costate is only known there);
     otherwise from the tensors a_** (T, nv, nv, nv) (the tensor route, kept as the
     tests' oracle; ignored, and may be (T, 0, 0, 0), with ``contract``)."""
     T, n = Pq.shape[0], Pq.shape[1]
@@ -461,11 +465,11 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
     Z, BB, BA = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
     Quk = np.empty(nu)
-    # the contraction's scratch (kernels/contraction.rnea_contraction_at_aba)
-    ws = np.empty((workspace_rows(mi), W_WIDTH))
+    # the contraction's scratch (kernels/contraction.rnea_contraction)
+    ws = np.empty((workspace_rows(mi), CONTRACTION_WIDTH))
     sc = np.empty(SC_SIZE)
-    qdd, mu, wl = np.empty(n), np.empty(n), np.empty(n)
-    H, PY = np.empty((4, n, n)), np.empty((nx + nu, n))
+    mu, wl = np.empty(n), np.empty(n)
+    H, PY = np.empty((4, n, n)), np.empty((n, nx + nu))
     exact = not reg > 1e-9              # the floor (solver.REG_MIN): no regularisation
     d1 = 0.0
     d2 = 0.0
@@ -490,8 +494,8 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
                     for c in range(n):
                         s += B_u[r, c] * wl[c]
                     mu[r] = s
-                rnea_contraction_at_aba(mi, mf, q[t], v[t], us[t], mu, None, ws, sc, qdd,
-                                        H[0], H[1], H[2], H[3])
+                rnea_contraction(mi, mf, q[t], v[t], acc[t], mu, None, ws, sc, H[0], H[1],
+                                 H[2], H[3])
                 _add_contraction(H, P, dt, PY, Qxx, Qux)
             else:
                 _curvature(t, lv, dt, a_qq, a_vv, a_qv, a_uq, H)

@@ -98,7 +98,7 @@ def backward_pass_signature(prob):
                                     z((1, nv, nv)), REG_MIN, prob.dt, True, False) \
         + (z((1, nv, nv, nv)),) * 4 + (z((1, nv)), prob._lo, prob._hi, z((1, nv)),
                                         z((1, nv, 2 * nv)), m.mi, m.mf, z((1, prob.nq)),
-                                        z((1, nv)), True)
+                                        z((1, nv)), z((1, nv)), True)
     return tuple(typeof(a) for a in args)
 
 
@@ -165,8 +165,11 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
     jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
     u = _initial_controls(prob, xs, us)
+    # DDP: the rollouts keep each knot's acceleration, where the contraction is taken
+    acc = np.empty((prob.T, prob.nv)) if ddp else np.empty((0, prob.nv))
+    acc_trial = np.empty_like(acc)
     try:
-        q, v = prob.rollout(u)
+        q, v = prob.rollout(u, acc if ddp else None)
     except ValueError as e:
         raise ValueError(f"the initial rollout diverges ({e}): give other initial "
                          "controls") from None
@@ -198,7 +201,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
                                          reg, prob.dt, second,
                                          curvature == "costate", empty, empty, empty,
                                          empty, u, prob._lo, prob._hi, k_ff, K_fb,
-                                         prob.model.mi, prob.model.mf, q, v, True)
+                                         prob.model.mi, prob.model.mf, q, v, acc, True)
             if knot < 0:
                 break
             if second:      # the second-order model is not convex here: this iteration
@@ -218,7 +221,8 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
         accepted = None
         for alpha in ALPHAS:
             try:
-                qn, vn, un = prob.closed_loop(q, v, u, k_ff, K_fb, alpha)
+                qn, vn, un = prob.closed_loop(q, v, u, k_ff, K_fb, alpha,
+                                              acc_trial if ddp else None)
             except ValueError:          # the trial's dynamics blew up: a shorter step
                 continue
             Jn = prob.cost(qn, vn, un)
@@ -234,6 +238,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
             reg = min(reg * 10, REG_MAX)
         else:
             q, v, u, J = qn, vn, un, Jn
+            acc, acc_trial = acc_trial, acc
             history.append(dict(cost=J, alpha=accepted, reg=reg, expected=d1 + d2,
                                 second_order=second))
             reg = max(reg / 10, REG_MIN)
