@@ -37,9 +37,10 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
     """qn (T+1, nq), vn (T+1, nv), un (T, nu), and each knot's successor qnext (T, nq),
     vnext (T, nv) and contact forces (T, ncmax) (rows past the knot's nc untouched), from
     qn[0], vn[0] (x0, set by the caller); acc (T, nv): each free or contact knot's
-    acceleration (DDP's contraction needs aba(q_t, v_t, u_t)), or (0, nv): not kept. kind (T,): FREE, CONTACT or IMPULSE; the
-    contacts of knot t are the packed rows cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv)
-    the gaps, used where gap != 0; lower / upper (nu,) bounds (+-inf for none).
+    acceleration (DDP's contraction needs aba(q_t, v_t, u_t)), or (0, nv): not kept.
+    kind (T,): FREE, CONTACT or IMPULSE; the contacts of knot t are the packed rows
+    cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv) the gaps, used where gap != 0;
+    lower / upper (nu,) bounds (+-inf for none).
     Raises ValueError where the dynamics refuse a state (NaN, singular M, dependent
     contacts)."""
     T, nu = us.shape
