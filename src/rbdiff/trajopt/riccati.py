@@ -302,12 +302,14 @@ def _add_contraction(C, P, dt, Z, Qxx, Qux):
         for j in range(n):
             Y[i, j] /= dt
     for j in range(n):
+        Zj = Z[j]               # a row view: the compiler keeps its address in a register
         for i in range(m):
-            Z[j, i] = 0.0
+            Zj[i] = 0.0
         for k in range(n):
             a = Y[k, j]
+            Pk = P[k]
             for i in range(m):
-                Z[j, i] += a * P[k, i]
+                Zj[i] += a * Pk[i]
     for j in range(n):
         for c in range(n):
             Qxx[j, c] -= C[0, j, c] + Z[c, j] + Z[j, c]
