@@ -92,15 +92,15 @@ def _policy(prob, us, method, costate=False, contract=True, reg=0.0):
     lx, lu, lxx, luu = prob.cost_derivatives(q, v, us)
     T, nv = us.shape
     H = prob.cost_curvature(q)
-    if method == "ddp" and H is not None:
-        lxx[:, :nv, :nv] += H
+    if H is None:
+        H = np.zeros((0, nv, nv))
     k, K = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
     inf = np.full(nv, np.inf)
     knot, _, _ = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, method == "ddp",
                                costate, *(so if tensors else (empty,) * 4), us, -inf, inf,
                                k, K, prob.model.mi, prob.model.mf, q, v,
-                               rbd.aba(prob.model, q[:-1], v[:-1], us), contract)
+                               rbd.aba(prob.model, q[:-1], v[:-1], us), H, contract)
     assert knot == -1
     return k, K
 

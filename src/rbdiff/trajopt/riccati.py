@@ -271,6 +271,14 @@ def _q_blocks(lxx, luu, Vxx, Pq, Pv, Pu, W12, W22, P, WP, C, Qxx, Qux, Quu):
 
 
 @kernel
+def _add_block(B, A):
+    """A[:n, :n] += B (n, n)."""
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            A[i, j] += B[i, j]
+
+
+@kernel
 def _add_contracted(H, Qxx, Qux):
     """DDP: Q_xx += [[H_qq, H_qv], [H_qv^T, H_vv]], Q_ux[:, :nv] += H_uq for the
     contractions H (4, nv, nv) of aba_second_order_contraction."""
@@ -433,7 +441,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
 
 @entry
 def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv,
-                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, acc, contract):
+                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, acc, hqq, contract):
     """Fill k_ff (T, nu) and K_fb (T, nu, nx); returns (-1, d1, d2) with the expected cost
     change alpha d1 + alpha^2 d2 of the step alpha, or (knot, 0, 0) where the regularised
     Q_uu is not positive definite.
@@ -452,13 +460,18 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     rollout's: kernels/contraction.rnea_contraction at them, then _add_contraction:
     O(N d) a knot, no tensor, no second ABA; the costate is only known there);
     otherwise from the tensors a_** (T, nv, nv, nv) (the tensor route, kept as the
-    tests' oracle; ignored, and may be (T, 0, 0, 0), with ``contract``)."""
+    tests' oracle; ignored, and may be (T, 0, 0, 0), with ``contract``). hqq
+    (T+1, nv, nv): the cost residuals' curvature (Problem.cost_curvature), added to l_xx's
+    q block with ``ddp`` (so that one l_xx serves both passes), or (0, nv, nv): none."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
     lam = lx[T].copy()
     lam_next = np.empty(nx)
     Vx = lx[T].copy()
     Vxx = lxx[T].copy()
+    curved = ddp and hqq.shape[0] > 0
+    if curved:
+        _add_block(hqq[T], Vxx)
     W12, W22 = np.empty((n, n)), np.empty((n, n))
     P, WP, C = np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx))
     wv = np.empty(n)
@@ -484,6 +497,8 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
         Qu[:] = lu[t]
         _mtv(B_u, wv, Qu, 1.0)
         _q_blocks(lxx[t], luu[t], Vxx, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
+        if curved:
+            _add_block(hqq[t], Qxx)
         if ddp:
             lv = lam if costate else Vx
             if contract:

@@ -98,7 +98,7 @@ def backward_pass_signature(prob):
                                     z((1, nv, nv)), REG_MIN, prob.dt, True, False) \
         + (z((1, nv, nv, nv)),) * 4 + (z((1, nv)), prob._lo, prob._hi, z((1, nv)),
                                         z((1, nv, 2 * nv)), m.mi, m.mf, z((1, prob.nq)),
-                                        z((1, nv)), z((1, nv)), True)
+                                        z((1, nv)), z((1, nv)), z((1, nv, nv)), True)
     return tuple(typeof(a) for a in args)
 
 
@@ -181,27 +181,25 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     k_ff, K_fb = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
     curved = ddp and prob.curved
+    H = np.zeros((T + 1, nv, nv) if curved else (0, nv, nv))
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), _compiling(jobs)
         Pq, Pv, Pu, _ = prob.dynamics_blocks(q, v, u)
-        # DDP: the residuals' curvature comes with the derivatives (one frame pass)
-        H = np.zeros((T + 1, nv, nv)) if curved else None
-        lx, lu, lxx, luu = prob.cost_derivatives(q, v, u, curvature=H)
-        lxx2 = lxx
+        # DDP: the residuals' curvature comes with the derivatives (one frame pass); the
+        # pass adds it to l_xx when it takes the second-order step
         if curved:
-            lxx2 = lxx.copy()
-            lxx2[:, :nv, :nv] += H
+            H[:] = 0.0
+        lx, lu, lxx, luu = prob.cost_derivatives(q, v, u, curvature=H if curved else None)
         t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
         while True:
-            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx2 if second else lxx, luu,
-                                         reg, prob.dt, second,
+            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
                                          curvature == "costate", empty, empty, empty,
                                          empty, u, prob._lo, prob._hi, k_ff, K_fb,
-                                         prob.model.mi, prob.model.mf, q, v, acc, True)
+                                         prob.model.mi, prob.model.mf, q, v, acc, H, True)
             if knot < 0:
                 break
             if second:      # the second-order model is not convex here: this iteration
