@@ -92,14 +92,15 @@ def _policy(prob, us, method, costate=False, contract=True, reg=0.0):
     lx, lu, lxx, luu = prob.cost_derivatives(q, v, us)
     T, nv = us.shape
     H = prob.cost_curvature(q)
-    if method == "ddp" and H is not None:
-        lxx[:, :nv, :nv] += H
+    if H is None:
+        H = np.zeros((0, nv, nv))
     k, K = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
     inf = np.full(nv, np.inf)
     knot, _, _ = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, method == "ddp",
                                costate, *(so if tensors else (empty,) * 4), us, -inf, inf,
-                               k, K, prob.model.mi, prob.model.mf, q, v, contract)
+                               k, K, prob.model.mi, prob.model.mf, q, v,
+                               rbd.aba(prob.model, q[:-1], v[:-1], us), H, contract)
     assert knot == -1
     return k, K
 
@@ -181,6 +182,23 @@ def test_frame_translation_curvature_is_the_exact_hessian():
         got = lxx[0, :model.nv, :model.nv] + term.curvature(model, q[None])[0]
         assert np.abs(got - H).max() < 1e-10 * np.abs(H).max()
         assert np.abs(term.curvature(model, q[None])[0]).max() > 1e-3 * np.abs(H).max()
+
+
+def test_what_ddp_takes_from_the_rollout_and_the_cost_derivatives():
+    """solve's DDP reads the knots' accelerations from its rollouts (the contraction's
+    qdd: ABA's, bit for bit) and the residuals' curvature from cost_derivatives (the
+    values cost_curvature gives, l_xx untouched)."""
+    prob, _, _ = _reach(T=5)
+    us = to.solve(prob, max_iter=0).us
+    acc = np.full((prob.T, prob.nv), np.nan)
+    q, v = prob.rollout(us, acc)
+    np.testing.assert_array_equal(acc, rbd.aba(prob.model, q[:-1], v[:-1], us))
+    H = np.zeros((prob.T + 1, prob.nv, prob.nv))
+    got = prob.cost_derivatives(q, v, us, curvature=H)
+    for a, b in zip(got, prob.cost_derivatives(q, v, us)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(H, prob.cost_curvature(q), rtol=1e-13, atol=1e-13)
+    assert np.abs(H).max() > 0
 
 
 def _reference_policy(prob, us, method, reg):

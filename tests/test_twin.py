@@ -96,3 +96,20 @@ def test_a_twins_exception_reaches_its_caller():
         with pytest.raises(ValueError) as direct:
             aba_one(m.mi, m.mf, bad, v, tau, None, ws, qdd)
         assert str(caught.value) == str(direct.value)
+
+
+def test_what_passes_to_a_compiled_specialisation():
+    # twin.variant reuses a specialisation only where the argument's bytes mean the same
+    # there: C into 'A', writeable into read-only; never the reverse, another dtype or ndim
+    from numba import types
+    from rbdiff.cpu.twin import _passes
+    c = types.Array(types.float64, 1, "C")
+    assert _passes(c, c)
+    assert _passes(c, c.copy(layout="A"))
+    assert _passes(c, c.copy(readonly=True))
+    assert _passes(c, c.copy(layout="A", readonly=True))
+    assert not _passes(c.copy(readonly=True), c)             # the callee may write it
+    assert not _passes(c.copy(layout="A"), c)                # strides the callee ignores
+    assert not _passes(c, types.Array(types.float32, 1, "C"))
+    assert not _passes(c, types.Array(types.float64, 2, "C"))
+    assert not _passes(c, types.none) and _passes(types.int64, types.int64)

@@ -116,9 +116,11 @@ def _trajopt(rbd, m, s):
     import rbdiff.trajopt as to
     p = rbd.load_robot("iiwa14")            # bundled: no example-robot-data needed
     goal = np.zeros(p.nq + p.nv)
+    # a frame translation: DDP's residual curvature kernel (costs.FrameTranslation)
     prob = to.Problem(p, np.concatenate([np.full(p.nq, 0.3), np.zeros(p.nv)]), 3, 0.01,
                       running=[to.StateRegularization(goal, 1.0),
-                               to.ControlRegularization(1e-3)],
+                               to.ControlRegularization(1e-3),
+                               to.FrameTranslation(p.frames[-1].name, np.zeros(3), 1.0)],
                       terminal=[to.StateRegularization(goal, 10.0)])
     for method in ("ilqr", "ddp", "fddp"):    # fddp: its pass and the Euler rows' kernel
         to.solve(prob, method=method, max_iter=3)

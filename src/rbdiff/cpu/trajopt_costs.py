@@ -5,7 +5,8 @@ import numpy as np
 
 from ..kernels.jit import entry
 from ..kernels.trajopt_costs import (diagonal_add, euler_configuration_rows,
-                                     gauss_newton_add, placement_log)
+                                     gauss_newton_add, placement_log,
+                                     translation_curvature_add)
 
 
 @entry
@@ -39,3 +40,10 @@ def euler_rows_batch(knots, Jq, Jv, dt, Fx, Fu):
     Fx (T, 2nv, 2nv), Fu (T, 2nv, nu)."""
     nz = np.empty(Jq.shape[1], np.int64)
     euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz)
+
+
+@entry
+def translation_curvature_batch(knots, scale, r, J, H):
+    """kernels.trajopt_costs.translation_curvature_add; the caller (costs.py) checks
+    shapes: knots (K,) within H's first axis, r (K, 3), J (K, 6, nv), H (T, nv, nv)."""
+    translation_curvature_add(knots, scale, r, J, H)

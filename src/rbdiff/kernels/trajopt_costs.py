@@ -5,7 +5,8 @@ ResidualModelFramePlacement), from the SE(3) log and the inverse right Jacobian 
 Placements are (R (3, 3), p (3,)) per knot; r is [linear, angular] as Pinocchio's log6.
 And the Gauss-Newton accumulation of every term's derivatives into the problem's arrays
 (gauss_newton_add), and the chain rule of the Euler step's configuration rows through
-integrate's Jacobians (euler_configuration_rows)."""
+integrate's Jacobians (euler_configuration_rows); the frame translation's residual
+curvature (translation_curvature_add), what DDP's exact cost Hessian adds."""
 
 from .contact_dynamics import log6
 from .jit import kernel
@@ -174,3 +175,28 @@ def euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz):
                     Fu[t, i, c] += w * Fu[t, nv + j, c]
             for c in range(nv):
                 Fx[t, i, c] += Jq[k, i, c]
+
+
+@kernel
+def translation_curvature_add(knots, scale, r, J, H):
+    """H[t] += scale sum_i r_i d2p_i/dq2 for item k at knot t = knots[k] (the frame
+    translation's residual curvature, costs.FrameTranslation; one-dof joints): with
+    J[k] (6, nv) the frame's LOCAL_WORLD_ALIGNED Jacobian, its linear rows Jp and angular
+    rows (the world-frame axes omega, zero for a prismatic joint),
+    d2p/dq_j dq_c = omega_j x Jp_c for j an ancestor of c or j = c, so the entry is
+    omega_j . (Jp_c x r); the upper triangle (j <= c: dof order is tree order) mirrored.
+    A column off the frame's support is zero (its Jacobian column is), and so is its
+    entry."""
+    nv = J.shape[2]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        r0, r1, r2 = scale * r[k, 0], scale * r[k, 1], scale * r[k, 2]
+        for c in range(nv):
+            b0 = J[k, 1, c] * r2 - J[k, 2, c] * r1       # Jp_c x r
+            b1 = J[k, 2, c] * r0 - J[k, 0, c] * r2
+            b2 = J[k, 0, c] * r1 - J[k, 1, c] * r0
+            for j in range(c + 1):
+                h = J[k, 3, j] * b0 + J[k, 4, j] * b1 + J[k, 5, j] * b2
+                H[t, j, c] += h
+                if j != c:
+                    H[t, c, j] += h

@@ -7,7 +7,9 @@ of mass, frame placement and velocity, contact forces, friction and wrench cones
 bounds) in residuals.py. A term whose residual is not linear may also have
 ``curvature(model, q)`` (K, nv, nv): w sum_i r_i d2 r_i/dq2, what DDP adds to make its
 cost Hessian exact (Newton's method needs both curvatures: the dynamics' alone made DDP
-converge more slowly than iLQR).
+converge more slowly than iLQR); its ``accumulate`` then takes ``curvature`` (None or
+(T+1, nv, nv)) and adds scale times it there at its knots from the kinematics its
+derivatives computed (no second frame pass).
 
 Every term is evaluated on a whole trajectory at once: ``value(model, q, v, u)`` with
 q (K, nq), v (K, nv), u (K, nu) or None (terminal knots) returns the costs (K,);
@@ -26,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
-from ..cpu.trajopt_costs import diagonal_batch, gauss_newton_batch
+from ..cpu.trajopt_costs import (diagonal_batch, gauss_newton_batch,
+                                 translation_curvature_batch)
 from . import calls
 from ..kinematics import _frame_id as _frame_index
 from ..model.layout import FREE_FLYER, SPHERICAL
@@ -167,31 +170,32 @@ class FrameTranslation(Term):
         r = calls.frame_placement(model, q, fid)[:, :3, 3] - self.target
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
-    def accumulate(self, model, q, v, u, out, knots, scale):
+    def accumulate(self, model, q, v, u, out, knots, scale, curvature=None):
         fid = _frame_index(model, self.frame)
         p = calls.frame_placement(model, q, fid)[:, :3, 3]
-        J = calls.frame_jacobian(model, q, fid, "local_world_aligned")[:, :3, :]
+        J = calls.frame_jacobian(model, q, fid, "local_world_aligned")
         r = p - self.target
-        add_gauss_newton(out, knots, scale * self.weight, r, _ONES3, J)
+        add_gauss_newton(out, knots, scale * self.weight, r, _ONES3, J[:, :3, :])
+        if curvature is not None:
+            self._curvature_add(knots, scale, r, J, curvature)
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
+
+    def _curvature_add(self, knots, scale, r, J, H):
+        translation_curvature_batch(np.ascontiguousarray(knots, dtype=np.int64),
+                                    float(scale * self.weight), np.ascontiguousarray(r),
+                                    np.ascontiguousarray(J), H)
 
     def curvature(self, model, q):
         """w sum_i r_i d2p_i/dq2 (K, nv, nv), one-dof joints (the problems DDP takes):
         d2p/dq_j dq_k = omega_j x Jp_k for j an ancestor of k (or j = k), omega the
         world-frame axis (the Jacobian's angular rows, zero for a prismatic joint) and Jp
         the linear rows, so the entry is omega_j . (Jp_k x r); zero off the frame's
-        support (its Jacobian columns are)."""
-        r = self.weight * (_rbd.frame_placement(model, q, self.frame)[:, :3, 3]
-                           - self.target)
+        support (its Jacobian columns are). The math: kernels/trajopt_costs.py's
+        translation_curvature_add."""
+        r = _rbd.frame_placement(model, q, self.frame)[:, :3, 3] - self.target
         J = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")
-        Jp, W = J[:, :3], J[:, 3:]
-        r0, r1, r2 = r[:, 0, None], r[:, 1, None], r[:, 2, None]
-        B = (Jp[:, 1] * r2 - Jp[:, 2] * r1,           # Jp_k x r, row by row (np.cross
-             Jp[:, 2] * r0 - Jp[:, 0] * r2,           # copies its axes about)
-             Jp[:, 0] * r1 - Jp[:, 1] * r0)
-        H = sum(W[:, i, :, None] * B[i][:, None, :] for i in range(3))
-        lo = np.tril_indices(model.nv, -1)            # the upper triangle (j <= k: dof
-        H[:, lo[0], lo[1]] = H[:, lo[1], lo[0]]       # order is tree order) mirrored
+        H = np.zeros((q.shape[0], model.nv, model.nv))
+        self._curvature_add(np.arange(q.shape[0]), 1.0, r, J, H)
         return H
 
 

@@ -47,6 +47,7 @@ _ACTUATIONS = ("auto", "full", "floating_base")
 # a parallel region's wake-up and join cost as much, and a worker descheduled by another
 # process costs a time slice (ms); the dynamics' larger batches keep cpu.policy's choice
 _COST_POLICY = "serial"
+_NO_ACC = np.zeros((0, 1))      # closed_loop's acc when the accelerations are not kept
 
 
 def _first(K):
@@ -58,6 +59,11 @@ def _rows(K):
     if isinstance(K, slice):
         return np.arange(K.start, K.stop)[:, None]
     return K[:, None]
+
+
+def _curved(term, H):
+    """accumulate's keyword for a term with a residual curvature when H is wanted."""
+    return {"curvature": H} if H is not None and hasattr(term, "curvature") else {}
 
 
 def _span(K):
@@ -320,8 +326,9 @@ class Problem:
             u[t] = np.linalg.lstsq(A, g[t], rcond=None)[0][:self.nu]
         return u
 
-    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False):
-        """(q, v, u) of the trial and each knot's (q', v', forces) (rollout.py)."""
+    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False, acc=None):
+        """(q, v, u) of the trial and each knot's (q', v', forces) (rollout.py); ``acc``
+        (T, nv) or None: filled with each knot's acceleration."""
         T, nq, nv, nu = self.T, self.nq, self.nv, self.nu
         qn, vn, un = np.empty((T + 1, nq)), np.empty((T + 1, nv)), np.empty((T, nu))
         qx, vx = np.empty((T, nq)), np.empty((T, nv))
@@ -334,20 +341,21 @@ class Problem:
                     K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt, self._lo,
                     self._hi, fb, self.kind, self._cstart, self._cint, self._cflt,
                     fs if fs is not None else np.zeros((T + 1, 2 * nv)), float(gap),
-                    shoot, qn, vn, un, qx, vx, forces)
+                    shoot, qn, vn, un, qx, vx, forces, _NO_ACC if acc is None else acc)
         return qn, vn, un, qx, vx, forces
 
-    def rollout(self, us):
+    def rollout(self, us, acc=None):
         """States (q (T+1, nq), v (T+1, nv)) from x0 under controls us (T, nu) (clamped
-        to the bounds)."""
+        to the bounds); ``acc`` (T, nv) or None: filled with the knots' accelerations
+        aba(q_t, v_t, u_t) (what DDP's contraction needs)."""
         zeros = np.zeros((self.T, self.nu))
-        q, v, _, _, _, _ = self._run(None, None, us, zeros, None, 0.0)
+        q, v, _, _, _, _ = self._run(None, None, us, zeros, None, 0.0, acc=acc)
         return q, v
 
-    def closed_loop(self, q, v, us, k_ff, K_fb, alpha):
+    def closed_loop(self, q, v, us, k_ff, K_fb, alpha, acc=None):
         """(q, v, u) of the policy u = clamp(us + alpha k_ff + K_fb (x (-) (q, v))) from x0
-        (rollout.py); K_fb None: open loop."""
-        return self._run(q, v, us, k_ff, K_fb, alpha)[:3]
+        (rollout.py); K_fb None: open loop; ``acc`` as rollout's."""
+        return self._run(q, v, us, k_ff, K_fb, alpha, acc=acc)[:3]
 
     def shoot(self, q, v, us):
         """Each knot's successor from the given states (multiple shooting): (q' (T, nq),
@@ -388,12 +396,15 @@ class Problem:
         q, v, u, _, _, f = self._run(None, None, us, zeros, None, 0.0)
         return self.cost(q, v, u, f)
 
-    def cost_derivatives(self, q, v, us, forces=None, dforces=None):
+    def cost_derivatives(self, q, v, us, forces=None, dforces=None, curvature=None):
         """(l_x (T+1, 2nv), l_u (T, nu), l_xx (T+1, 2nv, 2nv), l_uu (T, nu, nu)): running
         terms times dt at the free and contact knots, the impulse terms at the impulse
         knots, the terminal terms at knot T. With force terms, ``forces`` (T, ncmax) and
         ``dforces`` = (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) (``derivatives``),
-        and the result has a fifth entry l_xu (T, 2nv, nu)."""
+        and the result has a fifth entry l_xu (T, 2nv, nu). ``curvature`` (T+1, nv, nv)
+        or None: the terms that have a residual curvature add it there, scaled as their
+        l_xx (cost_curvature's values, from the kinematics their derivatives compute;
+        what DDP adds)."""
         T, n, nu = self.T, 2 * self.nv, self.nu
         lx, lu = np.zeros((T + 1, n)), np.zeros((T, nu))
         lxx, luu = np.zeros((T + 1, n, n)), np.zeros((T, nu, nu))
@@ -404,7 +415,8 @@ class Problem:
             for K, knots, term, scale, off in self.cost_groups:
                 uk = None if self.kind[_first(K)] == IMPULSE else us[K]
                 if off is None:
-                    term.accumulate(m, q[K], v[K], uk, out=out, knots=knots, scale=scale)
+                    term.accumulate(m, q[K], v[K], uk, out=out, knots=knots, scale=scale,
+                                    **_curved(term, curvature))
                     continue
                 if forces is None or dforces is None:
                     raise ValueError("cost_derivatives: this problem's force terms need "
@@ -415,15 +427,23 @@ class Problem:
             last = np.array([T])
             for t in self.terminal:
                 if not getattr(t, "reads_forces", False):
-                    t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last, scale=1.0)
+                    t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last, scale=1.0,
+                                 **_curved(t, curvature))
         if self.reads_forces:
             return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
 
+    @property
+    def curved(self):
+        """Whether a cost term has a residual curvature (cost_curvature not None)."""
+        return any(hasattr(g[2], "curvature") for g in self.cost_groups) or \
+            any(hasattr(t, "curvature") for t in self.terminal)
+
     def cost_curvature(self, q):
         """(T+1, nv, nv): the residuals' curvature w r^T r_qq of the terms that have it
         (costs.py), running terms times dt, knot T the terminal's; None when no term has
-        any (every residual linear: l_xx is exact). Simple problems (DDP) only."""
+        any (every residual linear: l_xx is exact). Simple problems (DDP) only
+        (cost_derivatives(..., curvature=H) adds the same along with the derivatives)."""
         groups = [g for g in self.cost_groups if hasattr(g[2], "curvature")]
         ends = [t for t in self.terminal if hasattr(t, "curvature")]
         if not (groups or ends):

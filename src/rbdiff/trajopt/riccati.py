@@ -8,8 +8,10 @@ Nganga & Wensing 2021): f is linear in a = aba(q, v, u) (v' = v + a dt, q' = q +
 so lambda^T f_** = mu^T a_** with mu = dt lambda_v + dt^2 lambda_q: Q_xx gains
 [[mu.a_qq, mu.a_qv], [mu.a_qv^T, mu.a_vv]], Q_ux gains [mu.a_uq, 0] (a is affine in u:
 a_uu = 0, and M^-1 does not depend on v: a_uv = 0). Those four contractions come from
-aba_second_order_contraction's kernel at each knot (V_x' is known only once the pass
-reaches it), O(N d) a knot and no tensor (issue 27).
+the RNEA contraction at the rollout's qdd with mu = Minv c at each knot (V_x' is known
+only once the pass reaches it; kernels/contraction.rnea_contraction), O(N d) a knot and
+no tensor (issue 27), and the ABA listing's products on the knot's own Jacobian blocks
+(_add_contraction: ABA, Minv and the first-order derivatives are not computed twice).
 The gains use Tassa et al. 2012's regularisation, reg on V_xx' (it reaches Q_uu through
 F_u, so it scales with the dynamics): k = -Q~_uu^-1 Q_u, K = -Q~_uu^-1 Q~_ux with
 Q~_uu = Q_uu + reg F_u^T F_u, Q~_ux = Q_ux + reg F_u^T F_x (Cholesky; a failure returns the
@@ -31,9 +33,9 @@ S = [[Jq, dt Jv], [0, I]] of integrate's Jacobians applied to V_x' and V_xx' fir
 import numpy as np
 
 from ..kernels.contact_dynamics import backward_rows, forward_rows
-from ..kernels.contraction import SC_SIZE, aba_contraction
+from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
-from ..kernels.workspace import W_WIDTH, workspace_rows
+from ..kernels.workspace import workspace_rows
 
 
 @helper
@@ -273,6 +275,14 @@ def _q_blocks(lxx, luu, Vxx, Pq, Pv, Pu, W12, W22, P, WP, C, Qxx, Qux, Quu):
 
 
 @kernel
+def _add_block(B, A):
+    """A[:n, :n] += B (n, n)."""
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            A[i, j] += B[i, j]
+
+
+@kernel
 def _add_contracted(H, Qxx, Qux):
     """DDP: Q_xx += [[H_qq, H_qv], [H_qv^T, H_vv]], Q_ux[:, :nv] += H_uq for the
     contractions H (4, nv, nv) of aba_second_order_contraction."""
@@ -284,6 +294,42 @@ def _add_contracted(H, Qxx, Qux):
             Qxx[j, n + c] += H[2, j, c]
             Qxx[n + c, j] += H[2, j, c]
             Qux[j, c] += H[3, j, c]
+
+
+@kernel
+def _add_contraction(C, P, dt, Z, Qxx, Qux):
+    """DDP's curvature from the RNEA contractions C = (C_Q, C_V, C_X, C_D) (4, nv, nv) at
+    qdd with mu = Minv c (the ABA listing of kernels/contraction.py, its products on this
+    knot's blocks P = [Pq, Pv, Pu] = [dt a_q, I + dt a_v, dt Minv] instead of a second
+    M^-1 and IDSVA's first-order fill): with Y = C_D / dt (in C_D's place) and
+    Z = Y^T P ((nv, 2nv + nu), one product, its rows P's: long unit-stride rows),
+        mu.a_qq = -(C_Q + a_q^T C_D + C_D^T a_q) = -(C_Q + Pq^T Y + Y^T Pq),
+        mu.a_vv = -C_V,
+        mu.a_qv = -(C_X + C_D^T a_v) = -(C_X + Y^T Pv - Y^T),
+        mu.a_uq = -Minv C_D = -Pu Y  (Pu symmetric: (Pu Y)[j, c] = Z[c, 2nv + j]),
+    added to Q_xx, Q_ux as _add_contracted does."""
+    n, m = C.shape[1], P.shape[1]
+    Y = C[3]
+    for i in range(n):
+        for j in range(n):
+            Y[i, j] /= dt
+    for j in range(n):
+        Zj = Z[j]               # a row view: the compiler keeps its address in a register
+        for i in range(m):
+            Zj[i] = 0.0
+        for k in range(n):
+            a = Y[k, j]
+            Pk = P[k]
+            for i in range(m):
+                Zj[i] += a * Pk[i]
+    for j in range(n):
+        for c in range(n):
+            Qxx[j, c] -= C[0, j, c] + Z[c, j] + Z[j, c]
+            Qxx[n + j, n + c] -= C[1, j, c]
+            x = C[2, j, c] + Z[j, n + c] - Y[c, j]
+            Qxx[j, n + c] -= x
+            Qxx[n + c, j] -= x
+            Qux[j, c] -= Z[c, 2 * n + j]
 
 
 @kernel
@@ -399,7 +445,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
 
 @entry
 def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_vv, a_qv,
-                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, contract):
+                  a_uq, us, lo, hi, k_ff, K_fb, mi, mf, q, v, acc, hqq, contract):
     """Fill k_ff (T, nu) and K_fb (T, nu, nx); returns (-1, d1, d2) with the expected cost
     change alpha d1 + alpha^2 d2 of the step alpha, or (knot, 0, 0) where the regularised
     Q_uu is not positive definite.
@@ -414,16 +460,22 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
     the controls). With ``contract`` (what solve() does) the contraction is computed at
     each knot as the pass reaches it, from the model (mi, mf) and the trajectory's
-    q (T+1, nq), v (T+1, nv) and us (kernels/contraction.aba_contraction: O(N d) a knot,
-    no tensor; the costate is only known there); otherwise from the tensors
-    a_** (T, nv, nv, nv) (the tensor route, kept as the tests' oracle; ignored, and
-    may be (T, 0, 0, 0), with ``contract``)."""
+    q (T+1, nq), v (T+1, nv) and accelerations acc (T, nv) = aba(q_t, v_t, us_t) (the
+    rollout's: kernels/contraction.rnea_contraction at them, then _add_contraction:
+    O(N d) a knot, no tensor, no second ABA; the costate is only known there);
+    otherwise from the tensors a_** (T, nv, nv, nv) (the tensor route, kept as the
+    tests' oracle; ignored, and may be (T, 0, 0, 0), with ``contract``). hqq
+    (T+1, nv, nv): the cost residuals' curvature (Problem.cost_curvature), added to l_xx's
+    q block with ``ddp`` (so that one l_xx serves both passes), or (0, nv, nv): none."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
     lam = lx[T].copy()
     lam_next = np.empty(nx)
     Vx = lx[T].copy()
     Vxx = lxx[T].copy()
+    curved = ddp and hqq.shape[0] > 0
+    if curved:
+        _add_block(hqq[T], Vxx)
     W12, W22 = np.empty((n, n)), np.empty((n, n))
     P, WP, C = np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx))
     wv = np.empty(n)
@@ -432,13 +484,11 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
     Z, BB, BA = np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nx))
     Quk = np.empty(nu)
-    # the contraction's scratch (kernels/contraction.aba_contraction)
-    ws = np.empty((workspace_rows(mi), W_WIDTH))
+    # the contraction's scratch (kernels/contraction.rnea_contraction)
+    ws = np.empty((workspace_rows(mi), CONTRACTION_WIDTH))
     sc = np.empty(SC_SIZE)
-    qdd, mu, cost = np.empty(n), np.empty(n), np.empty(n)
-    Gc, Mt = np.empty((3, n)), np.empty((5, n, n))
-    Fc = np.empty((mi[0, 0] + 1, n, 6))
-    H = np.empty((4, n, n))
+    mu, wl = np.empty(n), np.empty(n)
+    H, PY = np.empty((4, n, n)), np.empty((n, nx + nu))
     exact = not reg > 1e-9              # the floor (solver.REG_MIN): no regularisation
     d1 = 0.0
     d2 = 0.0
@@ -451,16 +501,26 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
         Qu[:] = lu[t]
         _mtv(B_u, wv, Qu, 1.0)
         _q_blocks(lxx[t], luu[t], Vxx, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
+        if curved:
+            _add_block(hqq[t], Qxx)
         if ddp:
             lv = lam if costate else Vx
             if contract:
-                for i in range(n):          # f is linear in a (module docstring)
-                    cost[i] = dt * lv[n + i] + dt * dt * lv[i]
-                aba_contraction(mi, mf, q[t], v[t], us[t], cost, None, ws, sc, qdd, mu, Gc,
-                                Mt, Fc, H[0], H[1], H[2], H[3])
+                # f is linear in a (module docstring): the costate of a is
+                # c = dt lv_v + dt^2 lv_q, and mu = Minv c = Pu (lv_v + dt lv_q)
+                for i in range(n):
+                    wl[i] = lv[n + i] + dt * lv[i]
+                for r in range(n):
+                    s = 0.0
+                    for c in range(n):
+                        s += B_u[r, c] * wl[c]
+                    mu[r] = s
+                rnea_contraction(mi, mf, q[t], v[t], acc[t], mu, None, ws, sc, H[0], H[1],
+                                 H[2], H[3])
+                _add_contraction(H, P, dt, PY, Qxx, Qux)
             else:
                 _curvature(t, lv, dt, a_qq, a_vv, a_qv, a_uq, H)
-            _add_contracted(H, Qxx, Qux)
+                _add_contracted(H, Qxx, Qux)
         if costate:
             lam_next[:] = lam
             _grad_x(lx[t], lam_next, A_q, A_v, dt, lam)

@@ -33,12 +33,14 @@ FREE, CONTACT, IMPULSE = 0, 1, 2       # the knot kinds (Problem.kind)
 @entry
 def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower, upper,
                 feedback, kind, cstart, cint, cflt, fs, gap, shoot, qn, vn, un, qnext,
-                vnext, forces):
+                vnext, forces, acc):
     """qn (T+1, nq), vn (T+1, nv), un (T, nu), and each knot's successor qnext (T, nq),
     vnext (T, nv) and contact forces (T, ncmax) (rows past the knot's nc untouched), from
-    qn[0], vn[0] (x0, set by the caller). kind (T,): FREE, CONTACT or IMPULSE; the
-    contacts of knot t are the packed rows cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv)
-    the gaps, used where gap != 0; lower / upper (nu,) bounds (+-inf for none).
+    qn[0], vn[0] (x0, set by the caller); acc (T, nv): each free or contact knot's
+    acceleration (DDP's contraction needs aba(q_t, v_t, u_t)), or (0, nv): not kept.
+    kind (T,): FREE, CONTACT or IMPULSE; the contacts of knot t are the packed rows
+    cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv) the gaps, used where gap != 0;
+    lower / upper (nu,) bounds (+-inf for none).
     Raises ValueError where the dynamics refuse a state (NaN, singular M, dependent
     contacts)."""
     T, nu = us.shape
@@ -98,4 +100,6 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
         for i in range(nv):
             vnext[t, i] = vn[t, i] + dt * qdd[i]
             dq[i] = dt * vnext[t, i]
+        if acc.shape[0] > 0:
+            acc[t, :] = qdd
         twin(integrate_one, (mi, qn[t], dq, qnext[t]))

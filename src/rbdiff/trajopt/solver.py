@@ -98,7 +98,7 @@ def backward_pass_signature(prob):
                                     z((1, nv, nv)), REG_MIN, prob.dt, True, False) \
         + (z((1, nv, nv, nv)),) * 4 + (z((1, nv)), prob._lo, prob._hi, z((1, nv)),
                                         z((1, nv, 2 * nv)), m.mi, m.mf, z((1, prob.nq)),
-                                        z((1, nv)), True)
+                                        z((1, nv)), z((1, nv)), z((1, nv, nv)), True)
     return tuple(typeof(a) for a in args)
 
 
@@ -165,8 +165,11 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
     jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
     u = _initial_controls(prob, xs, us)
+    # DDP: the rollouts keep each knot's acceleration, where the contraction is taken
+    acc = np.empty((prob.T, prob.nv)) if ddp else np.empty((0, prob.nv))
+    acc_trial = np.empty_like(acc)
     try:
-        q, v = prob.rollout(u)
+        q, v = prob.rollout(u, acc if ddp else None)
     except ValueError as e:
         raise ValueError(f"the initial rollout diverges ({e}): give other initial "
                          "controls") from None
@@ -177,27 +180,26 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     T, nv = prob.T, prob.nv
     k_ff, K_fb = np.zeros((T, nv)), np.zeros((T, nv, 2 * nv))
     empty = np.zeros((T, 0, 0, 0))
+    curved = ddp and prob.curved
+    H = np.zeros((T + 1, nv, nv) if curved else (0, nv, nv))
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), _compiling(jobs)
         Pq, Pv, Pu, _ = prob.dynamics_blocks(q, v, u)
-        lx, lu, lxx, luu = prob.cost_derivatives(q, v, u)
-        lxx2 = lxx
-        if ddp:
-            H = prob.cost_curvature(q)
-            if H is not None:
-                lxx2 = lxx.copy()
-                lxx2[:, :nv, :nv] += H
+        # DDP: the residuals' curvature comes with the derivatives (one frame pass); the
+        # pass adds it to l_xx when it takes the second-order step
+        if curved:
+            H[:] = 0.0
+        lx, lu, lxx, luu = prob.cost_derivatives(q, v, u, curvature=H if curved else None)
         t1, c1 = time.perf_counter(), _compiling(jobs)
         second = ddp
         _wait(jobs, "backward")
         while True:
-            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx2 if second else lxx, luu,
-                                         reg, prob.dt, second,
+            knot, d1, d2 = backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, prob.dt, second,
                                          curvature == "costate", empty, empty, empty,
                                          empty, u, prob._lo, prob._hi, k_ff, K_fb,
-                                         prob.model.mi, prob.model.mf, q, v, True)
+                                         prob.model.mi, prob.model.mf, q, v, acc, H, True)
             if knot < 0:
                 break
             if second:      # the second-order model is not convex here: this iteration
@@ -217,7 +219,8 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
         accepted = None
         for alpha in ALPHAS:
             try:
-                qn, vn, un = prob.closed_loop(q, v, u, k_ff, K_fb, alpha)
+                qn, vn, un = prob.closed_loop(q, v, u, k_ff, K_fb, alpha,
+                                              acc_trial if ddp else None)
             except ValueError:          # the trial's dynamics blew up: a shorter step
                 continue
             Jn = prob.cost(qn, vn, un)
@@ -233,6 +236,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
             reg = min(reg * 10, REG_MAX)
         else:
             q, v, u, J = qn, vn, un, Jn
+            acc, acc_trial = acc_trial, acc
             history.append(dict(cost=J, alpha=accepted, reg=reg, expected=d1 + d2,
                                 second_order=second))
             reg = max(reg / 10, REG_MIN)
