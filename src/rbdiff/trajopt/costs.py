@@ -39,7 +39,7 @@ _NO_U = np.zeros((1, 1, 0))      # Ru / l_xu of a term without control columns
 _ONES3 = np.ones(3)
 
 
-def _rows(A, K):
+def _rows(A):
     """a'' as the kernels take it: (K, nr), or (1, nr) for one row shared by every knot
     (a weight vector: no (K, nr) copy)."""
     A = np.ascontiguousarray(A, dtype=float)
@@ -54,7 +54,7 @@ def add_gauss_newton(out, knots, scale, Ar, Arr, Rx, cx=0, Ru=None):
     lx, lu, lxx, luu, lxu = out
     Ar = np.ascontiguousarray(Ar, dtype=float)
     gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale), Ar,
-                       _rows(Arr, len(Ar)), np.ascontiguousarray(Rx, dtype=float), int(cx),
+                       _rows(Arr), np.ascontiguousarray(Rx, dtype=float), int(cx),
                        _NO_U if Ru is None else np.ascontiguousarray(Ru, dtype=float),
                        lx, lu, lxx, luu, _NO_U if lxu is None else lxu)
 
@@ -66,7 +66,7 @@ def add_diagonal(out, knots, scale, Ar, Arr, cx, control=False):
     lx, lu, lxx, luu, _ = out
     g, H = (lu, luu) if control else (lx, lxx)
     diagonal_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale),
-                   np.ascontiguousarray(Ar, dtype=float), _rows(Arr, len(Ar)), int(cx), g, H)
+                   np.ascontiguousarray(Ar, dtype=float), _rows(Arr), int(cx), g, H)
 
 
 def derivative_arrays(K, nx, nu):
