@@ -31,6 +31,7 @@ from ..kernels.jit import cached_njit
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
 from ..cpu import policy
+from ..cpu.twin import twin
 from . import plans as P
 from .entries import SLOT, run
 
@@ -571,8 +572,10 @@ def _serve(frame, k, n_in, out_rank):
     out_rank per item), run kernel k (below), copy f32 results out; a refused input (NaN,
     a singular model) or any other failure NaN-fills the outputs (nothing raises
     through C)."""
-    ok, rets, mi, mf, fp, fm, fr, opts, q, v, u, o0, o1, o2, o3 = _frame(frame, n_in,
-                                                                           out_rank)
+    # by address: one compiled call-frame reader for every handler (cpu/twin.py), not a
+    # copy typed and optimised in each (3 s of a cold handler)
+    ok, rets, mi, mf, fp, fm, fr, opts, q, v, u, o0, o1, o2, o3 = twin(
+        _frame, (frame, n_in, out_rank))
     if not ok:
         return
     B = q.shape[0]
