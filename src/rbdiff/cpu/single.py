@@ -27,7 +27,7 @@ from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule, record_offsets,
                                        rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .pieces import fdsva_so_terms_piece
+from .pieces import aba_derivatives_piece, fdsva_so_terms_piece
 from .twin import ahead, twin_later
 from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynamics_finite,
                      frame_ok, joint_ok, minverse_finite, reference_ok, state_ok, state_width_ok,
@@ -265,7 +265,11 @@ def aba_derivatives_one(mi, mf, q, v, tau, fext, dq, dv, dtau):
     qdd = np.empty(nv, q.dtype)
     S3 = np.empty((3, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
-    aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
+    # kernels.aba_derivatives' passes, the second by address (cpu/pieces.py): on a cold
+    # cache it compiles in a background child meanwhile
+    ahead(aba_derivatives_piece, (mi, mf, v, fext, ws, S3, F, dq, dv, dtau))
+    aba(mi, mf, q, v, tau, fext, ws, qdd)
+    twin_later(aba_derivatives_piece, (mi, mf, v, fext, ws, S3, F, dq, dv, dtau))
     dynamics_finite(qdd)
 
 
