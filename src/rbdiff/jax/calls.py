@@ -56,13 +56,17 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
-        # on a cold cache the serial entries of this kernel and of its derivative's
-        # compile in background children (one each, cpu/background.py) while this
-        # process compiles the handler (it calls them by address: it needs none of
-        # them to compile); link() then waits for them and loads them
-        d = _DERIVATIVE.get(name)
-        entries.prefetch(SERIAL[name] + (SERIAL[d] if d else ()))
+        # on a cold cache this kernel's serial entries compile in background children
+        # (one each, cpu/background.py) while this process compiles the handler (it
+        # calls them by address: it needs none of them to compile); link() then waits
+        # for them and loads them. Then those of its derivative's start: started with
+        # the first, they would share the second core with them and delay the first
+        # result
+        entries.prefetch(SERIAL[name])
         c = _compiled(_KERNELS[name])
+        d = _DERIVATIVE.get(name)
+        if d is not None:
+            entries.prefetch(SERIAL[d])
         entries.link(SERIAL[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)
