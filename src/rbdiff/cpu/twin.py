@@ -183,7 +183,7 @@ def ahead(typingctx, fn, args):
     if sig not in dispatcher.overloads:
         from . import background
         if background._cached(dispatcher, sig) is False:
-            background._spawn(dispatcher, sig)      # _address waits for it
+            background._spawn(dispatcher, sig, urgent=True)    # _address waits for it
 
     def codegen(context, builder, signature, cargs):
         return context.get_dummy_value()

@@ -59,10 +59,10 @@ def _target(name):
         # on a cold cache this kernel's serial entries compile in background children
         # (one each, cpu/background.py) while this process compiles the handler (it
         # calls them by address: it needs none of them to compile); link() then waits
-        # for them and loads them. Then those of its derivative's start: started with
-        # the first, they would share the second core with them and delay the first
-        # result
-        entries.prefetch(SERIAL[name])
+        # for them and loads them. Then those of its derivative's start (at low
+        # priority: speculative): started with the first, they would share the second
+        # core with them and delay the first result
+        entries.prefetch(SERIAL[name], urgent=True)
         c = _compiled(_KERNELS[name])
         d = _DERIVATIVE.get(name)
         if d is not None:
