@@ -59,14 +59,14 @@ def _target(name):
         # on a cold cache this kernel's serial entries compile in background children
         # (one each, cpu/background.py) while this process compiles the handler (it
         # calls them by address: it needs none of them to compile); link() then waits
-        # for them and loads them. Then those of its derivative's start (at low
-        # priority: speculative): started with the first, they would share the second
-        # core with them and delay the first result
+        # for them and loads them. Then those of its derivative's start (a jit(grad)
+        # soon waits for them: urgent too); started with the first, they would share
+        # the second core with them and delay the first result
         entries.prefetch(SERIAL[name], urgent=True)
         c = _compiled(_KERNELS[name])
         d = _DERIVATIVE.get(name)
         if d is not None:
-            entries.prefetch(SERIAL[d])
+            entries.prefetch(SERIAL[d], urgent=True)
         entries.link(SERIAL[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)
