@@ -111,8 +111,10 @@ _AHEAD = textwrap.dedent("""
             pass
     event.register("numba:compile", Log())
     import rbdiff as rbd
+    from rbdiff.cpu import background
     from rbdiff.cpu.single import integrate_one
     from rbdiff.cpu.twin import ahead, twin_later
+    background.spare_core = lambda: True     # whatever else the machine runs
 
     @numba.njit
     def step(mi, q, v, qout):

@@ -173,6 +173,31 @@ class Compile:
             time.sleep(0.02)
 
 
+def _cpu_times():
+    """(free, total) jiffies of all cores (free: idle, I/O wait and niced work, which
+    yields to a child at normal priority) and the number of cores, from /proc/stat."""
+    with open("/proc/stat") as f:
+        lines = f.read().splitlines()
+    t = [int(x) for x in lines[0].split()[1:]]
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return t[1] + t[3] + t[4], sum(t[:8]), cores
+
+
+def spare_core(window=0.1):
+    """True when a core beside this process's own stood mostly free over the next
+    ``window`` seconds (/proc/stat; this process sleeps meanwhile, so its own core
+    counts too; True where unknown): a compile split between this process and a child
+    (cpu/twin.ahead) only pays then; on busy cores the two share one core's time, and
+    the child's start-up (about 1.5 s of CPU) and the helpers both compile are lost."""
+    try:
+        free0, total0, cores = _cpu_times()
+        time.sleep(window)
+        free1, total1, _ = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return True
+    return total1 > total0 and (free1 - free0) / (total1 - total0) * cores >= 1.5
+
+
 def _spawn(dispatcher, sig, urgent=False):
     """The background compile of ``dispatcher`` for ``sig`` (a :class:`Compile`, started
     by this call or an earlier one, here or in another process), or None where it

@@ -174,15 +174,16 @@ def twin_later(typingctx, fn, args):
 def ahead(typingctx, fn, args):
     """No code: when the caller compiles, start compiling entry ``fn`` for ``args``'
     types in a background child, unless it is compiled or cached (cpu/background.py:
-    one compile per machine); a later ``twin_later(fn, args)`` waits for the child on
-    its first run and loads ``fn``. Where no child can start, that run compiles it."""
+    one compile per machine) or no core is spare (background.spare_core); a later
+    ``twin_later(fn, args)`` waits for the child on its first run and loads ``fn``.
+    Where no child started, that run compiles it."""
     if not isinstance(fn, types.Dispatcher) or not isinstance(args, types.BaseTuple):
         raise errors.TypingError("ahead(fn, args): fn a compiled entry, args a tuple")
     dispatcher = fn.dispatcher
     sig = variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
     if sig not in dispatcher.overloads:
         from . import background
-        if background._cached(dispatcher, sig) is False:
+        if background._cached(dispatcher, sig) is False and background.spare_core():
             background._spawn(dispatcher, sig, urgent=True)    # _address waits for it
 
     def codegen(context, builder, signature, cargs):
