@@ -59,6 +59,7 @@ POLL_S = 0.5             # how often a process waiting on another's child looks 
 CHILD_MAX_S = 600        # a child alive this long is killed (a compile takes 1-60 s)
 _pending = {}            # (module, name, signature) -> its Compile, in this process
 _BUSY = object()         # _start: another live process holds the lock
+_SPARE = []              # spare_core's last (time, answer)
 
 # the child: rbdiff.cpu.background._child_main, on the pickled job on stdin (_URGENT:
 # at normal priority, for a compile its parent is about to wait for)
@@ -189,13 +190,17 @@ def spare_core(window=0.1):
     counts too; True where unknown): a compile split between this process and a child
     (cpu/twin.ahead) only pays then; on busy cores the two share one core's time, and
     the child's start-up (about 1.5 s of CPU) and the helpers both compile are lost."""
+    now = time.monotonic()
+    if _SPARE and now - _SPARE[0] < 1.0:     # Numba may type a call site more than once
+        return _SPARE[1]
     try:
         free0, total0, cores = _cpu_times()
         time.sleep(window)
         free1, total1, _ = _cpu_times()
     except (OSError, ValueError, IndexError):
         return True
-    return total1 > total0 and (free1 - free0) / (total1 - total0) * cores >= 1.5
+    _SPARE[:] = [now, total1 > total0 and (free1 - free0) / (total1 - total0) * cores >= 1.5]
+    return _SPARE[1]
 
 
 def _spawn(dispatcher, sig, urgent=False):

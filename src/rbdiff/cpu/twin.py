@@ -183,7 +183,8 @@ def ahead(typingctx, fn, args):
     sig = variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
     if sig not in dispatcher.overloads:
         from . import background
-        if background._cached(dispatcher, sig) is False and background.spare_core():
+        if (background.ENABLED and background._cached(dispatcher, sig) is False
+                and background.spare_core()):
             background._spawn(dispatcher, sig, urgent=True)    # _address waits for it
 
     def codegen(context, builder, signature, cargs):
