@@ -469,7 +469,8 @@ def test_parallel_entries_link_when_ready_else_compile_in_the_background(monkeyp
     monkeypatch.setattr(background, "_cached", lambda d, s: False)
     dispatcher = getattr(entries.cb, name)
     monkeypatch.setattr(dispatcher, "overloads", {}, raising=False)
-    monkeypatch.setattr(background, "_spawn", lambda d, s: spawned.append(d) or job)
+    monkeypatch.setattr(background, "_spawn",
+                        lambda d, s, urgent=False: spawned.append(d) or job)
     entries.link_or_prefetch([name])
     assert spawned == [dispatcher] and linked == []          # compiling elsewhere
     entries.link_or_prefetch([name])
@@ -478,7 +479,7 @@ def test_parallel_entries_link_when_ready_else_compile_in_the_background(monkeyp
     entries.link_or_prefetch([name])
     assert linked == [name]                                  # done: loaded and linked
     monkeypatch.setattr(entries, "_PREFETCH", {})
-    monkeypatch.setattr(background, "_spawn", lambda d, s: None)
+    monkeypatch.setattr(background, "_spawn", lambda d, s, urgent=False: None)
     linked.clear()
     entries.link_or_prefetch([name])
     assert linked == [name] and entries._TABLE[k] == 0       # no child: in place

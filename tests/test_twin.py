@@ -113,3 +113,49 @@ def test_what_passes_to_a_compiled_specialisation():
     assert not _passes(c, types.Array(types.float32, 1, "C"))
     assert not _passes(c, types.Array(types.float64, 2, "C"))
     assert not _passes(c, types.none) and _passes(types.int64, types.int64)
+
+
+_AHEAD = textwrap.dedent("""
+    import json
+    import numba
+    import numpy as np
+    from numba.core import event
+    compiled = []
+    class Log(event.Listener):
+        def on_start(self, e):
+            compiled.append(e.data["dispatcher"].py_func.__name__)
+        def on_end(self, e):
+            pass
+    event.register("numba:compile", Log())
+    import rbdiff as rbd
+    from rbdiff.cpu import background
+    from rbdiff.cpu.single import integrate_one
+    from rbdiff.cpu.twin import ahead, twin_later
+    background.spare_core = lambda: True     # whatever else the machine runs
+
+    @numba.njit
+    def step(mi, q, v, qout):
+        ahead(integrate_one, (mi, q, v, qout))
+        twin_later(integrate_one, (mi, q, v, qout))
+
+    m = rbd.models.random_tree(5, 2, floating_base=True)
+    rng = np.random.default_rng(2)
+    q = rbd.random_configuration(m, rng)
+    v = rng.normal(size=m.nv)
+    out = np.empty(m.nq)
+    step(m.mi, q, v, out)
+    here = "integrate_one" in compiled
+    print(json.dumps({"equal": bool(np.array_equal(out, rbd.integrate(m, q, v))),
+                      "compiled_here": here, "step_compiled": "step" in compiled}))
+""")
+
+
+def test_ahead_compiles_the_callee_in_a_background_child(tmp_path):
+    # ahead() at the caller's compile starts the callee compiling in a child; the first
+    # run of twin_later waits for it and loads it: this process never compiles it
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", _AHEAD], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "equal": True, "compiled_here": False, "step_compiled": True}

@@ -59,9 +59,12 @@ POLL_S = 0.5             # how often a process waiting on another's child looks 
 CHILD_MAX_S = 600        # a child alive this long is killed (a compile takes 1-60 s)
 _pending = {}            # (module, name, signature) -> its Compile, in this process
 _BUSY = object()         # _start: another live process holds the lock
+_SPARE = []              # spare_core's last (time, answer)
 
-# the child: rbdiff.cpu.background._child_main, on the pickled job on stdin
+# the child: rbdiff.cpu.background._child_main, on the pickled job on stdin (_URGENT:
+# at normal priority, for a compile its parent is about to wait for)
 _CHILD = "from rbdiff.cpu.background import _child_main; _child_main()\n"
+_URGENT = "from rbdiff.cpu.background import _child_main; _child_main(0)\n"
 
 
 def child_environment(**extra):
@@ -92,15 +95,16 @@ def lock_path(dispatcher, sig):
     return f"{cache._cache_file._index_path}.{digest}.bglock"
 
 
-def _start(dispatcher, sig, path):
-    """A child compiling ``dispatcher`` for ``sig`` and holding the lock ``path``;
-    _BUSY when another live process holds it; None where no child can be started."""
+def _start(dispatcher, sig, path, urgent=False):
+    """A child compiling ``dispatcher`` for ``sig`` and holding the lock ``path`` (at
+    normal priority when ``urgent``); _BUSY when another live process holds it; None
+    where no child can be started."""
     py = dispatcher.py_func
     try:
         job = pickle.dumps((py.__module__, py.__name__, sig))
     except pickle.PicklingError:
         return None
-    return _locked_child(path, _CHILD, job)
+    return _locked_child(path, _URGENT if urgent else _CHILD, job)
 
 
 def _locked_child(path, program, job):
@@ -137,10 +141,10 @@ class Compile:
     child of its own, or by another process's child (the lock is held elsewhere).
     ``poll()`` is None while it runs, else an exit status: 0 when the entry can be
     loaded, non-zero when the child failed (the call then compiles in place and reports
-    what went wrong)."""
+    what went wrong). ``urgent``: its child runs at normal priority."""
 
-    def __init__(self, dispatcher, sig, path):
-        self.dispatcher, self.sig, self.path = dispatcher, sig, path
+    def __init__(self, dispatcher, sig, path, urgent=False):
+        self.dispatcher, self.sig, self.path, self.urgent = dispatcher, sig, path, urgent
         self.child = None        # our child, once started
         self.next = None         # monotonic time of the next look (None: never looked)
 
@@ -155,7 +159,7 @@ class Compile:
             if _cached(self.dispatcher, self.sig) is not False:
                 return 0
         self.next = now + POLL_S
-        child = _start(self.dispatcher, self.sig, self.path)
+        child = _start(self.dispatcher, self.sig, self.path, self.urgent)
         if child is _BUSY:
             return None
         if child is None:
@@ -170,10 +174,41 @@ class Compile:
             time.sleep(0.02)
 
 
-def _spawn(dispatcher, sig):
+def _cpu_times():
+    """(free, total) jiffies of all cores (free: idle, I/O wait and niced work, which
+    yields to a child at normal priority) and the number of cores, from /proc/stat."""
+    with open("/proc/stat") as f:
+        lines = f.read().splitlines()
+    t = [int(x) for x in lines[0].split()[1:]]
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return t[1] + t[3] + t[4], sum(t[:8]), cores
+
+
+def spare_core(window=0.1):
+    """True when a core beside this process's own stood mostly free over the next
+    ``window`` seconds (/proc/stat; this process sleeps meanwhile, so its own core
+    counts too; True where unknown): a compile split between this process and a child
+    (cpu/twin.ahead) only pays then; on busy cores the two share one core's time, and
+    the child's start-up (about 1.5 s of CPU) and the helpers both compile are lost."""
+    now = time.monotonic()
+    if _SPARE and now - _SPARE[0] < 1.0:     # Numba may type a call site more than once
+        return _SPARE[1]
+    try:
+        free0, total0, cores = _cpu_times()
+        time.sleep(window)
+        free1, total1, _ = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return True
+    _SPARE[:] = [now, total1 > total0 and (free1 - free0) / (total1 - total0) * cores >= 1.5]
+    return _SPARE[1]
+
+
+def _spawn(dispatcher, sig, urgent=False):
     """The background compile of ``dispatcher`` for ``sig`` (a :class:`Compile`, started
     by this call or an earlier one, here or in another process), or None where it
-    cannot help."""
+    cannot help. ``urgent``: this process will soon wait for it (cpu/twin.ahead,
+    rbdiff.jax's handlers), so its child runs at normal priority: at low priority a
+    busy machine starves it, and this process with it."""
     from ..kernels.jit import _UNCACHED
     py = getattr(dispatcher, "py_func", None)
     if not ENABLED or _UNCACHED or py is None or getattr(
@@ -183,7 +218,7 @@ def _spawn(dispatcher, sig):
     job = _pending.get(key)
     if job is None:
         try:
-            job = Compile(dispatcher, sig, lock_path(dispatcher, sig))
+            job = Compile(dispatcher, sig, lock_path(dispatcher, sig), urgent)
         except Exception:    # noqa: BLE001 (another Numba: compile in the call)
             return None
         if job.poll() is not None:
@@ -285,7 +320,7 @@ def _warm_main():
     _child_program(run)
 
 
-def _child_main():
+def _child_main(nice=10):
     """The child's program: compile the entry named by the pickled (module, name,
     signature) unless the cache holds it already. It holds the lock through a descriptor
     inherited from its parent."""
@@ -293,15 +328,16 @@ def _child_main():
         dispatcher = getattr(importlib.import_module(module), name)
         if _cached(dispatcher, sig) is not True:     # another process may have finished
             dispatcher.compile(sig)                  # saves to the cache before returning
-    _child_program(run)
+    _child_program(run, nice)
 
 
-def _child_program(run):
-    """A child's life: low priority, a time limit, run(*the pickled job on stdin), exit
-    at once (os._exit: no interpreter teardown, the work is saved) with 0, or 1 where it
-    failed (its parent then compiles in place and reports what went wrong)."""
-    if hasattr(os, "nice"):
-        os.nice(10)
+def _child_program(run, nice=10):
+    """A child's life: low priority (``nice``), a time limit, run(*the pickled job on
+    stdin), exit at once (os._exit: no interpreter teardown, the work is saved) with 0,
+    or 1 where it failed (its parent then compiles in place and reports what went
+    wrong)."""
+    if nice and hasattr(os, "nice"):
+        os.nice(nice)
     if hasattr(signal, "alarm"):     # SIGALRM's default action ends the process
         signal.alarm(CHILD_MAX_S)
     try:

@@ -2,6 +2,12 @@
 
 Parallel batch entries call their serial twin this way, and trajopt's rollout the single
 entries (``twin_later`` for those a problem may never reach: compiled on first use).
+``ahead(fn, args)`` then ``twin_later(fn, args)`` cuts an entry's call tree in two: where
+the caller compiles, ``ahead`` (placed first: Numba types a function's statements in
+order) starts ``fn`` compiling in a background child (cpu/background.py), the caller
+compiles the rest meanwhile, and the call's first run waits for the child and loads
+``fn``: a cold first call compiles on two cores (aba_second_order_one: FDSVA-SO's terms
+apart from its products).
 
 A parallel entry that called ``aba_batch`` directly would link it: Numba types the
 twin's whole call tree again (when the twin came from the cache) and LLVM optimises it
@@ -72,7 +78,14 @@ def variant(dispatcher, given):
 
 
 def _address(dispatcher, sig):
-    """The native address of ``dispatcher`` compiled (or loaded) for ``sig``."""
+    """The native address of ``dispatcher`` compiled (or loaded) for ``sig``; a compile
+    of it under way in a background child (ahead) is waited for, then loaded."""
+    if sig not in dispatcher.overloads:
+        from . import background
+        py = dispatcher.py_func
+        job = background._pending.pop((py.__module__, py.__name__, sig), None)
+        if job is not None:
+            job.wait()
     dispatcher.compile(sig)
     cres = dispatcher.overloads[sig]
     return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
@@ -166,8 +179,33 @@ def twin_later(typingctx, fn, args):
     return _typing(fn, args, False)
 
 
+@intrinsic
+def ahead(typingctx, fn, args):
+    """No code: when the caller compiles, start compiling entry ``fn`` for ``args``'
+    types in a background child, unless it is compiled or cached (cpu/background.py:
+    one compile per machine) or no core is spare (background.spare_core); a later
+    ``twin_later(fn, args)`` waits for the child on its first run and loads ``fn``.
+    Where no child started, that run compiles it."""
+    if not isinstance(fn, types.Dispatcher) or not isinstance(args, types.BaseTuple):
+        raise errors.TypingError("ahead(fn, args): fn a compiled entry, args a tuple")
+    dispatcher = fn.dispatcher
+    sig = variant(dispatcher, tuple(types.unliteral(t) for t in args.types))
+    if sig not in dispatcher.overloads:
+        from . import background
+        if (background.ENABLED and background._cached(dispatcher, sig) is False
+                and background.spare_core()):
+            background._spawn(dispatcher, sig, urgent=True)    # _address waits for it
+
+    def codegen(context, builder, signature, cargs):
+        return context.get_dummy_value()
+    return types.none(fn, args), codegen
+
+
 if config.DISABLE_JIT:       # plain Python (bench/fixed_point.py): an ordinary call
     def twin(fn, args):      # noqa: F811
         return fn(*args)
 
     twin_later = twin
+
+    def ahead(fn, args):     # noqa: F811
+        pass

@@ -17,7 +17,6 @@ from numba.np.ufunc.parallel import _launch_threads
 import jax
 import jax.numpy as jnp
 
-from ..cpu import background
 from ..kernels.jit import harden_cache
 from . import entries
 from . import plans
@@ -38,8 +37,8 @@ def _compiled(fn):
     return c
 
 
-# the handler whose entries a kernel's derivative rule calls (rules.py): on a cold cache
-# they compile in a background child while this process compiles the kernel's own
+# the handler whose entries a kernel's derivative rule calls (rules.py): jit(f) is mostly
+# followed by jit(grad(f)), so on a cold cache its entries compile in the background too
 _DERIVATIVE = {"rnea": "rnea_derivatives", "aba": "aba_derivatives",
                "nonlinear_effects": "rnea_derivatives", "gravity": "rnea_derivatives",
                "crba": "crba_derivatives", "frame_placement": "frame_placement_derivatives",
@@ -50,34 +49,6 @@ _DERIVATIVE = {"rnea": "rnea_derivatives", "aba": "aba_derivatives",
                "kinetic_energy": "kinetic_energy_partials", "potential_energy": "gravity"}
 
 
-_WARMING = {}     # handler name -> the background child compiling it (cpu.background.warm)
-
-
-def warm_handler(name):
-    """Compile into the on-disk cache the handler of kernel ``name``, its serial entries
-    and the contract handlers the derivative rules use: a background child's work."""
-    from . import contract
-    _target(name)
-    contract._target(False)
-    contract._target(True)
-
-
-def _warm_derivative(name):
-    """On a cold cache, start a background child compiling the handler that kernel
-    ``name``'s derivative rule calls (jit(f) is mostly followed by jit(grad(f))), so a
-    first gradient finds it compiled by a second core."""
-    d = _DERIVATIVE.get(name)
-    if d is None or d in _TARGETS or d in _WARMING:
-        return
-    own = SERIAL[d][-1]                     # e.g. aba_derivatives_batch
-    dispatcher, sig = entries.dispatcher(own), entries.SLOTS[entries.SLOT[own]][1]
-    if sig in dispatcher.overloads or background._cached(dispatcher, sig) is not False:
-        return
-    job = background.warm(warm_handler, (d,), near=dispatcher)
-    if job is not None:
-        _WARMING[d] = job
-
-
 def _target(name):
     """Compile (first use) and register the handler of kernel ``name``; its target name."""
     t = _TARGETS.get(name)
@@ -85,12 +56,18 @@ def _target(name):
         # the handlers call parallel entries: the threading layer must be up before one
         # is loaded from the cache (its scheduler symbols are bound at load; else a crash)
         _launch_threads()
-        _warm_derivative(name)
-        job = _WARMING.pop(name, None)
-        if job is not None:          # compiling in a child: less to wait than to do
-            job.wait()
-        entries.link(SERIAL[name])
+        # on a cold cache this kernel's serial entries compile in background children
+        # (one each, cpu/background.py) while this process compiles the handler (it
+        # calls them by address: it needs none of them to compile); link() then waits
+        # for them and loads them. Then those of its derivative's start (a jit(grad)
+        # soon waits for them: urgent too); started with the first, they would share
+        # the second core with them and delay the first result
+        entries.prefetch(SERIAL[name], urgent=True)
         c = _compiled(_KERNELS[name])
+        d = _DERIVATIVE.get(name)
+        if d is not None:
+            entries.prefetch(SERIAL[d], urgent=True)
+        entries.link(SERIAL[name])
         t = f"rbdiff_{name}"
         fn = ctypes.cast(c.address, ctypes.c_void_p)
         jax.ffi.register_ffi_target(t, jax.ffi.pycapsule(fn), platform="cpu")

@@ -23,9 +23,11 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from ..kernels.jit import cached_njit
-from .ffi import (_addr, _dims, _execute_frame, _in, _out_f64, _store, _vp, _words)
+from .ffi import (_addr, _dims, _execute_frame, _in, _out_f64, _store, _vp, _words,
+                  unliteral_args)
 
 
+@unliteral_args          # one compile for both handlers (transpose is not a constant)
 @cached_njit
 def _serve_contract(frame, transpose):
     """Read the call frame (J, x) -> out and write J x (or J^T x); a call frame it does

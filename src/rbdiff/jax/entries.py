@@ -95,17 +95,18 @@ ll.add_symbol(TABLE_SYMBOL, _TABLE.ctypes.data)
 _PREFETCH = {}       # entry name -> its background compile (cpu.background), this process
 
 
-def prefetch(names):
+def prefetch(names, urgent=False):
     """Start compiling the entries ``names`` in background children (cpu.background:
     one per entry and machine) where they are neither compiled nor cached, for a later
-    link() to load instead of compiling them in the caller."""
+    link() to load instead of compiling them in the caller (``urgent``: soon, at normal
+    priority)."""
     for name in names:
         k = SLOT[name]
         dispatcher_, sig = dispatcher(name), SLOTS[k][1]
         if _TABLE[k] or name in _PREFETCH or sig in dispatcher_.overloads \
                 or background._cached(dispatcher_, sig) is not False:
             continue
-        job = background._spawn(dispatcher_, sig)
+        job = background._spawn(dispatcher_, sig, urgent)
         if job is not None:
             _PREFETCH[name] = job
 

@@ -31,6 +31,7 @@ from ..kernels.jit import cached_njit
 from ..kinematics import REFERENCE_CODES
 from ..second_order import INNER_ROUTES, OUTER_ROUTES
 from ..cpu import policy
+from ..cpu.twin import twin
 from . import plans as P
 from .entries import SLOT, run
 
@@ -64,11 +65,25 @@ def _addr(typingctx, ptr):
     return types.int64(types.voidptr), codegen
 
 
+def unliteral_args(dispatcher):
+    """``dispatcher`` typed by its arguments' non-literal types: _words(f, 3) and
+    _words(f, 21) share one compile instead of one a constant (a tenth of a second
+    each, a second of a cold first handler)."""
+    plain = type(dispatcher).get_call_template
+
+    def get_call_template(args, kws):
+        return plain(dispatcher, tuple(types.unliteral(a) for a in args), kws)
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
+@unliteral_args
 @cached_njit
 def _words(addr, n):
     return carray(_vp(addr), n, np.int64)
 
 
+@unliteral_args
 @cached_njit
 def _ints(addr, n):
     return carray(_vp(addr), n, np.int32)
@@ -571,8 +586,10 @@ def _serve(frame, k, n_in, out_rank):
     out_rank per item), run kernel k (below), copy f32 results out; a refused input (NaN,
     a singular model) or any other failure NaN-fills the outputs (nothing raises
     through C)."""
-    ok, rets, mi, mf, fp, fm, fr, opts, q, v, u, o0, o1, o2, o3 = _frame(frame, n_in,
-                                                                           out_rank)
+    # by address: one compiled call-frame reader for every handler (cpu/twin.py), not a
+    # copy typed and optimised in each (3 s of a cold handler)
+    ok, rets, mi, mf, fp, fm, fr, opts, q, v, u, o0, o1, o2, o3 = twin(
+        _frame, (frame, n_in, out_rank))
     if not ok:
         return
     B = q.shape[0]

@@ -105,6 +105,13 @@ def aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dqdd_dq, dqdd_dv, M
     ws: (workspace_rows, W_WIDTH); qdd: (nv,) out; S3: (3, nv, nv) scratch (dtau_dq,
     dtau_dv, then M and the product's row buffers); F: (njoints, nv, 6) scratch."""
     aba(mi, mf, q, v, tau, fext, ws, qdd)
+    derivatives_after_aba(mi, mf, v, fext, ws, S3, F, dqdd_dq, dqdd_dv, Minv)
+
+
+@kernel
+def derivatives_after_aba(mi, mf, v, fext, ws, S3, F, dqdd_dq, dqdd_dv, Minv):
+    """aba_derivatives once ABA has run on ws (its factorisation, and world placements,
+    S, v, S qd and a with qdd, as IDSVA needs): M^-1, IDSVA at qdd, the products."""
     minverse_factored(mi, ws, F, Minv)
     idsva_dynamics_pass(mi, mf, fext, ws)
     idsva_backward_pass(mi, ws, S3[0], S3[1], S3[2])

@@ -243,16 +243,36 @@ def fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV,
     D = dM/dq, outer_route (AUTO, DENSE or AZA) for the products with -M^-1. AUTO: IDFOZA
     when idfoza_beats_dtm, the L^T D L solves when M's factor has fewer than
     SPARSE_RATIO nv^2 nonzeros (trees), the dense M^-1 otherwise (chains)."""
-    Q, V, X, D, E = T[0], T[1], T[2], T[3], T[4]
+    aba(mi, mf, q, v, tau, fext, ws, qdd)
+    fdsva_so_terms(mi, mf, q, v, fext, ws, sc, Mt, F, T)
+    fdsva_so_products(mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner, outer_route)
+
+
+@kernel
+def fdsva_so_terms(mi, mf, q, v, fext, ws, sc, Mt, F, T):
+    """Eq. 46's terms at (q, v, qdd), after ABA (which leaves world placements, S, v,
+    S qd and a with qdd in ws, as IDSVA needs): Q, V, X, D = T[0:4] by IDSVA-SO, M in
+    Mt[6] (armature included), Minv in Mt[3], P = dqdd/dq and Pv = dqdd/dv in Mt[4],
+    Mt[5] (FDSVA first order); Mt[0:3] and F are scratch."""
+    Q, V, X, D = T[0], T[1], T[2], T[3]
     H = Mt[6]
     zero_fill(Q, V, X, D)
-    aba(mi, mf, q, v, tau, fext, ws, qdd)
-    # ABA leaves world placements, S, v, S qd and a (with qdd) in ws, as IDSVA needs
     idsva_dynamics_pass(mi, mf, fext, ws)
     idsva_fo_so_backward_pass(mi, ws, sc, Mt[0], Mt[1], H, Q, V, X, D)
     armature_diagonal(mi, mf, H)              # the LTDL route factorises M itself
     armature_bias_jacobian(mi, mf, v, Mt[1])
     armature_bias_hessian(mi, mf, V)
+    Minv = Mt[3]
+    minverse(mi, mf, q, ws, F, Minv)
+    neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
+
+
+@kernel
+def fdsva_so_products(mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner, outer_route):
+    """Eq. 46's products from fdsva_so_terms' Mt and T (T[4] and Mt[0:3] scratch; ws as
+    minverse left it, for IDFOZA) into dQ, dV, dX, dT, by the routes (fdsva_so_routes)."""
+    Q, V, X, D, E = T[0], T[1], T[2], T[3], T[4]
+    H, Minv = Mt[6], Mt[3]
     dof_parents(mi, lam)
     nnz = 0
     for k in range(lam.shape[0]):
@@ -266,9 +286,6 @@ def fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV,
     use_idfoza = inner == IDFOZA or (inner == AUTO and idfoza_beats_dtm(mi))
     if sparse:
         ltdl(lam, H)
-    Minv = Mt[3]
-    minverse(mi, mf, q, ws, F, Minv)
-    neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
     G3 = Mt[0:3]                              # free from here on
     inner_t(mi, mf, ws, use_idfoza, D, Mt[4], G3, E)    # swap23(D.P)
     add_sym23(E, Q)                           # Q + D.P + swap23(D.P)
