@@ -15,9 +15,11 @@ built from it:
 - vmap: the batch axis moved first (unbatched inputs expanded) and the Function applied
   once to the whole batch: one rbdiff call.
 Fast paths (``call``; the rules above are what they shortcut, and the tests run both):
-no autograd asked for -> the NumPy forward alone; a backward that records no graph (plain
-.backward(), no transform) -> the same contraction in NumPy, the next level's kernels
-called directly.
+no autograd asked for -> the NumPy forward alone; outside torch.func and forward AD ->
+the level's ``Lean`` Function (an old-style Function: no setup_context, no inputs saved
+for a jvp, the NumPy arrays and inputs kept on ctx), whose backward, where it records no
+graph (plain .backward()), is the same contraction in NumPy with the next level's
+kernels called directly, and else Rule's.
 """
 
 import threading
@@ -130,35 +132,13 @@ def build(level):
         @staticmethod
         def backward(ctx, *gs):
             xs = ctx.saved_tensors
-            nx = len(xs)
             wanted = ctx.needs_input_grad[2:]
             if not any(wanted):
-                return (None, None) + (None,) * nx
-            if not (torch.is_grad_enabled() or _transforming()
-                    or any(g is not None and _wrapped(g) for g in gs)):
+                return (None, None) + (None,) * len(xs)
+            if not _graph_wanted(gs):
                 return (None, None) + _backward_numpy(level, ctx.model, ctx.extra, xs, gs,
                                                       wanted, ctx.arrays)
-            J = _jacobians(ctx.model, ctx.extra, xs)
-            grads = [None] * nx
-            for o, g in enumerate(gs):
-                if g is None:
-                    continue
-                nb = xs[0].dim() - 1
-                gflat = g.reshape(g.shape[:nb] + (-1,))
-                for x in range(nx):
-                    k = level.jac[o][x]
-                    if k is None or not wanted[x]:
-                        continue
-                    Jk = J[k].reshape(J[k].shape[:nb] + (-1, J[k].shape[-1]))
-                    w = (gflat.unsqueeze(-2) @ Jk).squeeze(-2)     # matmul: vmap-safe
-                    grads[x] = w if grads[x] is None else grads[x] + w
-            for x in range(nx):
-                if grads[x] is None and wanted[x]:
-                    grads[x] = torch.zeros_like(xs[x])
-                elif grads[x] is not None and level.q_inputs[x]:
-                    grads[x] = (tangent_matrix(ctx.model, xs[x])
-                                @ grads[x].unsqueeze(-1)).squeeze(-1)
-            return (None, None) + tuple(grads)
+            return (None, None) + _graph_backward(ctx.model, ctx.extra, xs, gs, wanted)
 
         @staticmethod
         def jvp(ctx, _model, _extra, *dxs):
@@ -187,6 +167,58 @@ def build(level):
             out = Rule.apply(model, extra, *moved)
             return out, (0,) * len(out)
 
+    class Lean(torch.autograd.Function):
+        """Rule for a call outside torch.func and forward AD (call() picks it): an
+        old-style forward, without setup_context's binding, save_for_backward and
+        save_for_forward (a jvp never reaches it), keeping the NumPy arrays and the inputs
+        on ctx, their versions checked as saved tensors would be; backward as Rule's."""
+
+        @staticmethod
+        def forward(ctx, model, extra, *xs):
+            outs, arrays, raw = _forward_lean(level, model, extra, xs)
+            ctx.st = (model, extra, xs, arrays, raw, [x._version for x in xs])
+            return outs
+
+        @staticmethod
+        def backward(ctx, *gs):
+            model, extra, xs, arrays, raw, versions = ctx.st
+            for x, k in zip(xs, versions):
+                if x._version != k:
+                    raise RuntimeError(_MODIFIED.format(level.name, tuple(x.shape),
+                                                        x._version, k))
+            wanted = ctx.needs_input_grad[2:]
+            if not any(wanted):
+                return (None, None) + (None,) * len(xs)
+            if not _graph_wanted(gs):
+                return (None, None) + _backward_numpy(level, model, extra, xs, gs, wanted,
+                                                      arrays, raw)
+            return (None, None) + _graph_backward(model, extra, xs, gs, wanted)
+
+    def _graph_backward(model, extra, xs, gs, wanted):
+        """The input cotangents in torch ops (a graph for double backward; vmap-safe)."""
+        J = _jacobians(model, extra, xs)
+        nx = len(xs)
+        grads = [None] * nx
+        for o, g in enumerate(gs):
+            if g is None:
+                continue
+            nb = xs[0].dim() - 1
+            gflat = g.reshape(g.shape[:nb] + (-1,))
+            for x in range(nx):
+                k = level.jac[o][x]
+                if k is None or not wanted[x]:
+                    continue
+                Jk = J[k].reshape(J[k].shape[:nb] + (-1, J[k].shape[-1]))
+                w = (gflat.unsqueeze(-2) @ Jk).squeeze(-2)     # matmul: vmap-safe
+                grads[x] = w if grads[x] is None else grads[x] + w
+        for x in range(nx):
+            if grads[x] is None and wanted[x]:
+                grads[x] = torch.zeros_like(xs[x])
+            elif grads[x] is not None and level.q_inputs[x]:
+                grads[x] = (tangent_matrix(model, xs[x])
+                            @ grads[x].unsqueeze(-1)).squeeze(-1)
+        return tuple(grads)
+
     def _jacobians(model, extra, xs):
         if level.nxt is None:
             raise RuntimeError(level.missing)
@@ -194,27 +226,48 @@ def build(level):
 
     nxt_rule = build(level.nxt) if level.nxt is not None else None
     Rule.__name__ = Rule.__qualname__ = f"{level.name}_rule"
+    Lean.__name__ = Lean.__qualname__ = f"{level.name}_lean_rule"
+    Rule.lean = Lean
     return Rule
+
+
+_MODIFIED = ("one of the variables needed for gradient computation has been modified by an "
+             "inplace operation: an input of rbdiff.torch's {} of shape {} is at version {}; "
+             "expected version {} instead")
+
+
+def _graph_wanted(gs):
+    """A backward must record a graph (create_graph, a torch.func transform, batched
+    cotangents): Rule's torch-op contraction; else the NumPy one."""
+    return (torch.is_grad_enabled() or _transforming()
+            or any(g is not None and _wrapped(g) for g in gs))
 
 
 def call(rule, level, model, extra, *xs):
     """rule(model, extra, *xs): its NumPy forward alone where no autograd is asked for
-    (no transform, no forward AD, no input requiring grad under grad mode); else
-    Function.apply, without its inspect.signature binding (~40 us a call) where no
-    torch.func transform is active (every argument is positional, none has a default)."""
+    (no transform, no forward AD, no input requiring grad under grad mode); else, where
+    no torch.func transform nor forward AD is active, its Lean Function (LEAN; the
+    tests turn it off to compare), applied without Function.apply's Python wrapper
+    (every argument is positional, none has a default); else Function.apply."""
     if (_transforming() or getattr(fwAD, "_current_level", 0) >= 0
             or any(_wrapped(x) for x in xs)):
         return rule.apply(model, extra, *xs)
     if not (torch.is_grad_enabled() and any(x.requires_grad for x in xs)):
         return _forward(level, model, extra, xs)
     # torch's Function.apply does exactly this after binding the signature
-    return super(torch.autograd.Function, rule).apply(model, extra, *xs)
+    return super(torch.autograd.Function, rule.lean if LEAN else rule).apply(model, extra, *xs)
+
+
+LEAN = True
 
 
 def _wrapped(t):
     """A functorch wrapper or a legacy batched tensor (autograd.grad's is_grads_batched)."""
-    f = torch._C._functorch
-    return f.is_functorch_wrapped_tensor(t) or f.is_legacy_batchedtensor(t)
+    return _IS_WRAPPED(t) or _IS_LEGACY_BATCHED(t)
+
+
+_IS_WRAPPED = torch._C._functorch.is_functorch_wrapped_tensor
+_IS_LEGACY_BATCHED = torch._C._functorch.is_legacy_batchedtensor
 
 
 def _transforming():
@@ -241,6 +294,24 @@ def _arrays(level, model, xs, n_batch):
             for x, isq in zip(xs, level.q_inputs)]
 
 
+def _forward_lean(level, model, extra, xs):
+    """_forward's outputs and arrays, and ``raw``: the inputs' float64 arrays before the
+    retraction (the backward's tangent map takes q itself). One float64 state skips the
+    batch and dtype handling (check() gave every input one dtype and leading shape)."""
+    x0 = xs[0]
+    if x0.dim() == 1 and x0.dtype is torch.float64:
+        raw = [x.detach().numpy() for x in xs]
+        arrays = [retract(model, a) if isq else a for a, isq in zip(raw, level.q_inputs)]
+        return (tuple(torch.from_numpy(np.ascontiguousarray(o))
+                      for o in level.fn(model, arrays, extra)), arrays, raw)
+    batch = x0.shape[:-1]
+    raw = [_to_numpy(x, len(batch)) for x in xs]
+    arrays = [retract(model, a) if isq else a for a, isq in zip(raw, level.q_inputs)]
+    nb, dt = 1 if batch else 0, x0.dtype
+    return (tuple(_out(o, batch + o.shape[nb:], dt) for o in level.fn(model, arrays, extra)),
+            arrays, raw)
+
+
 # forward -> setup_context: the arrays a forward computed, for its backward (a NumPy
 # backward then skips the conversions and the retraction). Per thread; taken only by the
 # setup_context of the same inputs (under a torch.func transform they differ: not used)
@@ -262,13 +333,15 @@ def _out(a, shape, dtype):
     return t if dtype == torch.float64 else t.to(dtype)
 
 
-def _backward_numpy(level, model, extra, xs, gs, wanted, arrays=None):
+def _backward_numpy(level, model, extra, xs, gs, wanted, arrays=None, raw=None):
     """backward without a graph (plain .backward()): the same contraction in NumPy,
     with the next level's kernels called directly (arrays: the forward's, where it kept
-    them; else converted again)."""
+    them; else converted again; raw: _forward_lean's, else q converted again)."""
     if level.nxt is None:
         raise RuntimeError(level.missing)
     nb = xs[0].dim() - 1
+    if raw is not None and nb == 0 and xs[0].dtype is torch.float64:
+        return _backward_one(level, model, extra, xs, gs, wanted, arrays, raw)
     if arrays is None:
         arrays = _arrays(level, model, xs, nb)
     J = level.nxt.fn(model, arrays, extra)
@@ -278,7 +351,8 @@ def _backward_numpy(level, model, extra, xs, gs, wanted, arrays=None):
         if g is None:
             continue
         g = _to_numpy(g, nb)
-        g = g.reshape(g.shape[:flat] + (-1,))
+        if g.ndim != flat + 1:
+            g = g.reshape(g.shape[:flat] + (-1,))
         for x, k in enumerate(level.jac[o]):
             if k is None or not wanted[x]:
                 continue
@@ -286,8 +360,8 @@ def _backward_numpy(level, model, extra, xs, gs, wanted, arrays=None):
             if flat:
                 Jk = Jk.reshape((Jk.shape[0], -1, Jk.shape[-1]))
                 w = (g[..., None, :] @ Jk)[..., 0, :]
-            else:
-                w = g @ Jk.reshape((-1, Jk.shape[-1]))
+            else:               # np.dot: a third of matmul's call cost on small arrays
+                w = np.dot(g, Jk if Jk.ndim == 2 else Jk.reshape((-1, Jk.shape[-1])))
             grads[x] = w if grads[x] is None else grads[x] + w
     out = []
     for x, (t, isq) in enumerate(zip(xs, level.q_inputs)):
@@ -299,8 +373,36 @@ def _backward_numpy(level, model, extra, xs, gs, wanted, arrays=None):
             out.append(torch.zeros_like(t))
             continue
         if isq and _vjp_plan(model) is not None:      # (else the identity)
-            w = _tangent_vjp(model, _to_numpy(t, nb), w)
+            w = _tangent_vjp(model, _to_numpy(t, nb) if raw is None else raw[x], w)
         out.append(_out(w, t.shape, t.dtype))
+    return tuple(out)
+
+
+def _backward_one(level, model, extra, xs, gs, wanted, arrays, raw):
+    """_backward_numpy for one float64 state with the forward's arrays: the same
+    arithmetic without the batch and dtype handling (its cost is a single state's)."""
+    J = level.nxt.fn(model, arrays, extra)
+    grads = [None] * len(xs)
+    for o, g in enumerate(gs):
+        if g is None:
+            continue
+        g = g.detach().numpy()
+        if g.ndim != 1:
+            g = g.reshape(-1)
+        for x, k in enumerate(level.jac[o]):
+            if k is None or not wanted[x]:
+                continue
+            Jk = J[k]
+            w = np.dot(g, Jk if Jk.ndim == 2 else Jk.reshape((-1, Jk.shape[-1])))
+            grads[x] = w if grads[x] is None else grads[x] + w
+    out = []
+    for x, w in enumerate(grads):
+        if w is None:
+            out.append(torch.zeros_like(xs[x]) if wanted[x] else None)
+            continue
+        if level.q_inputs[x] and _vjp_plan(model) is not None:
+            w = _tangent_vjp(model, raw[x], w)
+        out.append(torch.from_numpy(w))
     return tuple(out)
 
 
@@ -312,9 +414,14 @@ def _tangent_vjp(model, q, w):
     plan = _vjp_plan(model)
     if plan is None:
         return w
-    iq, iv, blocks = plan
+    iq, iv, blocks, free = plan
     out = np.empty(w.shape[:-1] + (model.nq,))
     out[..., iq] = w[..., iv]
+    if w.ndim == 1 and free:
+        for _, k, j in blocks:      # one state: Python floats, one slice store a joint
+            n, d = _quaternion_parts(q[k + 3:k + 7].tolist(), w[j + 3:j + 6].tolist())
+            out[k:k + 7] = _rotate(n, w[j:j + 3].tolist()) + d
+        return out
     for t, k, j in blocks:
         if t == L.REVOLUTE_UNBOUNDED:       # e = (c ds - s dc) / r^2
             c, s = q[..., k], q[..., k + 1]
@@ -328,6 +435,17 @@ def _tangent_vjp(model, q, w):
             for i in range(3):
                 out[..., k + i] = p[i]
     return out
+
+
+def _quaternion_parts(x, g):
+    """_quaternion_vjp on one state's components (lists): (n, the four values it
+    stores)."""
+    r = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]) ** 0.5
+    n = [c / r for c in x]
+    s = 2 / r
+    uxg = _cross(n, g)
+    return n, [s * (n[3] * g[0] + uxg[0]), s * (n[3] * g[1] + uxg[1]),
+               s * (n[3] * g[2] + uxg[2]), -s * (n[0] * g[0] + n[1] * g[1] + n[2] * g[2])]
 
 
 def _quaternion_vjp(q, w, k, j, out):
@@ -367,9 +485,10 @@ _PLANS = weakref.WeakKeyDictionary()     # model -> _vjp_plan's answer
 
 
 def _vjp_plan(model):
-    """None where tangent_of_ambient is the identity; else (iq, iv, blocks): the q and
-    tangent indices of the revolute and prismatic joints, and (type, q index, tangent
-    index) of every other joint, in tangent_of_ambient's order."""
+    """None where tangent_of_ambient is the identity; else (iq, iv, blocks, free): the q
+    and tangent indices of the revolute and prismatic joints (slices where they are
+    runs), (type, q index, tangent index) of every other joint, in tangent_of_ambient's
+    order, and whether those are all free flyers."""
     try:
         return _PLANS[model][0]
     except KeyError:
@@ -385,9 +504,18 @@ def _vjp_plan(model):
             blocks.append((t, k, j))
             j += {L.REVOLUTE_UNBOUNDED: 1, L.SPHERICAL: 3}.get(t, 6)
     identity = not blocks and iq == list(range(model.nq)) and iv == iq
-    plan = None if identity else (np.array(iq, np.intp), np.array(iv, np.intp), blocks)
+    plan = None if identity else (_run(iq), _run(iv), blocks,
+                                  all(t == L.FREE_FLYER for t, _, _ in blocks))
     _PLANS[model] = (plan,)
     return plan
+
+
+def _run(ix):
+    """An index list as a slice where it is a run of consecutive indices (a slice copy
+    costs a third of fancy indexing's), else an index array."""
+    if ix and ix == list(range(ix[0], ix[0] + len(ix))):
+        return slice(ix[0], ix[0] + len(ix))
+    return np.array(ix, np.intp)
 
 
 def _tangent_vjp_general(model, q, w):
