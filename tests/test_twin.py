@@ -6,9 +6,8 @@ import subprocess
 import sys
 import textwrap
 
-_SCRIPT = textwrap.dedent("""
-    import json, re, sys
-    import numpy as np
+# the names of the functions a script's process compiles, in order
+_LOG = """
     from numba.core import event
     compiled = []
     class Log(event.Listener):
@@ -17,7 +16,12 @@ _SCRIPT = textwrap.dedent("""
         def on_end(self, e):
             pass
     event.register("numba:compile", Log())
-    import rbdiff as rbd
+"""
+
+_SCRIPT = textwrap.dedent("""
+    import json, re, sys
+    import numpy as np
+""" + _LOG + """    import rbdiff as rbd
     from rbdiff.cpu import batch, policy
     m = rbd.models.random_tree(6, 4, floating_base=True)
     rng = np.random.default_rng(0)
@@ -119,15 +123,7 @@ _AHEAD = textwrap.dedent("""
     import json
     import numba
     import numpy as np
-    from numba.core import event
-    compiled = []
-    class Log(event.Listener):
-        def on_start(self, e):
-            compiled.append(e.data["dispatcher"].py_func.__name__)
-        def on_end(self, e):
-            pass
-    event.register("numba:compile", Log())
-    import rbdiff as rbd
+""" + _LOG + """    import rbdiff as rbd
     from rbdiff.cpu import background
     from rbdiff.cpu.single import integrate_one
     from rbdiff.cpu.twin import ahead, twin_later

@@ -381,12 +381,18 @@ def _regularised(Qux, Qu, Quu, Pq, Pv, Pu, reg, dt, Qr, G, BB, BA):
                 G[i, j] = Qux[i, j] + reg * BA[i, j]
             G[i, nx] = Qu[i]
     else:
-        for i in range(nu):
-            for j in range(nu):
-                Qr[i, j] = Quu[i, j]
-            for j in range(nx):
-                G[i, j] = Qux[i, j]
-            G[i, nx] = Qu[i]
+        _system(Qux, Qu, Quu, nu, nx, Qr, G)
+
+
+@helper
+def _system(Qux, Qu, Quu, nu, nx, Qr, G):
+    """The unregularised gains' system Qr = Q_uu, G = [Q_ux | Q_u] (nu x nu, nu x nx)."""
+    for i in range(nu):
+        for j in range(nu):
+            Qr[i, j] = Quu[i, j]
+        for j in range(nx):
+            G[i, j] = Qux[i, j]
+        G[i, nx] = Qu[i]
 
 
 @kernel
@@ -666,12 +672,7 @@ def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
             for i in range(nu):
                 for j in range(nx):
                     Qux[i, j] += lxu[t, j, i]
-        for i in range(nu):
-            for j in range(nu):
-                Qr[i, j] = Quu[i, j]
-            for j in range(nx):
-                G[i, j] = Qux[i, j]
-            G[i, nx] = Qu[i]
+        _system(Qux, Qu, Quu, nu, nx, Qr, G)
         if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
             return t, 0.0, 0.0
         e1, e2 = _value(Qx, Qu, Qxx, Qux, Quu, K_fb[t], k_ff[t], True, KZ, Quk, Vx[t],
