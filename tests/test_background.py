@@ -208,36 +208,3 @@ def test_compile_notice_once_on_a_cold_cache_only(tmp_path, env):
     assert _notices(_run(tmp_path, env, "notice.py", "precompile")) == []
 
 
-WARMMOD = '''
-import os, time
-
-def slow_write(path, seconds):
-    time.sleep(seconds)
-    with open(path, "w") as f:
-        f.write(str(os.getpid()))
-'''
-
-
-def test_warm_runs_once_per_machine_and_wait_blocks_until_done(tmp_path, monkeypatch):
-    """background.warm: fn(*args) in a child; wait() returns once it has ended; a second
-    warm of the same fn and argument types while the first runs starts no child and
-    waits on the first one's lock (what trajopt.solve does on a cold cache)."""
-    (tmp_path / "warmmod.py").write_text(WARMMOD)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import warmmod
-    from rbdiff.cpu import background
-    from rbdiff.trajopt.riccati import backward_pass
-    monkeypatch.setattr(background, "ENABLED", True)
-    out = tmp_path / "done"
-    first = background.warm(warmmod.slow_write, (str(out), 1.5), near=backward_pass)
-    assert first is not None and first.child is not None
-    second = background.warm(warmmod.slow_write, (str(tmp_path / "other"), 0.0),
-                             near=backward_pass)
-    assert second is not None and second.child is None       # the lock is held
-    t = time.monotonic()
-    second.wait()
-    assert out.exists() and time.monotonic() - t > 0.5      # waited for the first
-    first.wait()
-    assert first.child.returncode == 0
-    assert not (tmp_path / "other").exists()                 # never ran a second time

@@ -372,3 +372,18 @@ def test_same_cost_and_fddp_iterates_as_crocoddyl(solo):
     assert r.cost == pytest.approx(s.cost, rel=1e-9)
     for a, b in zip(s.us, crocoddyl_controls(prob, r.us)):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_a_set_dependent_mid_solve_names_its_frames(solo):
+    """trajopt's fast batched calls explain a dependent contact set as the public
+    functions do (its rows and frames), not with the entry's bare refusal."""
+    from rbdiff.contacts import pack
+    from rbdiff.trajopt import calls
+    m, x0 = solo
+    c = (rbd.Contact("FL_FOOT"), rbd.Contact("FL_FOOT"))
+    q = np.tile(x0[:m.nq], (2, 1))
+    z = np.zeros((2, m.nv))
+    with pytest.raises(rbd.DependentContacts, match=r"item 0: .*contact 1 .*'FL_FOOT'"):
+        calls.contact_dynamics_derivatives(m, q, z, z, pack(m, c), c)
+    with pytest.raises(rbd.DependentContacts, match=r"item 0: .*contact 1 .*'FL_FOOT'"):
+        calls.impulse_dynamics_derivatives(m, q, z, pack(m, c), c)

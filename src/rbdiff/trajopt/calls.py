@@ -5,6 +5,7 @@ the general path's checks and the public wrappers' single-call attempts and name
 lookups: ~5 us less a call, of 30-40 calls an FDDP iteration). Same entries, same
 results; other input takes the general path."""
 
+from ..contacts import DependentContacts, _raise_dependent
 from ..declare import DECLARED, reference_code
 
 
@@ -58,16 +59,22 @@ def integrate_jacobians(model, q, v):
     return _run("integrate_jacobians", model, q, v)
 
 
-def contact_dynamics_derivatives(model, q, v, tau, packed):
-    """ContactDynamicsDerivatives of a contact set packed as contacts.pack gives it
-    (cint, cflt, nc), nc > 0, no damping."""
+def contact_dynamics_derivatives(model, q, v, tau, packed, contacts):
+    """ContactDynamicsDerivatives of the contact set ``contacts`` packed as contacts.pack
+    gives it (cint, cflt, nc), nc > 0, no damping."""
     cint, cflt, nc = packed
-    return _run("contact_dynamics_derivatives", model, q, v, tau,
-                options=(cint, cflt, 0.0), sizes={"nc": nc})
+    try:
+        return _run("contact_dynamics_derivatives", model, q, v, tau,
+                    options=(cint, cflt, 0.0), sizes={"nc": nc})
+    except DependentContacts as e:     # name the rows and frames, as the public call does
+        _raise_dependent(e, model, q, contacts)
 
 
-def impulse_dynamics_derivatives(model, q, v, packed):
+def impulse_dynamics_derivatives(model, q, v, packed, contacts):
     """ImpulseDynamicsDerivatives (restitution 0, no damping) of a packed contact set."""
     cint, cflt, nc = packed
-    return _run("impulse_dynamics_derivatives", model, q, v,
-                options=(cint, cflt, 0.0, 0.0), sizes={"nc": nc})
+    try:
+        return _run("impulse_dynamics_derivatives", model, q, v,
+                    options=(cint, cflt, 0.0, 0.0), sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts)

@@ -521,7 +521,8 @@ class Problem:
             K = _span(K)                 # a phase's consecutive knots: views
             qk, vk = q[K], v[K]
             if kind == IMPULSE:
-                d = calls.impulse_dynamics_derivatives(m, qk, vk, self._packed[contacts])
+                d = calls.impulse_dynamics_derivatives(m, qk, vk, self._packed[contacts],
+                                                       contacts)
                 Pq[K] = d.dvafter_dq
                 Pv[K] = d.dvafter_dv
                 Jq[K] = eye
@@ -530,7 +531,7 @@ class Problem:
             tau = np.ascontiguousarray(self.tau(us[K]))
             if kind == CONTACT:
                 d = calls.contact_dynamics_derivatives(m, qk, vk, tau,
-                                                       self._packed[contacts])
+                                                       self._packed[contacts], contacts)
                 a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
                 if df is not None:
                     nc = d.dforces_dq.shape[-2]

@@ -110,7 +110,8 @@ def _prefetch(prob, ddp):
     sig = backward_pass_signature(prob)
     if backward_pass.overloads or background._cached(backward_pass, sig) is not False:
         return {}
-    jobs = {"backward": background._spawn(backward_pass, sig)}
+    # urgent: the solve waits for it (at nice 10 a busy machine starves the child)
+    jobs = {"backward": background._spawn(backward_pass, sig, urgent=True)}
     return {k: j for k, j in jobs.items() if j is not None}
 
 
