@@ -1,7 +1,7 @@
 """The contraction of contact dynamics' second derivatives (issue 27, part 2):
-rbd.contact_dynamics_contraction against the complex step of rbdiff's own first-order
-contact derivatives, and the adjoint decomposition it is built on, checked by finite
-differences.
+rbd.contact_dynamics_contraction and rbd.impulse_dynamics_contraction against the complex
+step of rbdiff's own first-order contact and impulse derivatives, and the adjoint
+decomposition they are built on, checked by finite differences.
 
 With y = (a, f) the KKT solution (f the LOCAL contact forces), the residuals
     r1 = ID(q, v, a) - J(q)^T f - tau          (f held in the contact frame: fext)
@@ -12,6 +12,8 @@ L = lam.a - mu.r1 - nu.r2 the Hessian of lam.qdd(x), x = (q, v, tau), is
 with y_x the first-order contact derivatives and L_yx = d/dx [lam - M mu - J^T nu; J mu].
 mu = dqdd_dtau^T lam. The LOCAL_WORLD_ALIGNED reference gives the same H (its forces
 rotated back to LOCAL)."""
+
+import importlib.util
 
 import numpy as np
 import pytest
@@ -145,6 +147,122 @@ def test_bad_input_refused():
     with pytest.raises(KeyError):
         rbd.contact_dynamics_contraction(model, q, v, tau, (rbd.Contact("nope", "3d"),),
                                          lam_a, np.ones(3))
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+
+def impulse_complex_step(model, q, v, contacts, lam_v, lam_f, restitution, damping):
+    """d2_dq2, d2_dqdv and the v-v block by the complex step of the contracted
+    impulse_dynamics_derivatives (complex128 throughout), q on the manifold."""
+    nv = model.nv
+
+    def grad(q, v):
+        d = rbd.impulse_dynamics_derivatives(model, q, v, contacts, restitution, damping)
+        return (lam_v @ d.dvafter_dq + lam_f @ d.dimpulses_dq,
+                lam_v @ d.dvafter_dv + lam_f @ d.dimpulses_dv)
+
+    qc, vc = q.astype(complex), v.astype(complex)
+    out = [np.zeros((nv, nv)) for _ in range(3)]        # qq, qv, vv
+    for k in range(nv):
+        e = np.zeros(nv, complex)
+        e[k] = 1j * H
+        out[0][:, k] = grad(rbd.integrate(model, qc, e), vc)[0].imag / H
+        gq, gv = grad(qc, vc + e)
+        out[1][:, k], out[2][:, k] = gq.imag / H, gv.imag / H
+    return out
+
+
+def check_impulse(model, contacts, seed, restitution=0.0, damping=0.0):
+    rng = np.random.default_rng(seed)
+    q = rbd.random_configuration(model, rng)
+    v, lam_v = rng.normal(size=(2, model.nv))
+    lam_f = rng.normal(size=sum(c.dim for c in contacts))
+    got = rbd.impulse_dynamics_contraction(model, q, v, contacts, lam_v, lam_f,
+                                           restitution=restitution, damping=damping)
+    assert got._fields == ("d2_dq2", "d2_dqdv")
+    ref = impulse_complex_step(model, q, v, contacts, lam_v, lam_f, restitution, damping)
+    assert np.abs(ref[2]).max() == 0.0          # the v-v block the docstring calls zero
+    for name, a, b in zip(got._fields, got, ref):
+        scale = np.abs(b).max()
+        assert scale > 0
+        assert np.abs(a - b).max() <= 1e-10 * scale, (name, np.abs(a - b).max() / scale)
+
+
+@pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
+def test_impulse_solo12_four_point_feet(reference):
+    model, _ = robot_pair("solo12", True)
+    c = tuple(rbd.Contact(f, "3d", reference=reference)
+              for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    check_impulse(model, c, 11, restitution=0.3 if reference == "local" else 0.0)
+
+
+@pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
+def test_impulse_talos_surface_feet(reference):
+    model, _ = robot_pair("talos_full_v2", True)
+    c = tuple(rbd.Contact(f, "6d", reference=reference)
+              for f in ("left_sole_link", "right_sole_link"))
+    check_impulse(model, c, 12, damping=1e-3 if reference == "local_world_aligned" else 0.0)
+
+
+def test_impulse_iiwa14_and_random_tree():
+    model = rbd.load_robot("iiwa14")
+    check_impulse(model, (rbd.Contact("iiwa_link_ee", "3d", "local_world_aligned"),), 13)
+    check_impulse(model, (rbd.Contact("iiwa_link_ee", "6d"),), 14, restitution=0.5)
+    tree, _ = tree_pair(5, 10, True)
+    assert 3 in {tree.mi[j, 5] for j in range(1, tree.njoints)}     # a spherical joint
+    parents = tree.frame_parents
+    deep = max(range(len(tree.frames)), key=lambda f: tree.mi[parents[f], 3])
+    check_impulse(tree, (rbd.Contact(deep, "3d", "local_world_aligned"),), 15)
+    check_impulse(tree, (rbd.Contact(deep, "6d", "local"),), 16, restitution=0.2)
+
+
+def test_impulse_batch_float32_and_bad_input():
+    model, _ = robot_pair("solo12", True)
+    c = tuple(rbd.Contact(f, "3d", reference="local_world_aligned")
+              for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    rng = np.random.default_rng(17)
+    B = 4
+    q = np.stack([rbd.random_configuration(model, rng) for _ in range(B)])
+    v, lam_v = rng.normal(size=(2, B, model.nv))
+    lam_f = rng.normal(size=(B, 12))
+    got = rbd.impulse_dynamics_contraction(model, q, v, c, lam_v, lam_f, restitution=0.2)
+    for b in range(B):
+        one = rbd.impulse_dynamics_contraction(model, q[b], v[b], c, lam_v[b], lam_f[b],
+                                               restitution=0.2)
+        for x, y in zip(got, one):
+            assert x.shape == (B, model.nv, model.nv)
+            assert np.array_equal(x[b], y)
+    if importlib.util.find_spec("dask") is not None:    # its wrapper: the same batch
+        import dask.array as da
+        import rbdiff.dask as rdd
+        lazy = rdd.impulse_dynamics_contraction(
+            model, *(da.from_array(x, chunks=(2, -1)) for x in (q, v)), c,
+            *(da.from_array(x, chunks=(2, -1)) for x in (lam_v, lam_f)), restitution=0.2)
+        for x, y in zip(lazy, got):
+            assert np.array_equal(x.compute(scheduler="sync"), y)
+    small = rbd.load_robot("iiwa14")
+    ce = (rbd.Contact("iiwa_link_ee", "3d"),)
+    q1 = rbd.random_configuration(small, rng)
+    v1, lv1 = rng.normal(size=(2, small.nv))
+    lf1 = rng.normal(size=3)
+    ref = rbd.impulse_dynamics_contraction(small, q1, v1, ce, lv1, lf1)
+    f32 = rbd.impulse_dynamics_contraction(small, *(x.astype(np.float32)
+                                                    for x in (q1, v1)), ce,
+                                           lv1.astype(np.float32), lf1.astype(np.float32))
+    for a, b in zip(f32, ref):
+        assert a.dtype == np.float32
+        assert np.abs(a - b).max() <= 2e-3 * np.abs(b).max()
+    with pytest.raises(ValueError, match="lam_f"):
+        rbd.impulse_dynamics_contraction(small, q1, v1, ce, lv1, np.ones(6))
+    with pytest.raises(ValueError, match="lam_v"):
+        rbd.impulse_dynamics_contraction(small, q1, v1, ce, np.ones(3), lf1)
+    with pytest.raises(ValueError, match="finite"):
+        rbd.impulse_dynamics_contraction(small, q1, v1, ce, lv1, np.array([1, np.nan, 0]))
+    with pytest.raises(ValueError, match="restitution"):
+        rbd.impulse_dynamics_contraction(small, q1, v1, ce, lv1, lf1, restitution=2.0)
+    with pytest.raises(KeyError):
+        rbd.impulse_dynamics_contraction(small, q1, v1, (rbd.Contact("nope", "3d"),), lv1,
+                                         lf1)
 
 
 @pytest.mark.parametrize("reference", ["local", "local_world_aligned"])

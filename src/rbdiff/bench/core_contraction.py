@@ -11,7 +11,8 @@ aba_derivatives (the issue caps contraction / aba_derivatives at 3x, goal 2x), t
 interleaved in one process; then the contraction on serial chains of N = 8..64 links
 and the slope of log(time) against log(N) (issue: <= 2.2); and (issue 27 part 2)
 contact_dynamics_contraction against contact_dynamics_derivatives on the robots with
-feet (core_contacts.contacts_of: solo12's point feet, talos' soles; goal <= 3x).
+feet (core_contacts.contacts_of: solo12's point feet, talos' soles; goal <= 3x), and
+impulse_dynamics_contraction against impulse_dynamics_derivatives beside it.
 """
 
 import argparse
@@ -44,6 +45,9 @@ def calls(model, pm, q, v, a):
         lam_f = np.random.default_rng(2).normal(size=sum(c.dim for c in cs))
         got["contact_dynamics_contraction"] = (
             partial(rbd.contact_dynamics_contraction, model, q, v, a, cs, lam, lam_f), None,
+            None)
+        got["impulse_dynamics_contraction"] = (
+            partial(rbd.impulse_dynamics_contraction, model, q, v, cs, lam, lam_f), None,
             None)
     return got
 
@@ -102,16 +106,22 @@ def chain_scaling(sizes=CHAINS, settings=SETTINGS, stat="median"):
 
 def contact_compare(model, label, settings=SETTINGS, stat="median"):
     """One row: seconds per call of contact_dynamics_contraction and of the first-order
-    contact_dynamics_derivatives (the robot's feet, LOCAL) at one random state."""
+    contact_dynamics_derivatives, and of impulse_dynamics_contraction and
+    impulse_dynamics_derivatives (the robot's feet, LOCAL) at one random state."""
     q, v, tau, lam = _state(model)
     cs = contacts_of(model)
     lam_f = np.random.default_rng(2).normal(size=sum(c.dim for c in cs))
     t = interleaved({"contraction": partial(rbd.contact_dynamics_contraction, model, q, v,
                                             tau, cs, lam, lam_f),
                      "derivatives": partial(rbd.contact_dynamics_derivatives, model, q, v,
-                                            tau, cs)}, **settings)
+                                            tau, cs),
+                     "impulse_contraction": partial(rbd.impulse_dynamics_contraction, model,
+                                                    q, v, cs, lam, lam_f),
+                     "impulse_derivatives": partial(rbd.impulse_dynamics_derivatives, model,
+                                                    q, v, cs)}, **settings)
     return dict(robot=label, nv=model.nv, nc=len(lam_f),
-                **{k: t[k][stat] for k in ("contraction", "derivatives")})
+                **{k: t[k][stat] for k in ("contraction", "derivatives",
+                                           "impulse_contraction", "impulse_derivatives")})
 
 
 def contacts_table(robots=CONTACT_ROBOTS, settings=SETTINGS, stat="median"):
@@ -120,13 +130,17 @@ def contacts_table(robots=CONTACT_ROBOTS, settings=SETTINGS, stat="median"):
 
 
 def format_contact_rows(rows):
-    head = (f"{'robot':18s} {'nv':>3s} {'nc':>3s} {'contraction us':>15s} "
-            f"{'contact_dynamics_derivatives us':>32s} {'ratio':>6s}")
+    head = (f"{'robot':18s} {'nv':>3s} {'nc':>3s} {'contact contr. us':>17s} "
+            f"{'contact derivs us':>17s} {'ratio':>6s} {'impulse contr. us':>17s} "
+            f"{'impulse derivs us':>17s} {'ratio':>6s}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['robot']:18s} {r['nv']:3d} {r['nc']:3d} "
-                     f"{r['contraction'] * 1e6:15.2f} {r['derivatives'] * 1e6:32.2f} "
-                     f"{r['contraction'] / r['derivatives']:6.2f}")
+                     f"{r['contraction'] * 1e6:17.2f} {r['derivatives'] * 1e6:17.2f} "
+                     f"{r['contraction'] / r['derivatives']:6.2f} "
+                     f"{r['impulse_contraction'] * 1e6:17.2f} "
+                     f"{r['impulse_derivatives'] * 1e6:17.2f} "
+                     f"{r['impulse_contraction'] / r['impulse_derivatives']:6.2f}")
     return "\n".join(lines)
 
 
@@ -170,7 +184,8 @@ def main(argv=None):
               + " (issue 27: contraction <= 2.2)")
     if args.contacts:
         print()
-        print("contact_dynamics_contraction vs contact_dynamics_derivatives (ratio; issue "
+        print("contact_dynamics_contraction vs contact_dynamics_derivatives and "
+              "impulse_dynamics_contraction vs impulse_dynamics_derivatives (ratios; issue "
               "27 part 2: <= 3); " + args.stat + " per call")
         print(format_contact_rows(contacts_table(args.contacts, settings, args.stat)))
     return 0
