@@ -60,7 +60,15 @@ C_VLE = 2       # V<= (the joint included)
 C_ALT = 3       # A<  (qdd)
 C_MLT = 4       # M<  (mu)
 C_TLT = 5       # T<
-C_SIZE = 6
+C_DV = 6        # per dof (contact_dof_vectors): dv = V< x J, g = J x* nu, s(J),
+C_G = 7         # U, Z, X (pairs across joints), uS, xS (pairs in one joint)
+C_SJ = 8
+C_U = 9
+C_Z = 10
+C_X = 11
+C_US = 12
+C_XS = 13
+C_SIZE = 14
 
 
 @helper
@@ -140,20 +148,6 @@ def t_prefix(idx, d, C, v):
 
 
 @helper
-def cb(n0, n1, n2, x, y):
-    """C(x, y) = n . (x_ang x y_lin), the classical acceleration's bilinear form."""
-    return (n0 * (x[4] * y[2] - x[5] * y[1]) + n1 * (x[5] * y[0] - x[3] * y[2])
-            + n2 * (x[3] * y[1] - x[4] * y[0]))
-
-
-@helper
-def cross_dot(l0, l1, l2, a, b):
-    """l . (a x b) for 3-tuples a, b."""
-    return (l0 * (a[1] * b[2] - a[2] * b[1]) + l1 * (a[2] * b[0] - a[0] * b[2])
-            + l2 * (a[0] * b[1] - a[1] * b[0]))
-
-
-@helper
 def dot3(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
@@ -163,12 +157,93 @@ def cross3(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
+@helper
+def sform(n0, n1, n2, x):
+    """s(x) with s(x) . y = C(x, y) + C(y, x) (cb's symmetrised form): [n x x_ang;
+    x_lin x n]."""
+    return (n1 * x[5] - n2 * x[4], n2 * x[3] - n0 * x[5], n0 * x[4] - n1 * x[3],
+            x[1] * n2 - x[2] * n1, x[2] * n0 - x[0] * n2, x[0] * n1 - x[1] * n0)
+
+
+@helper
+def tneg(a):
+    return (-a[0], -a[1], -a[2], -a[3], -a[4], -a[5])
+
+
+@kernel
+def contact_dof_vectors(cint, cflt, k, d, idx, C, Vt, nv6, n0, n1, n2, nd, p0, p1, p2, pe,
+                        ell, floc, BF):
+    """Per dof a on contact k's support, the force-like vectors whose dot products with
+    J_l and dv_l = V<_l x J_l give every pair's entries (module docstring): dv, g, s(J)
+    (C_DV, C_G, C_SJ), U, Z, X for a pair with a's joint strictly above l's (C_U, C_Z,
+    C_X), uS, xS for l in a's joint (C_US, C_XS); and BF's column of a."""
+    dim = cint[k, CI_DIM]
+    r0 = cint[k, CI_ROW]
+    lwa = cint[k, CI_REF] == LOCAL_WORLD_ALIGNED
+    ndc = tadd(nd, sform(n0, n1, n2, Vt))       # the velocity Hessian's weight
+    for a in range(d):
+        ka = idx[0, a]
+        J = ld6(C[C_J, a])
+        V = ld6(C[C_VLT, a])
+        Vle = ld6(C[C_VLE, a])
+        AT = tadd(ld6(C[C_ALT, a]), ld6(C[C_TLT, a]))
+        bf = mcr(ld6(C[C_MLT, a]), J)
+        dv = mcr(V, J)
+        g = fcr(J, nv6)
+        sJ = sform(n0, n1, n2, J)
+        dvn = fcr(dv, nv6)
+        nvg = fcr(tsub(Vt, V), nv6)
+        U = tneg(tadd(tadd(fcr(dv, tadd(nvg, ndc)), fcr(mcr(AT, J), nv6)), fcr(V, dvn)))
+        Z = tsub(sform(n0, n1, n2, dv), dvn)
+        X = tneg(tadd(tadd(dvn, fcr(J, fcr(tsub(Vt, Vle), nv6))), tadd(fcr(Vle, g),
+                                                                       fcr(J, ndc))))
+        uS = tneg(tadd(tadd(fcr(AT, g), fcr(V, fcr(J, tadd(nvg, ndc)))),
+                       fcr(V, sform(n0, n1, n2, dv))))
+        xS = tneg(fcr(V, tadd(g, sJ)))
+        # Kp perr (point contacts): [w x p; (w x p) x pe] on J_l in one joint, on w_l
+        # (w x p) x pe + p x J_lin + (p x pe) x w below it
+        w = (J[3], J[4], J[5])
+        wp = cross3(w, (p0, p1, p2))
+        wpe = cross3(wp, pe)
+        kpa = cross3((p0, p1, p2), (J[0], J[1], J[2]))
+        kpb = cross3(cross3((p0, p1, p2), pe), w)
+        uS = (uS[0] + wp[0], uS[1] + wp[1], uS[2] + wp[2], uS[3] + wpe[0], uS[4] + wpe[1],
+              uS[5] + wpe[2])
+        U = (U[0], U[1], U[2], U[3] + wpe[0] + kpa[0] + kpb[0],
+             U[4] + wpe[1] + kpa[1] + kpb[1], U[5] + wpe[2] + kpa[2] + kpb[2])
+        for s in range(dim):
+            BF[r0 + s, ka] += bf[s]
+        if lwa:     # lam_f . R f at f held: w_l . (c x l) + [a above l] w_l . ((f x l) x w)
+            for s in range(0, dim, 3):
+                f3 = (floc[r0 + s], floc[r0 + s + 1], floc[r0 + s + 2])
+                l3 = (ell[r0 + s], ell[r0 + s + 1], ell[r0 + s + 2])
+                c1 = cross3(cross3(w, f3), l3)
+                e = cross3(cross3(f3, l3), w)
+                uS = (uS[0], uS[1], uS[2], uS[3] - c1[0], uS[4] - c1[1], uS[5] - c1[2])
+                U = (U[0], U[1], U[2], U[3] - c1[0] - e[0], U[4] - c1[1] - e[1],
+                     U[5] - c1[2] - e[2])
+                c = cross3(l3, w)           # d(R^T lam_f)/dq_a = l x w_a
+                BF[r0 + s, ka] += c[0]
+                BF[r0 + s + 1, ka] += c[1]
+                BF[r0 + s + 2, ka] += c[2]
+        st6(dv, C[C_DV, a])
+        st6(g, C[C_G, a])
+        st6(sJ, C[C_SJ, a])
+        st6(U, C[C_U, a])
+        st6(Z, C[C_Z, a])
+        st6(X, C[C_X, a])
+        st6(uS, C[C_US, a])
+        st6(xS, C[C_XS, a])
+
+
 @kernel
 def contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C, HQ, HV,
                   HX, BA, BF):
     """Contact k's share of L_xx (HQ, HV, HX: minus the second derivatives of nu . r2,
     plus the rotation's for LOCAL_WORLD_ALIGNED) and of B (BA: -d(J^T nu)/dq, BF:
-    d(J mu)/dq + d(R^T lam_f)/dq) over the pairs of dofs on its support."""
+    d(J mu)/dq + d(R^T lam_f)/dq) over the pairs of dofs on its support: per dof the
+    vectors of contact_dof_vectors, then a few dot products a pair (the pairs across
+    two joints once, both entries written: their mixed derivatives commute)."""
     n = mi[0, 0]
     dim = cint[k, CI_DIM]
     r0 = cint[k, CI_ROW]
@@ -196,89 +271,43 @@ def contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C,
         p0, p1, p2 = z, z, z
     perr = position_error(cflt, k, 3, R, p)
     pe = (perr[0], perr[1], perr[2])
-    lwa = cint[k, CI_REF] == LOCAL_WORLD_ALIGNED
-    zero = (z, z, z, z, z, z)
+    contact_dof_vectors(cint, cflt, k, d, idx, C, Vt, nv6, n0, n1, n2, nd, p0, p1, p2, pe,
+                        ell, floc, BF)
     for a in range(d):
         ka = idx[0, a]
         ja = idx[1, a]
-        Jk = ld6(C[C_J, a])
-        Vk = ld6(C[C_VLT, a])
-        Vlek = ld6(C[C_VLE, a])
-        Tk = ld6(C[C_TLT, a])
-        dvk = mcr(Vk, Jk)
-        Vge = tsub(Vt, Vk)
-        for b in range(d):
+        Ja = ld6(C[C_J, a])
+        dva = ld6(C[C_DV, a])
+        Ga = ld6(C[C_G, a])
+        hva = tsub(ld6(C[C_SJ, a]), Ga)        # HV's vector, and Y of HX (a above l)
+        Ua = ld6(C[C_U, a])
+        Za = ld6(C[C_Z, a])
+        Xa = ld6(C[C_X, a])
+        uSa = ld6(C[C_US, a])
+        xSa = ld6(C[C_XS, a])
+        for b in range(a, d):
             lb = idx[0, b]
-            Jl = ld6(C[C_J, b])
-            Vl = ld6(C[C_VLT, b])
-            mn = a if a < b else b
-            kl = ja != idx[1, b] and a < b          # k's joint strictly above l's
-            lk = ja != idx[1, b] and b < a
-            dJk = mcr(Jk, Jl) if kl else zero
-            Vmn = ld6(C[C_VLT, mn])
-            # d2/dq_l dq_k of sum J w: (W<_min x J_l) x J_k + [k<l] W<_k x (J_k x J_l)
-            gA = mcr(mcr(ld6(C[C_ALT, mn]), Jl), Jk)
-            ddv = mcr(mcr(Vmn, Jl), Jk)
-            if kl:
-                gA = tadd(gA, mcr(ld6(C[C_ALT, a]), dJk))
-                ddv = tadd(ddv, mcr(Vk, dJk))
-            dTk = mcr(ld6(C[C_TLT, mn]), Jl)
-            if lk:
-                dTk = tadd(dTk, mcr(mcr(Vl, Jl), tsub(Vk, Vl)))
-            dVk = mcr(Vmn, Jl)
-            dVge = mcr(tsub(Vl, Vk), Jl) if kl else zero
-            gT = tadd(tadd(mcr(dTk, Jk), mcr(Tk, dJk)),
-                      tadd(mcr(tadd(mcr(dVk, Jk), mcr(Vk, dJk)), Vge), mcr(dvk, dVge)))
-            dvl = mcr(Vl, Jl)
-            val = (tdot(nv6, tadd(gA, gT)) + tdot(nd, ddv) + cb(n0, n1, n2, ddv, Vt)
-                   + cb(n0, n1, n2, dvk, dvl) + cb(n0, n1, n2, dvl, dvk)
-                   + cb(n0, n1, n2, Vt, ddv))
-            # point contact: Kp perr, d2perr = [k<l] dJk_lin + (J_l,lin + perr x w_l) x w_k
-            #                                   + [k<l] perr x dJk_ang
-            wk = (Jk[3], Jk[4], Jk[5])
-            wl = (Jl[3], Jl[4], Jl[5])
-            u = cross3(pe, wl)
-            u = (Jl[0] + u[0], Jl[1] + u[1], Jl[2] + u[2])
-            val += cross_dot(p0, p1, p2, u, wk)
-            if kl:
-                val += (p0 * dJk[0] + p1 * dJk[1] + p2 * dJk[2]
-                        + cross_dot(p0, p1, p2, pe, (dJk[3], dJk[4], dJk[5])))
-            h = -val
-            if lwa:     # lam_f . R f at f held: l . (w_l x (w_k x f)) + [k<l] l . (dw_k x f)
-                for s in range(0, dim, 3):
-                    f3 = (floc[r0 + s], floc[r0 + s + 1], floc[r0 + s + 2])
-                    l0, l1, l2 = ell[r0 + s], ell[r0 + s + 1], ell[r0 + s + 2]
-                    h += cross_dot(l0, l1, l2, wl, cross3(wk, f3))
-                    if kl:
-                        h += cross_dot(l0, l1, l2, (dJk[3], dJk[4], dJk[5]), f3)
-            HQ[ka, lb] += h
-            # v-v: the acceleration's velocity product, nu . (J_min x J_max)
-            hv = cb(n0, n1, n2, Jk, Jl) + cb(n0, n1, n2, Jl, Jk)
-            if kl:
-                hv += tdot(nv6, dJk)
-            elif lk:
-                hv += tdot(nv6, mcr(Jl, Jk))
-            HV[ka, lb] -= hv
-            # q_l v_j (j = this k): d/dq_l of V<_j x J_j + J_j x V>_j
-            g = mcr(mcr(Vmn, Jl), Jk)
-            if kl:
-                g = tadd(g, tadd(mcr(Vk, dJk), mcr(dJk, tsub(Vt, Vlek))))
-                g = tadd(g, mcr(Jk, mcr(tsub(Vl, Vlek), Jl)))
-            hx = (tdot(nv6, g) + tdot(nd, dJk) + cb(n0, n1, n2, dJk, Vt)
-                  + cb(n0, n1, n2, Jk, dvl) + cb(n0, n1, n2, dvl, Jk)
-                  + cb(n0, n1, n2, Vt, dJk))
-            HX[lb, ka] -= hx
-            if kl:
-                BA[ka, lb] -= tdot(nv6, dJk)
-        bf = mcr(ld6(C[C_MLT, a]), Jk)
-        for r in range(dim):
-            BF[r0 + r, ka] += bf[r]
-        if lwa:         # d(R^T lam_f)/dq_k = l x w_k
-            for s in range(0, dim, 3):
-                c = cross3((ell[r0 + s], ell[r0 + s + 1], ell[r0 + s + 2]), (Jk[3], Jk[4], Jk[5]))
-                BF[r0 + s, ka] += c[0]
-                BF[r0 + s + 1, ka] += c[1]
-                BF[r0 + s + 2, ka] += c[2]
+            Jb = ld6(C[C_J, b])
+            if ja != idx[1, b]:
+                dvb = ld6(C[C_DV, b])
+                x = tdot(Ua, Jb) + tdot(Za, dvb)
+                HQ[ka, lb] -= x
+                HQ[lb, ka] -= x
+                x = tdot(hva, Jb)
+                HV[ka, lb] -= x
+                HV[lb, ka] -= x
+                HX[lb, ka] -= tdot(Xa, Jb) + tdot(hva, dvb)
+                HX[ka, lb] -= tdot(tadd(ld6(C[C_G, b]), ld6(C[C_SJ, b])), dva)
+                BA[ka, lb] += tdot(Ga, Jb)
+            else:
+                HQ[ka, lb] -= tdot(uSa, Jb)
+                HX[lb, ka] -= tdot(xSa, Jb)
+                x = tdot(ld6(C[C_SJ, a]), Jb)
+                HV[ka, lb] -= x
+                if b != a:
+                    HV[lb, ka] -= x
+                    HQ[lb, ka] -= tdot(ld6(C[C_US, b]), Ja)
+                    HX[ka, lb] -= tdot(ld6(C[C_XS, b]), Ja)
 
 
 @kernel
