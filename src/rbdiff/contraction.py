@@ -18,6 +18,7 @@ import numpy as np
 from .cpu import contact_contraction as ccc
 from .cpu import contraction as cc
 from .declare import Function
+from .declare import single_f64 as _single_f64
 from .results import (ABASecondOrderContraction, ContactDynamicsContraction,
                       ImpulseDynamicsContraction, RNEASecondOrderContraction)
 from .second_order import _fast as _so_fast
@@ -119,6 +120,38 @@ _CONTACT_C = Function(
     errors=_contact_errors())
 
 
+def _vectors(*xs):
+    """True when every x is a float64 C-contiguous NumPy vector (the declared path's
+    single float64 call passes the same types: one compiled specialisation for both)."""
+    for x in xs:
+        if not (type(x) is _ND and x.dtype is _F64 and x.ndim == 1
+                and x.flags.c_contiguous):
+            return False
+    return True
+
+
+def _contact_fast(one, result, count, model, xs, contacts, options):
+    """``one`` on one float64 state through declare.single_f64 (no type dispatch), the
+    model's workspace and one output block; None for the declared path (a batch, another
+    dtype, no contacts, a refused input: it names the error). The declared path costs
+    ~10 us more a call (validation, broadcasting, dispatch)."""
+    if not _vectors(*xs):
+        return None
+    from .contacts import pack
+    cint, cflt, nc = pack(model, contacts)
+    if nc == 0 or xs[-1].shape[0] != nc:
+        return None
+    nv = model.nv
+    out = np.empty((count, nv, nv))
+    t = tuple(out[k] for k in range(count))
+    try:
+        _single_f64(one, (model.mi, model.mf, model.frame_parents, model.frame_mf, *xs, cint,
+                          cflt, *options, model._ws, *t))
+    except ValueError:
+        return None
+    return _new(result, t)
+
+
 def contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f, damping=0.0):
     """Second derivatives of contact dynamics contracted with a costate (lam_a, lam_f).
 
@@ -142,6 +175,11 @@ def contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f, dampi
     LOCAL_WORLD_ALIGNED, Baumgarte gains, except kp > 0 on a surface contact (refused:
     the Hessian of log6 is not written). A leading batch axis on q, v, tau, lam_a and
     lam_f gives (B, nv, nv) blocks."""
+    if type(damping) is float:
+        got = _contact_fast(ccc.contact_contraction_one, ContactDynamicsContraction, 4, model,
+                            (q, v, tau, lam_a, lam_f), contacts, (damping,))
+        if got is not None:
+            return got
     from .contacts import DependentContacts, _number, _raise_dependent, pack
     from .cpu import contacts as _cc
     cint, cflt, nc = pack(model, contacts)
@@ -189,6 +227,11 @@ def impulse_dynamics_contraction(model, q, v_before, contacts, lam_v, lam_f, res
     the KKT matrix times (mu, nu). Point and surface contacts, LOCAL and
     LOCAL_WORLD_ALIGNED. A leading batch axis on q, v_before, lam_v and lam_f gives
     (B, nv, nv) blocks."""
+    if type(restitution) is float and type(damping) is float:
+        got = _contact_fast(ccc.impulse_contraction_one, ImpulseDynamicsContraction, 2, model,
+                            (q, v_before, lam_v, lam_f), contacts, (restitution, damping))
+        if got is not None:
+            return got
     from .contacts import (DependentContacts, _number, _raise_dependent, _restitution,
                            impulse_dynamics_derivatives, pack)
     from .cpu import contacts as _cc

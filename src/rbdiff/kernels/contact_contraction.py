@@ -349,47 +349,44 @@ def adjoint(fmf, cint, ws, Minv, Yt, W, lam_a, lam_f, lam, ell, floc, nu, mu):
 
 
 @kernel
-def hessian_products(B, Yq, Yv, P, HQ, HX):
-    """HQ += B^T Yq + (B^T Yq)^T, HX += B^T Yv; B, Y* (nv + nc, nv), P (nv, nv)
-    scratch; every inner loop along a row, zeros of B skipped."""
+def hessian_products(B, Yq, Yv, Yt, P, PT, HQ, HX, HT, tau):
+    """HQ += B^T Yq + (B^T Yq)^T, HX += B^T Yv and, when ``tau``, HT = Yt^T B (= (B^T
+    Yt)^T); B, Y* (nv + nc, nv), P and PT (nv, nv) scratch. One pass over B's nonzeros
+    (its top block has the branch pattern, its contact rows the supports), every inner
+    loop along a row of Y*."""
     nr = B.shape[0]
     nv = B.shape[1]
     for j in range(nv):
         for c in range(nv):
             P[j, c] = 0.0
+            PT[j, c] = 0.0
     for r in range(nr):
         br = B[r]
         yq = Yq[r]
         yv = Yv[r]
+        yt = Yt[r]
         for j in range(nv):
             b = br[j]
             if b != 0.0:
                 pj = P[j]
                 hx = HX[j]
-                for c in range(nv):
-                    pj[c] += b * yq[c]
-                    hx[c] += b * yv[c]
+                if tau:
+                    ptj = PT[j]
+                    for c in range(nv):
+                        pj[c] += b * yq[c]
+                        hx[c] += b * yv[c]
+                        ptj[c] += b * yt[c]
+                else:
+                    for c in range(nv):
+                        pj[c] += b * yq[c]
+                        hx[c] += b * yv[c]
     for j in range(nv):
         for c in range(nv):
             HQ[j, c] += P[j, c] + P[c, j]
-
-
-@kernel
-def tau_products(B, Yt, HT):
-    """HT = Yt^T B; B, Yt (nv + nc, nv)."""
-    nv = B.shape[1]
-    for j in range(nv):
-        for c in range(nv):
-            HT[j, c] = 0.0
-    for r in range(B.shape[0]):
-        br = B[r]
-        yt = Yt[r]
+    if tau:
         for j in range(nv):
-            y = yt[j]
-            if y != 0.0:
-                ht = HT[j]
-                for c in range(nv):
-                    ht[c] += y * br[c]
+            for c in range(nv):
+                HT[j, c] = PT[c, j]
 
 
 @kernel
@@ -431,8 +428,7 @@ def contact_contraction(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint, cfl
     for k in range(cint.shape[0]):
         contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C, HQ, HV,
                       HX, B[:nv], B[nv:])
-    hessian_products(B, Y[0], Y[1], S3[0], HQ, HX)
-    tau_products(B, Y[2], HT)
+    hessian_products(B, Y[0], Y[1], Y[2], S3[0], S3[1], HQ, HX, HT, True)
     return -1
 
 
@@ -588,5 +584,5 @@ def impulse_contraction(mi, mf, fparent, fmf, q, v, lam_v, lam_f, cint, r, dampi
     for k in range(cint.shape[0]):
         impulse_pairs(mi, fmf, cint, k, ws, dv, r, mu, nu, ell, floc, idx, C, HQ, HX, B[:nv],
                       B[nv:])
-    hessian_products(B, Y[0], Y[1], S3[0], HQ, HX)
+    hessian_products(B, Y[0], Y[1], Y[1], S3[0], S3[1], HQ, HX, S3[2], False)
     return -1
