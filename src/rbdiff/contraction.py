@@ -108,7 +108,6 @@ def _contact_errors():
     from .contacts import _errors
     e = _errors()
     e[ccc.BAD_COSTATE] = lambda model: ValueError(ccc.BAD_COSTATE)
-    e[ccc.BAD_KP6] = lambda model: ValueError(ccc.BAD_KP6)
     return e
 
 
@@ -172,8 +171,8 @@ def contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f, dampi
     contracted with nu (O(d^2) per contact of support depth d), and the products of the
     first-order derivatives with the q-derivative of the KKT matrix times (mu, nu):
     H = L_xx + L_xy y_x + y_x^T L_yx. Point and surface contacts, LOCAL and
-    LOCAL_WORLD_ALIGNED, Baumgarte gains, except kp > 0 on a surface contact (refused:
-    the Hessian of log6 is not written). A leading batch axis on q, v, tau, lam_a and
+    LOCAL_WORLD_ALIGNED, Baumgarte gains (a surface contact's kp through the exact
+    Hessian of log6). A leading batch axis on q, v, tau, lam_a and
     lam_f gives (B, nv, nv) blocks."""
     if type(damping) is float:
         got = _contact_fast(ccc.contact_contraction_one, ContactDynamicsContraction, 4, model,

@@ -15,7 +15,6 @@ from numba import prange
 
 from ..kernels.checks import all_finite
 from ..kernels.contact_contraction import C_SIZE, contact_contraction, impulse_contraction
-from ..kernels.contact_dynamics import CF_KP, CI_DIM
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -28,9 +27,6 @@ from .twin import twin
 
 BAD_COSTATE = ("lam_a (lam_v) or lam_f: wrong length (lam_a or lam_v (nv,), lam_f (nc,): "
                "one per contact row) or not finite")
-BAD_KP6 = ("contacts: a surface ('6d') contact with kp > 0 is not supported by the "
-           "contracted second derivatives (the Hessian of log6 is not written); use kp = 0 "
-           "on 6d contacts, or point contacts")
 
 
 @helper
@@ -52,15 +48,6 @@ def batch_costates_ok(mi, q, lam_a, lam_f, nc):
         raise ValueError(BAD_COSTATE)
 
 
-@helper
-def gains_ok(cint, cflt):
-    for k in range(cint.shape[0]):
-        if cint[k, CI_DIM] == 6:
-            for r in range(6):
-                if cflt[k, CF_KP + r] != 0.0:
-                    raise ValueError(BAD_KP6)
-
-
 @entry
 def contraction_scratch(mi, nc, dtype):
     """ws2 and sc (the RNEA contraction's), Y (3, nv + nc, nv), B (nv + nc, nv), vecs
@@ -80,7 +67,6 @@ def contact_contraction_one(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint,
     nc = lam_f.shape[0]
     contacts_ok(fparent, cint, cflt, nc, damping)
     costates_ok(mi, lam_a, lam_f, nc)
-    gains_ok(cint, cflt)
     qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
     F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
@@ -101,8 +87,7 @@ def contact_contraction_batch(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, HQ,
         batch_states_ok(mi, q, v, tau, None)
         contacts_ok(fparent, cint, cflt, nc, damping)
         batch_costates_ok(mi, q, lam_a, lam_f, nc)
-        gains_ok(cint, cflt)
-    qdd = np.empty(mi[0, 2], q.dtype)
+        qdd = np.empty(mi[0, 2], q.dtype)
     forces = np.empty(nc, q.dtype)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
@@ -126,7 +111,6 @@ def contact_contraction_parallel(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, 
     batch_states_ok(mi, q, v, tau, None)
     contacts_ok(fparent, cint, cflt, nc, damping)
     batch_costates_ok(mi, q, lam_a, lam_f, nc)
-    gains_ok(cint, cflt)
     bad = np.full(nchunks, -1, np.int64)
     for c in prange(nchunks):
         lo, hi = chunk(q.shape[0], nchunks, c)

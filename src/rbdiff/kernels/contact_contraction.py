@@ -31,15 +31,26 @@ each Hessian entry is O(1):
     d2v/dq_l dq_k = (V<_min x J_l) x J_k + [k<l] V<_k x (J_k x J_l)    (min: k or l's prefix)
 and the LOCAL spatial acceleration a = sum J qdd + T, T = sum_k v_k V<_k x J_k, has
     dT/dq_k = T<_k x J_k + (V<_k x J_k) x (Vt - V<_k)
-with its q-derivative by the same rule (contraction_pairs); a point contact's classical
+with its q-derivative by the same rule (contact_pairs); a point contact's classical
 acceleration adds nu . (w x v_lin) (a bilinear form C in the LOCAL velocity), its
-Baumgarte terms Kp perr (dperr/dq_k = J_k,lin + perr x w_k) and Kd v. O(d^2) per
-contact of support depth d. The 6D position error log6 enters through the derivative
-of Jlog6, not written here: 6D contacts with Kp > 0 are refused by the entries.
+Baumgarte terms Kp perr (dperr/dq_k = J_k,lin + perr x w_k) and Kd v; a surface
+contact's Kp log6(oMc2^-1 oMc1) has dperr/dq_k = Jlog6 J_k and the second derivative of
+log6_hessian (Jlog6's own derivative along Jlog6 J_l, through lie.py's coupling block and
+its derivative). O(d^2) per contact of support depth d.
+
+Cost. Contracted with nu, every term of a pair (k, l) is a sum of m . (x X y) with one
+of x, y a column J or dv = V< x J of k or l; f . (m x y) = -(m x* f) . y moves each cross
+product onto one dof, so contact_dof_vectors builds per dof a few force-like vectors
+(O(d) cross products per contact) and each pair is a few dot products with J_l and
+dv_l. Pairs across two joints are visited once (a above b) and write both entries (the
+mixed derivatives of different joints commute); within one joint (a free flyer, a
+spherical joint) the tangent-space entries differ by order and both are written from
+their own vectors.
 """
 
 from ..model.layout import MI_IV, MI_NV, MI_PARENT
-from .contact_dynamics import (CF_KD, CF_KP, CI_DIM, CI_JOINT, CI_REF, CI_ROW,
+from .contact_dynamics import (CF_KD, CF_KP, CI_DIM, CI_JOINT, CI_REF, CI_ROW, log6,
+                               relative_placement,
                                cholesky_solve, contact_pose, local_derivatives,
                                position_error, rot_t)
 from .contraction import (contraction_backward_pass, costate_pass, rnea_contraction,
@@ -48,7 +59,10 @@ from .fk import acceleration_joint, init_universe, placement_pass_joint
 from .frames import jacobian_column
 from .idsva import joint_dynamics
 from .impulse_dynamics import impulse_local_derivatives
+from .configuration import exp_coefficients
 from .jit import helper, kernel
+from .lie import (coupling, derivative_coefficients, right_jacobian_inverse_se3,
+                  third_coefficients)
 from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from .rnea_chain_rule import fcr, ld6, mcr, st6, tadd, tdot, tsub
 from .workspace import D_S, W_A, W_V, W_VJ
@@ -68,7 +82,8 @@ C_Z = 10
 C_X = 11
 C_US = 12
 C_XS = 13
-C_SIZE = 14
+C_H = 14        # G (6x6) of a surface contact's log6 Hessian: G[j, m] at C[C_H + j, 0, m]
+C_SIZE = 20
 
 
 @helper
@@ -158,6 +173,95 @@ def cross3(a, b):
 
 
 @helper
+def m3v(A, x):
+    """A x for a row-major 3x3 tuple."""
+    return (A[0] * x[0] + A[1] * x[1] + A[2] * x[2], A[3] * x[0] + A[4] * x[1] + A[5] * x[2],
+            A[6] * x[0] + A[7] * x[1] + A[8] * x[2])
+
+
+@helper
+def m3tv(A, x):
+    """A^T x for a row-major 3x3 tuple."""
+    return (A[0] * x[0] + A[3] * x[1] + A[6] * x[2], A[1] * x[0] + A[4] * x[1] + A[7] * x[2],
+            A[2] * x[0] + A[5] * x[1] + A[8] * x[2])
+
+
+@helper
+def coupling_rate_t(n, w, x, r, b, c, b2, c2, b3, c3):
+    """(D_w Q(n, w)[x])^T r, the derivative of SE(3)'s coupling block (lie.coupling)
+    along w, applied transposed: with N, K, X the cross matrices of n, w, x, t = w.x,
+    s = w.n, D_w Q[x] = 2 t b2 N + 2 t c2 (K N + N K) + c (X N + N X)
+    + 2 (x.n) (b2 K + c2 K^2) + 4 s t (b3 K + c3 K^2) + 2 s b2 X + 2 s c2 (X K + K X)
+    (and M^T r = r x m for M = [m]x)."""
+    t = w[0] * x[0] + w[1] * x[1] + w[2] * x[2]
+    s = w[0] * n[0] + w[1] * n[1] + w[2] * n[2]
+    xn = x[0] * n[0] + x[1] * n[1] + x[2] * n[2]
+    rn = cross3(r, n)
+    rw = cross3(r, w)
+    rx = cross3(r, x)
+    kk = cross3(w, cross3(w, r))                # (K^2)^T r
+    kn = cross3(rw, n)
+    nk = cross3(rn, w)
+    xn2 = cross3(rx, n)
+    nx2 = cross3(rn, x)
+    xk = cross3(rx, w)
+    kx = cross3(rw, x)
+    fk = 2.0 * xn * b2 + 4.0 * s * t * b3       # K's weight
+    fkk = 2.0 * xn * c2 + 4.0 * s * t * c3      # K^2's
+    return (2.0 * t * b2 * rn[0] + 2.0 * t * c2 * (kn[0] + nk[0]) + c * (xn2[0] + nx2[0])
+            + fk * rw[0] + fkk * kk[0] + 2.0 * s * b2 * rx[0] + 2.0 * s * c2 * (xk[0] + kx[0]),
+            2.0 * t * b2 * rn[1] + 2.0 * t * c2 * (kn[1] + nk[1]) + c * (xn2[1] + nx2[1])
+            + fk * rw[1] + fkk * kk[1] + 2.0 * s * b2 * rx[1] + 2.0 * s * c2 * (xk[1] + kx[1]),
+            2.0 * t * b2 * rn[2] + 2.0 * t * c2 * (kn[2] + nk[2]) + c * (xn2[2] + nx2[2])
+            + fk * rw[2] + fkk * kk[2] + 2.0 * s * b2 * rx[2] + 2.0 * s * c2 * (xk[2] + kx[2]))
+
+
+@helper
+def g_column(C, m, de):
+    """(G^T de)[m] for log6_hessian's G."""
+    return (C[C_H, 0, m] * de[0] + C[C_H + 1, 0, m] * de[1] + C[C_H + 2, 0, m] * de[2]
+            + C[C_H + 3, 0, m] * de[3] + C[C_H + 4, 0, m] * de[4] + C[C_H + 5, 0, m] * de[5])
+
+
+@kernel
+def log6_hessian(cflt, k, R, p, pk, C):
+    """A surface contact's Kp term pk . log6(oMc2^-1 oMc1(q)), pk = Kp nu: its gradient
+    along the LOCAL columns is rho . Jr^-1 J (Jr^-1 = Jlog6 = [[A, -AQA], [0, A]], rho =
+    Jr^-T pk), and its second derivative d/dq_l of the k entry is
+        delta_k . G delta_l + [k above l] rho . (J_k x J_l),   delta = Jr^-1 J,
+    from d Jr^-1 = -Jr^-1 (d Jr) Jr^-1 with Jr(phi) = Jl(-phi) and Jl's derivative
+    [[Q(x_w, w), Q(x_v, w) + D_w Q(n, w)[x_w]], [0, Q(x_w, w)]] at (n, w) = -phi
+    (lie.py: Q(x, w) is V(w)'s derivative along x): G[j, m] = rho . dJl[e_m] e_j.
+    Leaves G in C[C_H + j, 0, m]; returns (A, AQA, rho)."""
+    Rr, pr = relative_placement(cflt, k, R, p)
+    nx, ny, nz, wx, wy, wz, d = log6(Rr, pr)
+    A, AQA = right_jacobian_inverse_se3(nx, ny, nz, wx, wy, wz, d, 0.5)
+    rv = m3tv(A, (pk[0], pk[1], pk[2]))
+    ra = m3tv(A, (pk[3], pk[4], pk[5]))
+    rq = m3tv(AQA, (pk[0], pk[1], pk[2]))
+    rw = (ra[0] - rq[0], ra[1] - rq[1], ra[2] - rq[2])
+    t2 = wx * wx + wy * wy + wz * wz
+    ch, sh, b, c = exp_coefficients(t2)
+    b2, c2 = derivative_coefficients(t2, 2.0 * sh * ch, b, c)
+    b3, c3 = third_coefficients(t2, b, c, b2, c2)
+    n = (-nx, -ny, -nz)
+    w = (-wx, -wy, -wz)
+    z = 0.0 * nx
+    for i in range(3):
+        e = (z + 1.0 if i == 0 else z, z + 1.0 if i == 1 else z, z + 1.0 if i == 2 else z)
+        Qe = coupling(e[0], e[1], e[2], w[0], w[1], w[2], b, c, b2, c2)
+        qv = m3tv(Qe, rv)
+        qw = m3tv(Qe, rw)
+        dq = coupling_rate_t(n, w, e, rv, b, c, b2, c2, b3, c3)
+        for j in range(3):
+            C[C_H + j, 0, i] = z
+            C[C_H + 3 + j, 0, i] = qv[j]
+            C[C_H + j, 0, 3 + i] = qv[j]
+            C[C_H + 3 + j, 0, 3 + i] = dq[j] + qw[j]
+    return A, AQA, (rv[0], rv[1], rv[2], rw[0], rw[1], rw[2])
+
+
+@helper
 def sform(n0, n1, n2, x):
     """s(x) with s(x) . y = C(x, y) + C(y, x) (cb's symmetrised form): [n x x_ang;
     x_lin x n]."""
@@ -172,11 +276,12 @@ def tneg(a):
 
 @kernel
 def contact_dof_vectors(cint, cflt, k, d, idx, C, Vt, nv6, n0, n1, n2, nd, p0, p1, p2, pe,
-                        ell, floc, BF):
+                        kp6, A, AQA, rho, ell, floc, BF):
     """Per dof a on contact k's support, the force-like vectors whose dot products with
     J_l and dv_l = V<_l x J_l give every pair's entries (module docstring): dv, g, s(J)
     (C_DV, C_G, C_SJ), U, Z, X for a pair with a's joint strictly above l's (C_U, C_Z,
-    C_X), uS, xS for l in a's joint (C_US, C_XS); and BF's column of a."""
+    C_X), uS, xS for l in a's joint (C_US, C_XS); and BF's column of a. ``kp6``: a
+    surface contact's Kp term (log6_hessian's G, A, AQA, rho) is added to U and uS."""
     dim = cint[k, CI_DIM]
     r0 = cint[k, CI_ROW]
     lwa = cint[k, CI_REF] == LOCAL_WORLD_ALIGNED
@@ -211,6 +316,21 @@ def contact_dof_vectors(cint, cflt, k, d, idx, C, Vt, nv6, n0, n1, n2, nd, p0, p
               uS[5] + wpe[2])
         U = (U[0], U[1], U[2], U[3] + wpe[0] + kpa[0] + kpb[0],
              U[4] + wpe[1] + kpa[1] + kpb[1], U[5] + wpe[2] + kpa[2] + kpb[2])
+        if kp6:     # delta_k . G delta_l (+ rho . (J_k x J_l) below k's joint)
+            jl = (J[0], J[1], J[2])
+            ja = (J[3], J[4], J[5])
+            dl = m3v(A, jl)
+            dq = m3v(AQA, ja)
+            dw = m3v(A, ja)
+            de = (dl[0] - dq[0], dl[1] - dq[1], dl[2] - dq[2], dw[0], dw[1], dw[2])
+            y = (g_column(C, 0, de), g_column(C, 1, de), g_column(C, 2, de),
+                 g_column(C, 3, de), g_column(C, 4, de), g_column(C, 5, de))
+            uv = m3tv(A, (y[0], y[1], y[2]))
+            uq = m3tv(AQA, (y[0], y[1], y[2]))
+            ua = m3tv(A, (y[3], y[4], y[5]))
+            uu = (uv[0], uv[1], uv[2], ua[0] - uq[0], ua[1] - uq[1], ua[2] - uq[2])
+            uS = tadd(uS, uu)
+            U = tsub(tadd(U, uu), fcr(J, rho))
         for s in range(dim):
             BF[r0 + s, ka] += bf[s]
         if lwa:     # lam_f . R f at f held: w_l . (c x l) + [a above l] w_l . ((f x l) x w)
@@ -267,12 +387,23 @@ def contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C,
           cflt[k, CF_KD + 5] * nv6[5])
     p0, p1, p2 = (cflt[k, CF_KP] * nv6[0], cflt[k, CF_KP + 1] * nv6[1],
                   cflt[k, CF_KP + 2] * nv6[2])
-    if dim == 6:            # refused by the entries when Kp > 0
+    z9 = (z, z, z, z, z, z, z, z, z)
+    A, AQA, rho = z9, z9, (z, z, z, z, z, z)
+    kp6 = False
+    if dim == 6:            # the log6 term instead
         p0, p1, p2 = z, z, z
+        pk = (cflt[k, CF_KP] * nv6[0], cflt[k, CF_KP + 1] * nv6[1],
+              cflt[k, CF_KP + 2] * nv6[2], cflt[k, CF_KP + 3] * nv6[3],
+              cflt[k, CF_KP + 4] * nv6[4], cflt[k, CF_KP + 5] * nv6[5])
+        for r in range(6):
+            if cflt[k, CF_KP + r] != 0.0:
+                kp6 = True
+        if kp6:
+            A, AQA, rho = log6_hessian(cflt, k, R, p, pk, C)
     perr = position_error(cflt, k, 3, R, p)
     pe = (perr[0], perr[1], perr[2])
     contact_dof_vectors(cint, cflt, k, d, idx, C, Vt, nv6, n0, n1, n2, nd, p0, p1, p2, pe,
-                        ell, floc, BF)
+                        kp6, A, AQA, rho, ell, floc, BF)
     for a in range(d):
         ka = idx[0, a]
         ja = idx[1, a]
