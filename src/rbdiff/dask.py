@@ -41,7 +41,8 @@ from .declare import DECLARED
 from .kinematics import _joint_id
 from .results import (ABADerivatives,
                       ABASecondOrderDerivatives, ContactDynamics, ContactDynamicsDerivatives,
-                      ImpulseDynamics, ImpulseDynamicsDerivatives, Kinematics,
+                      ContactDynamicsContraction, ImpulseDynamics,
+                      ImpulseDynamicsContraction, ImpulseDynamicsDerivatives, Kinematics,
                       KinematicsDerivatives,
                       RNEADerivatives, RNEASecondOrderDerivatives, reference_name)
 from .second_order import ABA_METHODS, INNER_ROUTES, OUTER_ROUTES, RNEA_METHODS
@@ -345,8 +346,33 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
                  ImpulseDynamicsDerivatives)
 
 
+def contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f, damping=0.0):
+    """Lazy rbd.contact_dynamics_contraction: four (B, nv, nv) blocks; lam_a (B, nv),
+    lam_f (B, nc)."""
+    t, nc = _contact_options(model, contacts, damping=damping)
+    nv = model.nv
+    return _call("contact_dynamics_contraction", model,
+                 [("q", q, (model.nq,)), ("v", v, (nv,)), ("tau", tau, (nv,)),
+                  ("lam_a", lam_a, (nv,)), ("lam_f", lam_f, (nc,))], [(nv, nv)] * 4,
+                 {"contacts": t, "damping": damping}, ContactDynamicsContraction)
+
+
+def impulse_dynamics_contraction(model, q, v_before, contacts, lam_v, lam_f, restitution=0.0,
+                                 damping=0.0):
+    """Lazy rbd.impulse_dynamics_contraction: two (B, nv, nv) blocks; lam_v (B, nv),
+    lam_f (B, nc)."""
+    t, nc = _contact_options(model, contacts, restitution=restitution, damping=damping)
+    nv = model.nv
+    return _call("impulse_dynamics_contraction", model,
+                 [("q", q, (model.nq,)), ("v_before", v_before, (nv,)),
+                  ("lam_v", lam_v, (nv,)), ("lam_f", lam_f, (nc,))], [(nv, nv)] * 2,
+                 {"contacts": t, "restitution": restitution, "damping": damping},
+                 ImpulseDynamicsContraction)
+
+
 _CONTACTS = ["contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics",
-             "impulse_dynamics_derivatives"]
+             "impulse_dynamics_derivatives", "contact_dynamics_contraction",
+             "impulse_dynamics_contraction"]
 
 # the declared functions written above by hand keep their wrappers (method keywords)
 for _name in [n for n in DECLARED if "[" not in n and n not in globals()

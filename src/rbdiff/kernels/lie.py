@@ -63,6 +63,23 @@ def derivative_coefficients(t2, sinc, b, c):
     return (sinc - 2.0 * b) / (2.0 * t2), (b - 3.0 * c) / (2.0 * t2)
 
 
+THIRD_SERIES_T2 = 1.0         # t2 below which b3 and c3 use their series (10 terms: exact)
+
+
+@helper
+def third_coefficients(t2, b, c, b2, c2):
+    """(b3, c3) = (d2b / dt2^2, d2c / dt2^2) (the derivative of SE(3)'s coupling block
+    along w, kernels/contact_contraction.py's log6 Hessian): the closed forms
+    (-c - t2 c2 - 4 b2) / (2 t2) and (b2 - 5 c2) / (2 t2) lose digits below t2 = 1, where
+    the series sum (-1)^m (m+2)(m+1) t2^m / (2m+6)! (resp. (2m+7)!) is used."""
+    if abs(t2.real) < THIRD_SERIES_T2:
+        u = t2
+        b3 = 2.0 / 720.0 + u * (-6.0 / 40320.0 + u * (12.0 / 3628800.0 + u * (-20.0 / 479001600.0 + u * (30.0 / 87178291200.0 + u * (-42.0 / 20922789888000.0 + u * (56.0 / 6402373705728000.0 + u * (-72.0 / 2432902008176640000.0 + u * (90.0 / 1124000727777607680000.0 + u * (-110.0 / 620448401733239439360000.0)))))))))
+        c3 = 2.0 / 5040.0 + u * (-6.0 / 362880.0 + u * (12.0 / 39916800.0 + u * (-20.0 / 6227020800.0 + u * (30.0 / 1307674368000.0 + u * (-42.0 / 355687428096000.0 + u * (56.0 / 121645100408832000.0 + u * (-72.0 / 51090942171709440000.0 + u * (90.0 / 25852016738884976640000.0 + u * (-110.0 / 15511210043330985984000000.0)))))))))
+        return b3, c3
+    return (-c - t2 * c2 - 4.0 * b2) / (2.0 * t2), (b2 - 5.0 * c2) / (2.0 * t2)
+
+
 @helper
 def rodrigues(wx, wy, wz, alpha, beta):
     """I + alpha K + beta K^2 with K = [w]x (K^2 = w w^T - t2 I), row-major."""
