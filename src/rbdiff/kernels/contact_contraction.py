@@ -59,6 +59,7 @@ from .fk import acceleration_joint, init_universe, placement_pass_joint
 from .frames import jacobian_column
 from .idsva import joint_dynamics
 from .impulse_dynamics import impulse_local_derivatives
+from .centroidal import cross3
 from .configuration import exp_coefficients
 from .jit import helper, kernel
 from .lie import (coupling, derivative_coefficients, right_jacobian_inverse_se3,
@@ -165,11 +166,6 @@ def t_prefix(idx, d, C, v):
 @helper
 def dot3(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@helper
-def cross3(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 @helper
