@@ -288,3 +288,35 @@ def test_ddp_step_is_newtons_step(contacts, oracle):
     newton = residual(_costate_step(prob, u))
     assert newton < 1e-6
     assert residual(_costate_step(prob, u, second=False)) > 1e3 * newton
+
+
+def _iterates(prob, method):
+    us = []
+    r = to.solve(prob, method, max_iter=50, tol=1e-14,
+                 callback=lambda i, res: us.append(res.us))
+    return r, [np.abs(u - r.us).max() for u in us]
+
+
+@pytest.mark.parametrize("contacts", [False, True])
+def test_ddp_converges_quadratically(contacts, oracle):
+    """solve(prob, "ddp") from FDDP's infeasible warm start: the controls' error to the
+    optimum squares from one iteration to the next once it is small (FDDP's shrinks by a
+    constant factor), to FDDP's optimum, in fewer iterations."""
+    prob = _newton_problem(contacts)
+    r, e = _iterates(prob, "ddp")
+    rf, ef = _iterates(prob, "fddp")
+    assert r.converged and r.method == "ddp" and rf.converged
+    assert abs(r.cost - rf.cost) < 1e-10 * abs(rf.cost)
+    assert r.history[-1]["second_order"]
+    fast = [(a, b) for a, b in zip(e, e[1:]) if 1e-8 < a < 1e-2]
+    assert fast and all(b < 10 * a * a for a, b in fast)
+    slow = [(a, b) for a, b in zip(ef, ef[1:-1]) if 1e-8 < a < 1e-2]   # [-1]: 0
+    assert slow and all(b > 1e-2 * a for a, b in slow)
+    assert len(e) < len(ef)
+
+
+def test_ddp_on_contact_knots_without_a_contraction_refuses(monkeypatch):
+    """Where this build has no contact contraction, ddp at a contact knot says so."""
+    monkeypatch.setitem(curvature.CONTRACTIONS, "contact", None)
+    with pytest.raises(NotImplementedError, match="contact_dynamics_contraction"):
+        to.solve(_newton_problem(True), "ddp", max_iter=2)
