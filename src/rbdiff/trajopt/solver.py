@@ -166,7 +166,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
         raise ValueError(f"method {method!r} handles fixed-base problems with "
                          "vector-space joints, free knots and u = tau; this problem has a "
                          "floating base, spherical joints, contacts or underactuation: use "
-                         "method='ddp' or 'fddp'")
+                         "method='fddp' or 'ddp'")
     ddp = method == "ddp"
     reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
     jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
