@@ -1,6 +1,7 @@
-"""The contraction of contact dynamics' second derivatives (issue 27, part 2), as far as
-it stands: the adjoint decomposition it is to be built on, checked by finite differences
-of rbdiff's own first-order contact derivatives (no kernel computes it yet).
+"""The contraction of contact dynamics' second derivatives (issue 27, part 2):
+rbd.contact_dynamics_contraction against the complex step of rbdiff's own first-order
+contact derivatives, and the adjoint decomposition it is built on, checked by finite
+differences.
 
 With y = (a, f) the KKT solution (f the LOCAL contact forces), the residuals
     r1 = ID(q, v, a) - J(q)^T f - tau          (f held in the contact frame: fext)
@@ -14,8 +15,136 @@ rotated back to LOCAL)."""
 
 import numpy as np
 import pytest
+from conftest import robot_pair, tree_pair
 
 import rbdiff as rbd
+
+H = 1e-20
+
+
+def complex_step(model, q, v, tau, contacts, lam_a, lam_f, damping=0.0):
+    """The four blocks by the complex step (h = 1e-20: no cancellation) of the contracted
+    first-order derivatives, q perturbed on the manifold: column k of each block is the
+    derivative along q_k (or v_k) of the gradient."""
+    nv = model.nv
+
+    def grad(q, v, t):
+        d = rbd.contact_dynamics_derivatives(model, q, v, t, contacts, damping)
+        return (lam_a @ d.dqdd_dq + lam_f @ d.dforces_dq, lam_a @ d.dqdd_dv
+                + lam_f @ d.dforces_dv, lam_a @ d.dqdd_dtau + lam_f @ d.dforces_dtau)
+
+    qc, vc, tc = q.astype(complex), v.astype(complex), tau.astype(complex)
+    out = [np.zeros((nv, nv)) for _ in range(4)]       # qq, vv, qv, tau q
+    for k in range(nv):
+        e = np.zeros(nv, complex)
+        e[k] = 1j * H
+        gq, _, gt = grad(rbd.integrate(model, qc, e), vc, tc)
+        out[0][:, k], out[3][:, k] = gq.imag / H, gt.imag / H
+        gq, gv, _ = grad(qc, vc + e, tc)
+        out[2][:, k], out[1][:, k] = gq.imag / H, gv.imag / H
+    return out
+
+
+def check_case(model, contacts, seed, damping=0.0):
+    rng = np.random.default_rng(seed)
+    q = rbd.random_configuration(model, rng)
+    v, tau, lam_a = rng.normal(size=(3, model.nv))
+    lam_f = rng.normal(size=sum(c.dim for c in contacts))
+    got = rbd.contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f,
+                                           damping=damping)
+    ref = complex_step(model, q, v, tau, contacts, lam_a, lam_f, damping)
+    for name, a, b in zip(got._fields, got, ref):
+        scale = np.abs(b).max()
+        assert scale > 0
+        assert np.abs(a - b).max() <= 1e-10 * scale, (name, np.abs(a - b).max() / scale)
+    return q, v, tau, lam_a, lam_f, got
+
+
+@pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
+def test_solo12_four_point_feet(reference):
+    model, _ = robot_pair("solo12", True)
+    c = tuple(rbd.Contact(f, "3d", reference=reference, gains=(10.0, 2.0))
+              for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    check_case(model, c, 1)
+
+
+@pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
+def test_talos_surface_feet(reference):
+    model, _ = robot_pair("talos_full_v2", True)
+    c = tuple(rbd.Contact(f, "6d", reference=reference, gains=(0.0, 3.0))
+              for f in ("left_sole_link", "right_sole_link"))
+    check_case(model, c, 2, damping=1e-3 if reference == "local" else 0.0)
+
+
+@pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
+def test_iiwa14_end_effector(reference):
+    model = rbd.load_robot("iiwa14")
+    c = (rbd.Contact("iiwa_link_ee", "3d", reference=reference, gains=(5.0, 1.5)),)
+    check_case(model, c, 3)
+    c6 = (rbd.Contact("iiwa_link_ee", "6d", reference=reference, gains=(0.0, 1.5)),)
+    check_case(model, c6, 4)
+
+
+def test_random_tree_spherical_joints():
+    model, _ = tree_pair(5, 10, True)
+    assert 3 in {model.mi[j, 5] for j in range(1, model.njoints)}     # a spherical joint
+    parents = model.frame_parents
+    deep = max(range(len(model.frames)), key=lambda f: model.mi[parents[f], 3])
+    check_case(model, (rbd.Contact(deep, "3d", "local_world_aligned", gains=(4.0, 1.0)),), 5)
+    check_case(model, (rbd.Contact(deep, "3d", "local", gains=(0.0, 2.0)),), 6)
+
+
+def test_batch_equals_loop_bit_for_bit():
+    model, _ = robot_pair("solo12", True)
+    c = tuple(rbd.Contact(f, "3d", reference="local_world_aligned", gains=(10.0, 2.0))
+              for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    rng = np.random.default_rng(6)
+    B = 5
+    q = np.stack([rbd.random_configuration(model, rng) for _ in range(B)])
+    v, tau, lam_a = rng.normal(size=(3, B, model.nv))
+    lam_f = rng.normal(size=(B, 12))
+    got = rbd.contact_dynamics_contraction(model, q, v, tau, c, lam_a, lam_f)
+    for b in range(B):
+        one = rbd.contact_dynamics_contraction(model, q[b], v[b], tau[b], c, lam_a[b],
+                                               lam_f[b])
+        for x, y in zip(got, one):
+            assert x.shape == (B, model.nv, model.nv)
+            assert np.array_equal(x[b], y)
+
+
+def test_float32_close():
+    model = rbd.load_robot("iiwa14")
+    c = (rbd.Contact("iiwa_link_ee", "3d", gains=(5.0, 1.5)),)
+    rng = np.random.default_rng(7)
+    q = rbd.random_configuration(model, rng)
+    v, tau, lam_a = rng.normal(size=(3, model.nv))
+    lam_f = rng.normal(size=3)
+    ref = rbd.contact_dynamics_contraction(model, q, v, tau, c, lam_a, lam_f)
+    got = rbd.contact_dynamics_contraction(model, *(x.astype(np.float32) for x in
+                                                    (q, v, tau)), c,
+                                           lam_a.astype(np.float32), lam_f.astype(np.float32))
+    for a, b in zip(got, ref):
+        assert a.dtype == np.float32
+        assert np.abs(a - b).max() <= 2e-3 * np.abs(b).max()
+
+
+def test_bad_input_refused():
+    model = rbd.load_robot("iiwa14")
+    c = (rbd.Contact("iiwa_link_ee", "3d"),)
+    q, v, tau, lam_a = rbd.neutral(model), *np.ones((3, model.nv))
+    with pytest.raises(ValueError, match="lam_f"):
+        rbd.contact_dynamics_contraction(model, q, v, tau, c, lam_a, np.ones(6))
+    with pytest.raises(ValueError, match="lam_a"):
+        rbd.contact_dynamics_contraction(model, q, v, tau, c, np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="finite"):
+        rbd.contact_dynamics_contraction(model, q, v, tau, c, lam_a, np.array([1, np.nan, 0]))
+    with pytest.raises(ValueError, match="log6"):
+        rbd.contact_dynamics_contraction(model, q, v, tau,
+                                         (rbd.Contact("iiwa_link_ee", "6d", gains=(1.0, 0.0)),),
+                                         lam_a, np.ones(6))
+    with pytest.raises(KeyError):
+        rbd.contact_dynamics_contraction(model, q, v, tau, (rbd.Contact("nope", "3d"),),
+                                         lam_a, np.ones(3))
 
 
 @pytest.mark.parametrize("reference", ["local", "local_world_aligned"])

@@ -15,9 +15,11 @@ O(nv^3) memory.
 
 import numpy as np
 
+from .cpu import contact_contraction as ccc
 from .cpu import contraction as cc
 from .declare import Function
-from .results import ABASecondOrderContraction, RNEASecondOrderContraction
+from .results import (ABASecondOrderContraction, ContactDynamicsContraction,
+                      RNEASecondOrderContraction)
 from .second_order import _fast as _so_fast
 from .validation import F64 as _F64
 from .validation import ND as _ND
@@ -97,3 +99,58 @@ def aba_second_order_contraction(model, q, v, tau, lam, fext=None):
     aba_derivatives' products. A leading batch axis gives (B, nv, nv)."""
     got = _fast_call(_aba_one, ABASecondOrderContraction, model, q, v, tau, lam, fext)
     return _ABA_C(model, q, v, tau, lam, fext=fext) if got is None else got
+
+
+# ---- contact dynamics ----------------------------------------------------------------------
+
+def _contact_errors():
+    from .contacts import _errors
+    e = _errors()
+    e[ccc.BAD_COSTATE] = lambda model: ValueError(ccc.BAD_COSTATE)
+    e[ccc.BAD_KP6] = lambda model: ValueError(ccc.BAD_KP6)
+    return e
+
+
+_CONTACT_C = Function(
+    "contact_dynamics_contraction", ccc.contact_contraction_one,
+    (ccc.contact_contraction_batch, ccc.contact_contraction_parallel),
+    (("q", "nq"), ("v", "nv"), ("tau", "nv"), ("lam_a", "nv"), ("lam_f", "nc")), _M4,
+    model_args="frames", result=ContactDynamicsContraction, block=True, sizes=("nc",),
+    errors=_contact_errors())
+
+
+def contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f, damping=0.0):
+    """Second derivatives of contact dynamics contracted with a costate (lam_a, lam_f).
+
+    q (nq,), v (nv,), tau (nv,), ``contacts`` as contact_dynamics', lam_a (nv,), lam_f
+    (nc,) (one per contact row, in the order and reference of the forces that
+    contact_dynamics returns), ``damping`` as contact_dynamics'. Returns
+    ContactDynamicsContraction(d2_dq2, d2_dv2, d2_dqdv, d2_dtau_dq), each (nv, nv): the
+    Hessian blocks of P = lam_a . qdd + lam_f . forces in (q, v, tau), q in the tangent
+    space, in the layout of aba_second_order_contraction: d2_dq2[j, k] = d2P/dq_j dq_k
+    (the derivative along q_k of dP/dq_j), d2_dv2, d2_dqdv[j, k] = d2P/dq_j dv_k,
+    d2_dtau_dq[j, k] = d2P/dtau_j dq_k. The tau-tau and tau-v blocks are zero: the
+    solution is affine in tau with a slope (the KKT inverse's blocks) that depends on q
+    alone.
+
+    Computed without tensors (kernels/contact_contraction.py): the adjoint of the KKT
+    system (mu, nu), the RNEA contraction at (q, v, qdd) with mu and the contact forces
+    as external forces, each contact frame's acceleration and Baumgarte terms
+    contracted with nu (O(d^2) per contact of support depth d), and the products of the
+    first-order derivatives with the q-derivative of the KKT matrix times (mu, nu):
+    H = L_xx + L_xy y_x + y_x^T L_yx. Point and surface contacts, LOCAL and
+    LOCAL_WORLD_ALIGNED, Baumgarte gains, except kp > 0 on a surface contact (refused:
+    the Hessian of log6 is not written). A leading batch axis on q, v, tau, lam_a and
+    lam_f gives (B, nv, nv) blocks."""
+    from .contacts import DependentContacts, _number, _raise_dependent, pack
+    from .cpu import contacts as _cc
+    cint, cflt, nc = pack(model, contacts)
+    d = _number(damping, "damping", _cc.BAD_DAMPING)
+    if nc == 0:
+        return ContactDynamicsContraction(*aba_second_order_contraction(model, q, v, tau,
+                                                                        lam_a))
+    try:
+        return _CONTACT_C(model, q, v, tau, lam_a, lam_f, options=(cint, cflt, d),
+                          sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts, d)

@@ -72,7 +72,8 @@ class Function:
 
     name        the public name (error messages, rbdiff.dask, rbdiff compile)
     one         the single entry; ``batch``: its (serial, parallel) pair
-    inputs      ((name, "nq" | "nv"[, "optional"]), ...) in call order; the first is the
+    inputs      ((name, "nq" | "nv" | a ``sizes`` token[, "optional"]), ...) in call order
+                (a costate on the contact rows: ("lam_f", "nc")); the first is the
                 configuration checked for unit quaternions (``configurations`` names others
                 too); an optional input may be None, and the entries then get None
     outputs     each output's shape, with size tokens "nq", "nv", "njoints", "nframes";
@@ -111,7 +112,7 @@ class Function:
         if scratch not in _SCRATCH:
             raise ValueError(f"scratch: expected one of {_SCRATCH}, got {scratch!r}")
         for spec in inputs:
-            if spec[1] not in ("nq", "nv") or spec[2:] not in ((), ("optional",)):
+            if spec[1] not in ("nq", "nv", *sizes) or spec[2:] not in ((), ("optional",)):
                 raise ValueError(f"{name}: an input is (name, 'nq' | 'nv'[, 'optional']), "
                                  f"got {spec!r}")
         for shape in outputs:
@@ -185,7 +186,7 @@ class Function:
                                 "(copy device arrays to the host first)")
             return gpu_call(self.gpu, model, *xs, *((fext,) if self.fext else ()),
                             **({} if out is None else {"out": out}))
-        named = [(spec[0], x, getattr(model, spec[1])) for spec, x in zip(self.inputs, xs)
+        named = [(spec[0], x, _size(model, spec[1], sizes)) for spec, x in zip(self.inputs, xs)
                  if x is not None or len(spec) == 2]    # a required None: prepare names it
         arrays, f, nb, mf = (prepare_broadcast(model, named) if self.broadcast
                              else prepare(model, fext, named, wants_fext=self.fext))
@@ -243,7 +244,7 @@ class Function:
             if x is None and len(spec) == 3:
                 continue
             if type(x) is not np.ndarray or x.dtype is not _F64 \
-                    or x.shape != (nb, getattr(model, spec[1])) \
+                    or x.shape != (nb, _size(model, spec[1], sizes)) \
                     or not x.flags.c_contiguous:
                 return self(model, *xs, options=options, sizes=sizes)
         given = {spec[0]: x for spec, x in zip(self.inputs, xs) if x is not None}

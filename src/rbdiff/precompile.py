@@ -88,7 +88,9 @@ def _contacts(rbd, m, s, b=""):
     for call in (lambda: rbd.contact_dynamics(m, q, v, a, cs),
                  lambda: rbd.contact_dynamics_derivatives(m, q, v, a, cs),
                  lambda: rbd.impulse_dynamics(m, q, v, cs),
-                 lambda: rbd.impulse_dynamics_derivatives(m, q, v, cs)):
+                 lambda: rbd.impulse_dynamics_derivatives(m, q, v, cs),
+                 lambda: rbd.contact_dynamics_contraction(m, q, v, a, cs, a,
+                                                          np.ones_like(a[..., :3]))):
         try:
             call()
         except rbd.DependentContacts:
@@ -151,7 +153,8 @@ CALLS_OF = {"rnea": ("rnea", "nonlinear_effects", "gravity"),
             "lie": ("integrate_jacobians", "difference_jacobians", "integrate_transport"),
             # every combination of the optional v and a (each its own specialisation)
             "contacts": ("contact_dynamics", "contact_dynamics_derivatives",
-                         "impulse_dynamics", "impulse_dynamics_derivatives"),
+                         "impulse_dynamics", "impulse_dynamics_derivatives",
+                         "contact_dynamics_contraction"),
             "centroidal": ("total_mass", "center_of_mass", "com_jacobian",
                            "centroidal_momentum_matrix", "centroidal_momentum",
                            "centroidal_dynamics_derivatives", "kinetic_energy",

@@ -83,6 +83,17 @@ class ABASecondOrderContraction(NamedTuple):
     d2qdd_dtaudq: np.ndarray
 
 
+class ContactDynamicsContraction(NamedTuple):
+    """The Hessian blocks of P = lam_a . qdd + lam_f . forces for contact_dynamics, each
+    (nv, nv) or (B, nv, nv): d2_dq2 = d2P/dq2 (tangent space), d2_dv2 = d2P/dv2,
+    d2_dqdv[j, k] = d2P/dq_j dv_k, d2_dtau_dq[j, k] = d2P/dtau_j dq_k (the tau-tau and
+    tau-v blocks are zero)."""
+    d2_dq2: np.ndarray
+    d2_dv2: np.ndarray
+    d2_dqdv: np.ndarray
+    d2_dtau_dq: np.ndarray
+
+
 class IntegrateJacobians(NamedTuple):
     """Jacobians of q' = integrate(q, v) on the configuration Lie group, each (nv, nv)
     or (B, nv, nv): dq = d q' / d q (tangent space at q to the one at q'), dv = d q' / d v

@@ -9,7 +9,9 @@ aba_second_order_contraction against (a) the tensor route,
 aba_second_order_derivatives then np.einsum with lam, and (b) the first-order
 aba_derivatives (the issue caps contraction / aba_derivatives at 3x, goal 2x), timed
 interleaved in one process; then the contraction on serial chains of N = 8..64 links
-and the slope of log(time) against log(N) (issue: <= 2.2).
+and the slope of log(time) against log(N) (issue: <= 2.2); and (issue 27 part 2)
+contact_dynamics_contraction against contact_dynamics_derivatives on the robots with
+feet (core_contacts.contacts_of: solo12's point feet, talos' soles; goal <= 3x).
 """
 
 import argparse
@@ -18,10 +20,12 @@ from functools import partial
 import numpy as np
 
 import rbdiff as rbd
+from rbdiff.bench.core_contacts import contacts_of
 from rbdiff.bench.timing import interleaved
 from rbdiff.model.robots import default_floating_base
 
 ROBOTS = ("iiwa14", "panda", "hyq", "talos_full_v2")
+CONTACT_ROBOTS = ("solo12", "talos_full_v2")
 CHAINS = (8, 16, 32, 64)
 SETTINGS = dict(repeats=15, min_time=3e-3)
 
@@ -31,11 +35,17 @@ def calls(model, pm, q, v, a):
     in core_derivatives; the costate is a fixed random vector."""
     tau = rbd.rnea(model, q, v, a)
     lam = np.random.default_rng(1).normal(size=model.nv)
-    return {"rnea_second_order_contraction": (
-                partial(rbd.rnea_second_order_contraction, model, q, v, a, lam), None, None),
-            "aba_second_order_contraction": (
-                partial(rbd.aba_second_order_contraction, model, q, v, tau, lam), None,
-                None)}
+    got = {"rnea_second_order_contraction": (
+               partial(rbd.rnea_second_order_contraction, model, q, v, a, lam), None, None),
+           "aba_second_order_contraction": (
+               partial(rbd.aba_second_order_contraction, model, q, v, tau, lam), None, None)}
+    cs = contacts_of(model)
+    if cs is not None:      # a = tau, as core_contacts
+        lam_f = np.random.default_rng(2).normal(size=sum(c.dim for c in cs))
+        got["contact_dynamics_contraction"] = (
+            partial(rbd.contact_dynamics_contraction, model, q, v, a, cs, lam, lam_f), None,
+            None)
+    return got
 
 
 def _tensor_route(model, q, v, tau, lam):
@@ -90,6 +100,36 @@ def chain_scaling(sizes=CHAINS, settings=SETTINGS, stat="median"):
     return rows, slope
 
 
+def contact_compare(model, label, settings=SETTINGS, stat="median"):
+    """One row: seconds per call of contact_dynamics_contraction and of the first-order
+    contact_dynamics_derivatives (the robot's feet, LOCAL) at one random state."""
+    q, v, tau, lam = _state(model)
+    cs = contacts_of(model)
+    lam_f = np.random.default_rng(2).normal(size=sum(c.dim for c in cs))
+    t = interleaved({"contraction": partial(rbd.contact_dynamics_contraction, model, q, v,
+                                            tau, cs, lam, lam_f),
+                     "derivatives": partial(rbd.contact_dynamics_derivatives, model, q, v,
+                                            tau, cs)}, **settings)
+    return dict(robot=label, nv=model.nv, nc=len(lam_f),
+                **{k: t[k][stat] for k in ("contraction", "derivatives")})
+
+
+def contacts_table(robots=CONTACT_ROBOTS, settings=SETTINGS, stat="median"):
+    return [contact_compare(rbd.load_robot(n, floating_base=True), n + "+ff", settings, stat)
+            for n in robots]
+
+
+def format_contact_rows(rows):
+    head = (f"{'robot':18s} {'nv':>3s} {'nc':>3s} {'contraction us':>15s} "
+            f"{'contact_dynamics_derivatives us':>32s} {'ratio':>6s}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['robot']:18s} {r['nv']:3d} {r['nc']:3d} "
+                     f"{r['contraction'] * 1e6:15.2f} {r['derivatives'] * 1e6:32.2f} "
+                     f"{r['contraction'] / r['derivatives']:6.2f}")
+    return "\n".join(lines)
+
+
 def format_rows(rows):
     head = (f"{'robot':18s} {'nv':>3s} {'contraction us':>15s} {'tensors+einsum us':>18s} "
             f"{'speedup':>8s} {'aba_derivatives us':>19s} {'ratio':>6s} {'max|diff|':>9s}")
@@ -108,6 +148,9 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--robots", nargs="*", default=list(ROBOTS), metavar="NAME")
     p.add_argument("--chains", nargs="*", type=int, default=list(CHAINS), metavar="N")
+    p.add_argument("--contacts", nargs="*", default=list(CONTACT_ROBOTS), metavar="NAME",
+                   help="robots for contact_dynamics_contraction vs "
+                        "contact_dynamics_derivatives (floating base, feet)")
     p.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
     p.add_argument("--stat", choices=("median", "min"), default="median",
                    help="per-call time over the rounds (min: on a loaded machine)")
@@ -125,6 +168,11 @@ def main(argv=None):
         print("log-log slope over N = " + ", ".join(map(str, args.chains)) + ": "
               + ", ".join(f"{k} {s:.2f}" for k, s in slope.items())
               + " (issue 27: contraction <= 2.2)")
+    if args.contacts:
+        print()
+        print("contact_dynamics_contraction vs contact_dynamics_derivatives (ratio; issue "
+              "27 part 2: <= 3); " + args.stat + " per call")
+        print(format_contact_rows(contacts_table(args.contacts, settings, args.stat)))
     return 0
 
 

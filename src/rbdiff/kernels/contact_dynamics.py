@@ -536,6 +536,22 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
     blocks (module docstring; with damping W holds J Y + damping I); -1 or the first
     dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as contact_dynamics' and S3
     (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6), qdd2 (nv,)."""
+    bad = local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping, ws,
+                            F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
+                            dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau)
+    if bad < 0:
+        rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
+    return bad
+
+
+@kernel
+def local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping, ws, F,
+                      Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd, forces, dqdd_dq,
+                      dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+    """contact_dynamics_derivatives with the force blocks left in LOCAL (those of lam,
+    which holds the LOCAL forces; ``forces`` in each reference), fc the forces on the
+    joints, M^-1, J, Yt and W's factor as contact_solve leaves them (the contracted
+    second derivatives build on all of it)."""
     nc = J.shape[0]
     bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
                         Yt, W, qdd, lam)
@@ -563,5 +579,4 @@ def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cf
     add_y_times(Yt, df_dq, dqdd_dq)
     add_y_times(Yt, df_dv, dqdd_dv)
     tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau)
-    rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
     return -1
