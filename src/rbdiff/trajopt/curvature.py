@@ -45,6 +45,8 @@ from ..kernels.jit import entry, helper
 from ..kernels.lie import integrate_blocks_se3, integrate_blocks_so3
 from .rollout import CONTACT, FREE, IMPULSE
 
+KNOT_FALLBACK = True
+_NO_H = np.zeros((0, 0))
 STEP = 1e-30        # the complex step of lie_curvature's dJr/dw: no truncation error
 
 
@@ -229,6 +231,10 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
         ok, e1, e2 = ddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks, lx, lu, lxx, luu,
                               lxu, fs, reg, feasible, u, prob._lo, prob._hi, k_ff, K_fb,
                               Vx, Vxx, Hz, sc)
+        if not ok and KNOT_FALLBACK:
+            ok, e1, e2 = ddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks, lx, lu, lxx,
+                                  luu, lxu, fs, reg, feasible, u, prob._lo, prob._hi, k_ff,
+                                  K_fb, Vx, Vxx, _NO_H, sc)
         if not ok:
             return t, 0.0, 0.0
         dg += e1
