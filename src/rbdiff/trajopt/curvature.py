@@ -41,12 +41,16 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
-from ..kernels.jit import entry, helper
+from ..cpu.contact_contraction import contact_contraction_one
+from ..cpu.contraction import aba_contraction_one
+from ..cpu.twin import twin, twin_later
+from ..kernels.contact_dynamics import CI_DIM
+from ..kernels.jit import entry, helper, kernel
+from ..kernels.workspace import W_WIDTH, workspace_rows
 from ..kernels.lie import integrate_blocks_se3, integrate_blocks_so3
+from .riccati import _fddp_knot, _grad_x, _st_vec
 from .rollout import CONTACT, FREE, IMPULSE
 
-KNOT_FALLBACK = True
-_NO_H = np.zeros((0, 0))
 STEP = 1e-30        # the complex step of lie_curvature's dJr/dw: no truncation error
 
 
@@ -58,6 +62,7 @@ def _lookup(name):
 # model, q, v_before, contacts, lam_v, lam_f -> (d2_dq2, d2_dqdv); None: not available
 CONTRACTIONS = {"contact": _lookup("contact_dynamics_contraction"),
                 "impulse": _lookup("impulse_dynamics_contraction")}
+_DEFAULT = dict(CONTRACTIONS)   # rbdiff's own: the compiled pass calls their entries
 
 
 @helper
@@ -96,13 +101,18 @@ def lie_curvature(blocks, lam, w, Jq, Jv, c, P, H):
     lam (2nv,) the costate (its q part read); w (nv,) = c v' the step; Jq, Jv (nv, nv)
     integrate's Jacobians at w; P (nv, nz) = [Pq, Pv, Pu] the knot's velocity rows.
     dJr/dw by the complex step of integrate_blocks' closed form (exact to rounding)."""
+    _lie_kernel(blocks, lam, w, Jq, Jv, c, P, H, np.zeros((6, 6)), np.zeros((6, 6)),
+                np.zeros((6, 6), np.complex128), np.zeros(6, np.complex128),
+                np.zeros((6, H.shape[0])))
+
+
+@kernel
+def _lie_kernel(blocks, lam, w, Jq, Jv, c, P, H, Hab, G, Jc, wc, HW):
+    """lie_curvature's work on the caller's scratch: Hab, G (6, 6), Jc (6, 6) and wc (6,)
+    complex, HW (6, nz)."""
     if c == 0.0:
         return
     nz = H.shape[0]
-    Hab, G = np.zeros((6, 6)), np.zeros((6, 6))
-    Jc = np.zeros((6, 6), np.complex128)
-    wc = np.zeros(6, np.complex128)
-    HW = np.zeros((6, nz))
     for b in range(blocks.shape[0]):
         s, sz = blocks[b, 0], blocks[b, 1]
         for i in range(sz):
@@ -200,43 +210,154 @@ def _needed(kind):
     return fn
 
 
+@kernel
+def _fill(H4, off, Hz):
+    """Hz (nz, nz) = the Hessian blocks of a dynamics contraction H4 = (d2_dq2, d2_dv2,
+    d2_dqdv, d2_dtau_dq) in z = (dq, dv, du): the q-q block symmetrised (module
+    docstring), u the tau rows from ``off``."""
+    n, nz = H4.shape[1], Hz.shape[0]
+    nx = 2 * n
+    for i in range(nz):
+        for j in range(nz):
+            Hz[i, j] = 0.0
+    for i in range(n):
+        for j in range(n):
+            Hz[i, j] = 0.5 * (H4[0, i, j] + H4[0, j, i])
+            Hz[n + i, n + j] = H4[1, i, j]
+            Hz[i, n + j] = H4[2, i, j]
+            Hz[n + j, i] = H4[2, i, j]
+    for a in range(nz - nx):
+        for j in range(n):
+            Hz[nx + a, j] = H4[3, off + a, j]
+            Hz[j, nx + a] = H4[3, off + a, j]
+
+
+@entry
+def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, u, vx, lf,
+                Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg, feasible, lo,
+                hi, k_ff, K_fb, Vx, Vxx, dt, costate, lam, t_hi, sc):
+    """Knots t_hi - 1, t_hi - 2, ... of backward_pass_ddp, compiled: each knot's
+    contraction (rbdiff's ABA or contact contraction entries, by address: cpu/twin.py)
+    with dt lam_y (and lf[t] the forces' costate), its Lie blocks' terms, then the FDDP
+    knot with them (riccati._fddp_knot); ``costate``: lam (2nv,) the open-loop costate,
+    updated in place (else V_x'). Stops before a knot whose kind is ``external``
+    (the caller computes that one). Returns (stop, failed, sum Q_u.k, sum k.Q_uu.k):
+    stop the external knot it stopped at (-1: it reached knot 0), failed the knot whose
+    Q_uu is not positive definite (-1: none)."""
+    n, nu = Pq.shape[1], Pu.shape[2]
+    nx = 2 * n
+    nz = nx + nu
+    off = n - nu
+    Hz = np.empty((nz, nz))
+    H4 = np.empty((4, n, n))
+    P = np.empty((n, nz))
+    tau = np.zeros(n)
+    la, w = np.empty(n), np.empty(n)
+    wt, lnew = np.empty(nx), np.empty(nx)
+    ws = np.empty((workspace_rows(mi), W_WIDTH))
+    Hab, G, HW = np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, nz))
+    Jc, wc = np.zeros((6, 6), np.complex128), np.zeros(6, np.complex128)
+    dg = 0.0
+    dq = 0.0
+    for t in range(t_hi - 1, -1, -1):
+        if external[kind[t]]:
+            return t, -1, dg, dq
+        nxt = lam if costate else Vx[t + 1]
+        ct = c[t]
+        for i in range(n):              # mu_a = dt lam_y, lam_y = lam_v + c Jv^T lam_q
+            s = nxt[n + i]
+            for k in range(n):
+                s += ct * Jv[t, k, i] * nxt[k]
+            la[i] = dt * s
+            w[i] = ct * vx[t, i]
+        for i in range(nu):
+            tau[off + i] = u[t, i]
+        if kind[t] == CONTACT:
+            s0, e0 = cstart[t], cstart[t + 1]
+            nc = 0
+            for r in range(s0, e0):
+                nc += cint[r, CI_DIM]
+            twin_later(contact_contraction_one, (mi, mf, fparent, fmf, q[t], v[t], tau, la,
+                                                 lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
+                                                 ws, H4[0], H4[1], H4[2], H4[3]))
+        else:
+            twin(aba_contraction_one, (mi, mf, q[t], v[t], tau, la, None, H4[0], H4[1],
+                                       H4[2], H4[3]))
+        _fill(H4, off, Hz)
+        if blocks.shape[0] > 0 and ct != 0.0:
+            for i in range(n):
+                for j in range(n):
+                    P[i, j] = Pq[t, i, j]
+                    P[i, n + j] = Pv[t, i, j]
+                for j in range(nu):
+                    P[i, nx + j] = Pu[t, i, j]
+            _lie_kernel(blocks, nxt, w, Jq[t], Jv[t], ct, P, Hz, Hab, G, Jc, wc, HW)
+        if costate:                     # lambda_t = l_x + F_x^T lambda_{t+1}
+            _st_vec(lam, Jq[t], Jv[t], ct, blocks, wt)
+            _grad_x(lx[t], wt, Pq[t], Pv[t], 0.0, lnew)
+            for i in range(nx):
+                lam[i] = lnew[i]
+        ok, e1, e2 = _fddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu,
+                                fs, reg, feasible, u, lo, hi, k_ff, K_fb, Vx, Vxx, Hz, sc)
+        if not ok:
+            return -1, t, 0.0, 0.0
+        dg += e1
+        dq += 2.0 * e2
+    return -1, -1, dg, dq
+
+
 def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
                       feasible, k_ff, K_fb, Vx, Vxx, costate=False):
     """FDDP's backward pass (riccati.backward_pass_fddp, same arguments and results) with
-    the exact curvature of lambda'.f added at every knot (knot_hessian; riccati.ddp_knot),
-    lambda' = V_x' + V_xx' gap (Crocoddyl's costate: Vx[t + 1] as the pass leaves it) or,
-    with ``costate``, the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1}
-    (Pantoja's stagewise Newton: from a feasible trajectory with reg 0 its step is
-    Newton's step on the controls). Returns (-1, sum Q_u.k, sum k.Q_uu.k) or (knot, 0, 0)
-    where Q_uu is not positive definite."""
+    the exact curvature of lambda'.f added at every knot (knot_hessian's), lambda' =
+    V_x' + V_xx' gap (Crocoddyl's costate: Vx[t + 1] as the pass leaves it) or, with
+    ``costate``, the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1} (Pantoja's
+    stagewise Newton: from a feasible trajectory its step is Newton's step on the
+    controls). Compiled (ddp_segment) but for the knots whose contraction rbdiff has no
+    entry for (impulse knots; any kind whose CONTRACTIONS entry is not rbdiff's own):
+    those run here (knot_hessian, riccati.ddp_knot). Returns (-1, sum Q_u.k,
+    sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is not positive definite."""
     from .riccati import ddp_knot, fddp_scratch
     Pq, Pv, Pu, Jq, Jv, c = parts
-    T, nv = prob.T, prob.nv
-    lf = prob.force_costates(forces) if prob.reads_forces else None
+    T, nv, m = prob.T, prob.nv, prob.model
+    lf = prob.force_costates(forces) if prob.reads_forces else _no_forces(prob)
     lxu = np.zeros((T, 0, 0)) if lxu is None else lxu
     Vxx[T] = lxx[T] + reg * np.eye(2 * nv)
     Vx[T] = lx[T] + (0.0 if feasible else Vxx[T] @ fs[T])
     lam = lx[T].copy()
     sc = fddp_scratch(nv, prob.nu)
+    external = np.array([False, CONTRACTIONS["contact"] is not _DEFAULT["contact"], True])
     dg = dq = 0.0
-    for t in range(T - 1, -1, -1):
+    t_hi = T
+    while True:
+        stop, failed, e1, e2 = ddp_segment(
+            m.mi, m.mf, m.frame_parents, m.frame_mf, prob.kind, prob._cstart, prob._cint,
+            prob._cflt, external, q, v, u, vx, lf, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks,
+            lx, lu, lxx, luu, lxu, fs, reg, feasible, prob._lo, prob._hi, k_ff, K_fb, Vx,
+            Vxx, prob.dt, costate, lam, t_hi, sc)
+        dg += e1
+        dq += e2
+        if failed >= 0:
+            return failed, 0.0, 0.0
+        if stop < 0:
+            return -1, dg, dq
+        t = stop
         nxt = lam if costate else Vx[t + 1]
         kp = (Pq[t], Pv[t], Pu[t], Jq[t], Jv[t], c[t])
-        Hz = knot_hessian(prob, t, q[t], v[t], u[t], vx[t], kp, nxt,
-                          None if lf is None else lf[t])
+        Hz = knot_hessian(prob, t, q[t], v[t], u[t], vx[t], kp, nxt, lf[t])
         if costate:                 # lambda_t = l_x + F_x^T lambda_{t+1} (F_x = S [[I, 0],
             wq = Jq[t].T @ lam[:nv]          # [Pq, Pv]], S = [[Jq, c Jv], [0, I]])
             wv = c[t] * (Jv[t].T @ lam[:nv]) + lam[nv:]
-            lam = lx[t] + np.concatenate([wq + Pq[t].T @ wv, Pv[t].T @ wv])
+            lam[:] = lx[t] + np.concatenate([wq + Pq[t].T @ wv, Pv[t].T @ wv])
         ok, e1, e2 = ddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks, lx, lu, lxx, luu,
                               lxu, fs, reg, feasible, u, prob._lo, prob._hi, k_ff, K_fb,
                               Vx, Vxx, Hz, sc)
-        if not ok and KNOT_FALLBACK:
-            ok, e1, e2 = ddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks, lx, lu, lxx,
-                                  luu, lxu, fs, reg, feasible, u, prob._lo, prob._hi, k_ff,
-                                  K_fb, Vx, Vxx, _NO_H, sc)
         if not ok:
             return t, 0.0, 0.0
         dg += e1
         dq += e2
-    return -1, dg, dq
+        t_hi = t
+
+
+def _no_forces(prob):
+    return np.zeros((prob.T, max(prob.ncmax, 1)))
