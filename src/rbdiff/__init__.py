@@ -30,6 +30,7 @@ from .contacts import impulse_dynamics
 from .contacts import impulse_dynamics_derivatives
 from .contraction import aba_second_order_contraction
 from .contraction import contact_dynamics_contraction
+from .contraction import impulse_dynamics_contraction
 from .contraction import rnea_second_order_contraction
 from .configuration import difference_jacobians
 from .configuration import integrate

@@ -19,7 +19,7 @@ from .cpu import contact_contraction as ccc
 from .cpu import contraction as cc
 from .declare import Function
 from .results import (ABASecondOrderContraction, ContactDynamicsContraction,
-                      RNEASecondOrderContraction)
+                      ImpulseDynamicsContraction, RNEASecondOrderContraction)
 from .second_order import _fast as _so_fast
 from .validation import F64 as _F64
 from .validation import ND as _ND
@@ -151,6 +151,55 @@ def contact_dynamics_contraction(model, q, v, tau, contacts, lam_a, lam_f, dampi
                                                                         lam_a))
     try:
         return _CONTACT_C(model, q, v, tau, lam_a, lam_f, options=(cint, cflt, d),
+                          sizes={"nc": nc})
+    except DependentContacts as e:
+        _raise_dependent(e, model, q, contacts, d)
+
+
+# ---- impulse dynamics ----------------------------------------------------------------------
+
+_IMPULSE_C = Function(
+    "impulse_dynamics_contraction", ccc.impulse_contraction_one,
+    (ccc.impulse_contraction_batch, ccc.impulse_contraction_parallel),
+    (("q", "nq"), ("v_before", "nv"), ("lam_v", "nv"), ("lam_f", "nc")), _M4[:2],
+    model_args="frames", result=ImpulseDynamicsContraction, block=True, sizes=("nc",),
+    errors=_contact_errors())
+
+
+def impulse_dynamics_contraction(model, q, v_before, contacts, lam_v, lam_f, restitution=0.0,
+                                 damping=0.0):
+    """Second derivatives of impulse dynamics contracted with a costate (lam_v, lam_f).
+
+    q (nq,), v_before (nv,), ``contacts``, ``restitution`` and ``damping`` as
+    impulse_dynamics', lam_v (nv,), lam_f (nc,) (one per contact row, in the order and
+    reference of the impulses that impulse_dynamics returns). Returns
+    ImpulseDynamicsContraction(d2_dq2, d2_dqdv), each (nv, nv): the Hessian blocks of
+    P = lam_v . v_after + lam_f . impulses in (q, v_before), q in the tangent space, in
+    the layout of contact_dynamics_contraction: d2_dq2[j, k] = d2P/dq_j dq_k (the
+    derivative along q_k of dP/dq_j), d2_dqdv[j, k] = d2P/dq_j dv_before_k. The
+    v_before-v_before block is zero: v_after and the impulses are linear in v_before,
+    with a slope (the KKT inverse applied to [M ; -r J]) that depends on q alone.
+
+    Computed without tensors (kernels/contact_contraction.py): the adjoint of the impulse
+    KKT system (mu, nu; the contact case's), the RNEA contraction at v = 0, a = v_after -
+    v_before without gravity with mu and the impulses as external forces, each contact
+    frame's velocity J(q) (v_after + restitution v_before) contracted with nu (O(d^2)
+    per contact of support depth d, one dot product a pair of dofs), and the products of
+    the first-order derivatives (impulse_dynamics_derivatives') with the q-derivative of
+    the KKT matrix times (mu, nu). Point and surface contacts, LOCAL and
+    LOCAL_WORLD_ALIGNED. A leading batch axis on q, v_before, lam_v and lam_f gives
+    (B, nv, nv) blocks."""
+    from .contacts import (DependentContacts, _number, _raise_dependent, _restitution,
+                           impulse_dynamics_derivatives, pack)
+    from .cpu import contacts as _cc
+    cint, cflt, nc = pack(model, contacts)
+    r = _restitution(restitution)
+    d = _number(damping, "damping", _cc.BAD_DAMPING)
+    if nc == 0:         # v_after = v_before, no impulses: P is linear in v_before
+        z = impulse_dynamics_derivatives(model, q, v_before, contacts).dvafter_dq
+        return ImpulseDynamicsContraction(z, z.copy())
+    try:
+        return _IMPULSE_C(model, q, v_before, lam_v, lam_f, options=(cint, cflt, r, d),
                           sizes={"nc": nc})
     except DependentContacts as e:
         _raise_dependent(e, model, q, contacts, d)

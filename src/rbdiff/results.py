@@ -94,6 +94,14 @@ class ContactDynamicsContraction(NamedTuple):
     d2_dtau_dq: np.ndarray
 
 
+class ImpulseDynamicsContraction(NamedTuple):
+    """The Hessian blocks of P = lam_v . v_after + lam_f . impulses for impulse_dynamics,
+    each (nv, nv) or (B, nv, nv): d2_dq2 = d2P/dq2 (tangent space), d2_dqdv[j, k] =
+    d2P/dq_j dv_before_k (the v_before-v_before block is zero)."""
+    d2_dq2: np.ndarray
+    d2_dqdv: np.ndarray
+
+
 class IntegrateJacobians(NamedTuple):
     """Jacobians of q' = integrate(q, v) on the configuration Lie group, each (nv, nv)
     or (B, nv, nv): dq = d q' / d q (tangent space at q to the one at q'), dv = d q' / d v

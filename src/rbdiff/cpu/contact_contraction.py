@@ -6,24 +6,28 @@ frame_mf, q, v, tau, lam_a, lam_f, cint, cflt, damping, ws, HQ, HV, HX, HT)`` ch
 state and runs on the caller's workspace; ``*_batch(..., HQ, HV, HX, HT, cint, cflt,
 damping, check)`` runs the items in order on one set of scratch, checking every item
 first when ``check``; ``*_parallel(..., nchunks)`` checks, then runs one unchecked
-``*_batch`` per chunk in a prange (bit-equal to the serial one)."""
+``*_batch`` per chunk in a prange (bit-equal to the serial one). The impulse entries
+take (q, v_before, lam_v, lam_f), the options (cint, cflt, restitution, damping) and two
+outputs (HQ, HX)."""
 
 import numpy as np
 from numba import prange
 
 from ..kernels.checks import all_finite
-from ..kernels.contact_contraction import C_SIZE, contact_contraction
+from ..kernels.contact_contraction import C_SIZE, contact_contraction, impulse_contraction
 from ..kernels.contact_dynamics import CF_KP, CI_DIM
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
-from .checks import batch_states_ok, dynamics_finite, rows_finite, state_ok, workspace_ok
-from .contacts import contact_scratch, contacts_ok, dependent_found, derivative_scratch
+from .checks import (batch_states_ok, dynamics_finite, rows_finite, state_ok,
+                     velocity_state_ok, workspace_ok)
+from .contacts import (contact_scratch, contacts_ok, dependent_found, derivative_scratch,
+                       impulse_scratch, restitution_ok)
 from .twin import twin
 
-BAD_COSTATE = ("lam_a or lam_f: wrong length (lam_a (nv,), lam_f (nc,): one per contact "
-               "row) or not finite")
+BAD_COSTATE = ("lam_a (lam_v) or lam_f: wrong length (lam_a or lam_v (nv,), lam_f (nc,): "
+               "one per contact row) or not finite")
 BAD_KP6 = ("contacts: a surface ('6d') contact with kp > 0 is not supported by the "
            "contracted second derivatives (the Hessian of log6 is not written); use kp = 0 "
            "on 6d contacts, or point contacts")
@@ -130,4 +134,66 @@ def contact_contraction_parallel(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, 
                                                   tau[lo:hi], lam_a[lo:hi], lam_f[lo:hi],
                                                   HQ[lo:hi], HV[lo:hi], HX[lo:hi], HT[lo:hi],
                                                   cint, cflt, damping, False))
+    dependent_found(bad.max(), True)
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+
+
+@entry
+def impulse_contraction_one(mi, mf, fparent, fmf, q, v, lam_v, lam_f, cint, cflt, r, damping,
+                            ws, HQ, HX):
+    velocity_state_ok(mi, q, v)
+    workspace_ok(mi, ws)
+    nc = lam_f.shape[0]
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    restitution_ok(r)
+    costates_ok(mi, lam_v, lam_f, nc)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
+    ws2, sc, Y, B, vecs, idx, C = contraction_scratch(mi, nc, q.dtype)
+    bad = impulse_contraction(mi, mf, fparent, fmf, q, v, lam_v, lam_f, cint, r, damping, ws,
+                              ws2, sc, F, Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, imp, Y,
+                              B, vecs, idx, C, HQ, HX)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
+
+
+@entry
+def impulse_contraction_batch(mi, mf, fparent, fmf, q, v, lam_v, lam_f, HQ, HX, cint, cflt, r,
+                              damping, check):
+    nc = lam_f.shape[1]
+    if check:
+        batch_states_ok(mi, q, v, v, None)
+        contacts_ok(fparent, cint, cflt, nc, damping)
+        restitution_ok(r)
+        batch_costates_ok(mi, q, lam_v, lam_f, nc)
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, D6, G, fc, dv, vout, imp = impulse_scratch(mi, nc, q.dtype)
+    ws2, sc, Y, B, vecs, idx, C = contraction_scratch(mi, nc, q.dtype)
+    bad = -1
+    for b in range(q.shape[0]):
+        x = impulse_contraction(mi, mf, fparent, fmf, q[b], v[b], lam_v[b], lam_f[b], cint, r,
+                                damping, ws, ws2, sc, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
+                                dv, vout, imp, Y, B, vecs, idx, C, HQ[b], HX[b])
+        if bad < 0 and x >= 0:
+            bad = b
+    return dependent_found(bad, check)
+
+
+@pentry
+def impulse_contraction_parallel(mi, mf, fparent, fmf, q, v, lam_v, lam_f, HQ, HX, cint, cflt,
+                                 r, damping, nchunks):
+    nc = lam_f.shape[1]
+    batch_states_ok(mi, q, v, v, None)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    restitution_ok(r)
+    batch_costates_ok(mi, q, lam_v, lam_f, nc)
+    bad = np.full(nchunks, -1, np.int64)
+    for c in prange(nchunks):
+        lo, hi = chunk(q.shape[0], nchunks, c)
+        bad[c] = twin(impulse_contraction_batch, (mi, mf, fparent, fmf, q[lo:hi], v[lo:hi],
+                                                  lam_v[lo:hi], lam_f[lo:hi], HQ[lo:hi],
+                                                  HX[lo:hi], cint, cflt, r, damping, False))
     dependent_found(bad.max(), True)

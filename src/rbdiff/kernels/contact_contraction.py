@@ -42,12 +42,16 @@ from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .contact_dynamics import (CF_KD, CF_KP, CI_DIM, CI_JOINT, CI_REF, CI_ROW,
                                cholesky_solve, contact_pose, local_derivatives,
                                position_error, rot_t)
-from .contraction import rnea_contraction
+from .contraction import (contraction_backward_pass, costate_pass, rnea_contraction,
+                          zero4)
+from .fk import acceleration_joint, init_universe, placement_pass_joint
 from .frames import jacobian_column
+from .idsva import joint_dynamics
+from .impulse_dynamics import impulse_local_derivatives
 from .jit import helper, kernel
 from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
-from .rnea_chain_rule import ld6, mcr, st6, tadd, tdot, tsub
-from .workspace import D_S
+from .rnea_chain_rule import fcr, ld6, mcr, st6, tadd, tdot, tsub
+from .workspace import D_S, W_A, W_V, W_VJ
 
 # chain scratch C (6, nv, 6): per position on the support, root first
 C_J = 0         # LOCAL column
@@ -147,6 +151,11 @@ def cross_dot(l0, l1, l2, a, b):
     """l . (a x b) for 3-tuples a, b."""
     return (l0 * (a[1] * b[2] - a[2] * b[1]) + l1 * (a[2] * b[0] - a[0] * b[2])
             + l2 * (a[0] * b[1] - a[1] * b[0]))
+
+
+@helper
+def dot3(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @helper
@@ -311,20 +320,18 @@ def adjoint(fmf, cint, ws, Minv, Yt, W, lam_a, lam_f, lam, ell, floc, nu, mu):
 
 
 @kernel
-def hessian_products(B, Yq, Yv, Yt, P, HQ, HX, HT):
-    """HQ += B^T Yq + (B^T Yq)^T, HX += B^T Yv, HT = Yt^T B; B, Y* (nv + nc, nv), P
-    (nv, nv) scratch; every inner loop along a row, zeros of B skipped."""
+def hessian_products(B, Yq, Yv, P, HQ, HX):
+    """HQ += B^T Yq + (B^T Yq)^T, HX += B^T Yv; B, Y* (nv + nc, nv), P (nv, nv)
+    scratch; every inner loop along a row, zeros of B skipped."""
     nr = B.shape[0]
     nv = B.shape[1]
     for j in range(nv):
         for c in range(nv):
             P[j, c] = 0.0
-            HT[j, c] = 0.0
     for r in range(nr):
         br = B[r]
         yq = Yq[r]
         yv = Yv[r]
-        yt = Yt[r]
         for j in range(nv):
             b = br[j]
             if b != 0.0:
@@ -333,14 +340,27 @@ def hessian_products(B, Yq, Yv, Yt, P, HQ, HX, HT):
                 for c in range(nv):
                     pj[c] += b * yq[c]
                     hx[c] += b * yv[c]
+    for j in range(nv):
+        for c in range(nv):
+            HQ[j, c] += P[j, c] + P[c, j]
+
+
+@kernel
+def tau_products(B, Yt, HT):
+    """HT = Yt^T B; B, Yt (nv + nc, nv)."""
+    nv = B.shape[1]
+    for j in range(nv):
+        for c in range(nv):
+            HT[j, c] = 0.0
+    for r in range(B.shape[0]):
+        br = B[r]
+        yt = Yt[r]
+        for j in range(nv):
             y = yt[j]
             if y != 0.0:
                 ht = HT[j]
                 for c in range(nv):
                     ht[c] += y * br[c]
-    for j in range(nv):
-        for c in range(nv):
-            HQ[j, c] += P[j, c] + P[c, j]
 
 
 @kernel
@@ -382,5 +402,162 @@ def contact_contraction(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint, cfl
     for k in range(cint.shape[0]):
         contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C, HQ, HV,
                       HX, B[:nv], B[nv:])
-    hessian_products(B, Y[0], Y[1], Y[2], S3[0], HQ, HX, HT)
+    hessian_products(B, Y[0], Y[1], S3[0], HQ, HX)
+    tau_products(B, Y[2], HT)
+    return -1
+
+
+# ---- impulse dynamics ------------------------------------------------------------------
+#
+# P(q, v-) = lam_v . v+ + lam_f . impulses, y = (v+, Lambda_L) (impulse_dynamics.py):
+#     r1 = M(q) (v+ - v-) - J(q)^T Lambda_L = RNEA(q, 0, v+ - v-, fext = Lambda_L; no gravity)
+#     r2 = J(q) v+ + r J(q) v- + damping Lambda_L
+# both linear in y with the KKT matrix of the contact case (dr1/dv+ = M, dr2/dv+ = J), so
+# (mu, nu) is the same adjoint (lam_v for lam_a) and B = L_yq the same matrix. With
+# w = v+ + r v- (r2's q dependence is J(q) w), L = lam_v.v+ + lam_f.f - mu.r1 - nu.r2:
+#     L_qq    = -(the RNEA contraction's HQ at (q, 0, v+ - v-), mu, no gravity)
+#               - nu . d2(J w)/dq2 (+ the rotation's for LOCAL_WORLD_ALIGNED)
+#     L_qv-   [j, k] = d(M mu)_k/dq_j - r d(J^T nu)_k/dq_j      (r1 holds -M v-, r2 r J v-)
+#     L_v-v-  = 0,   L_yv- = 0
+#     d2_dq2 = L_qq + B^T y_q + y_q^T B,   d2_dqdv = L_qv- + B^T y_v-
+# and the v--v- block is zero: v+ and Lambda are linear in v- with a q-only slope.
+# Per pair of dofs (k above l, J the LOCAL columns, W< the prefix sums of J w, g_k =
+# J_k x* nu; f.(m x y) = -(m x* f).y moves every cross product onto per-dof vectors):
+#     nu . d2(J w)/dq_l dq_k = (-(W<_k x* g_k) + [k<l] J_k x* (W<_k x* nu)) . J_l
+#     nu . dJ_k/dq_l = nu . (J_k x J_l) = -g_k . J_l                        (k < l)
+# one dot product each; within one joint only the first term, in its order (the
+# tangent-space convention: d/dq_l of the gradient's k entry, not symmetric there).
+
+@kernel
+def impulse_pairs(mi, fmf, cint, k, ws, w, r, mu, nu, ell, floc, idx, C, HQ, HX, BA, BF):
+    """Impulse contact k's share of L_qq (HQ: -nu . d2(J w)/dq2, plus the rotation's for
+    LOCAL_WORLD_ALIGNED), of L_qv- (HX: -r d(J^T nu)/dq) and of B (BA: -d(J^T nu)/dq,
+    BF: d(J mu)/dq + d(R^T lam_f)/dq) over the pairs of dofs on its support."""
+    n = mi[0, 0]
+    dim = cint[k, CI_DIM]
+    r0 = cint[k, CI_ROW]
+    R, p = contact_pose(ws, fmf, cint, k)
+    d = support_chain(mi, cint[k, CI_JOINT], idx)
+    for t in range(d):
+        st6(jacobian_column(ws[n + 1 + idx[0, t], D_S:D_S + 6], LOCAL, R, p), C[C_J, t])
+    prefix(idx, d, C, C_J, w, C_VLT, -1)
+    prefix(idx, d, C, C_J, mu, C_MLT, -1)
+    z = 0.0 * w[0]
+    nv6 = (nu[r0], nu[r0 + 1], nu[r0 + 2], z, z, z)
+    if dim == 6:
+        nv6 = (nu[r0], nu[r0 + 1], nu[r0 + 2], nu[r0 + 3], nu[r0 + 4], nu[r0 + 5])
+    lwa = cint[k, CI_REF] == LOCAL_WORLD_ALIGNED
+    # per dof: g = J x* nu (C_VLE), h1 = -(W< x* g) (C_ALT), h1 + J x* (W< x* nu) (C_TLT)
+    for a in range(d):
+        ka = idx[0, a]
+        Ja = ld6(C[C_J, a])
+        Wa = ld6(C[C_VLT, a])
+        g = fcr(Ja, nv6)
+        h1 = fcr(Wa, g)
+        h1 = (-h1[0], -h1[1], -h1[2], -h1[3], -h1[4], -h1[5])
+        st6(g, C[C_VLE, a])
+        st6(h1, C[C_ALT, a])
+        st6(tadd(h1, fcr(Ja, fcr(Wa, nv6))), C[C_TLT, a])
+        bf = mcr(ld6(C[C_MLT, a]), Ja)
+        for s in range(dim):
+            BF[r0 + s, ka] += bf[s]
+        if lwa:         # d(R^T lam_f)/dq_k = l x w_k
+            for s in range(0, dim, 3):
+                c = cross3((ell[r0 + s], ell[r0 + s + 1], ell[r0 + s + 2]), (Ja[3], Ja[4], Ja[5]))
+                BF[r0 + s, ka] += c[0]
+                BF[r0 + s + 1, ka] += c[1]
+                BF[r0 + s + 2, ka] += c[2]
+    for a in range(d):
+        ka = idx[0, a]
+        ja = idx[1, a]
+        Ja = ld6(C[C_J, a])
+        h1a = ld6(C[C_ALT, a])
+        ha = ld6(C[C_TLT, a])
+        ga = ld6(C[C_VLE, a])
+        for b in range(a, d):
+            lb = idx[0, b]
+            Jb = ld6(C[C_J, b])
+            kl = ja != idx[1, b]
+            if kl:          # a's joint strictly above b's: symmetric
+                x = tdot(ha, Jb)
+                HQ[ka, lb] -= x
+                HQ[lb, ka] -= x
+                nj = tdot(ga, Jb)           # -nu . (J_a x J_b)
+                BA[ka, lb] += nj
+                HX[lb, ka] += r * nj
+            else:
+                HQ[ka, lb] -= tdot(h1a, Jb)
+                if b != a:
+                    HQ[lb, ka] -= tdot(ld6(C[C_ALT, b]), Ja)
+            if lwa:     # lam_f . R f at f held: l . (w_l x (w_k x f)) + [k<l] l . (dw_k x f)
+                wa = (Ja[3], Ja[4], Ja[5])
+                wb = (Jb[3], Jb[4], Jb[5])
+                for s in range(0, dim, 3):
+                    f3 = (floc[r0 + s], floc[r0 + s + 1], floc[r0 + s + 2])
+                    l3 = (ell[r0 + s], ell[r0 + s + 1], ell[r0 + s + 2])
+                    HQ[ka, lb] += dot3(cross3(wa, f3), cross3(l3, wb))
+                    if kl:
+                        HQ[ka, lb] += dot3(cross3(cross3(f3, l3), wa), wb)
+                    if b != a:
+                        HQ[lb, ka] += dot3(cross3(wb, f3), cross3(l3, wa))
+
+
+@kernel
+def impulse_rnea_contraction(mi, mf, q, dv, mu, fc, ws, sc, HQ, HV, HX, HD):
+    """rnea_contraction at (q, v = 0, a = dv) without gravity, fc (njoints, 6) on the
+    joints: the contraction of r1 = M(q) dv - J^T Lambda. HV and HX (RNEA's v, held at 0
+    here) are scratch."""
+    zero4(HQ, HV, HX, HD)
+    init_universe(mf, ws)
+    for c in range(6):
+        ws[0, W_A + c] = 0.0
+    for i in range(1, mi[0, 0] + 1):
+        placement_pass_joint(mi, mf, i, q, ws)
+        for c in range(6):
+            ws[i, W_V + c] = 0.0
+            ws[i, W_VJ + c] = 0.0
+        acceleration_joint(mi, i, dv, ws)
+        joint_dynamics(mi, mf, i, fc, ws)
+    costate_pass(mi, mu, ws)
+    contraction_backward_pass(mi, mu, ws, sc, HQ, HV, HX, HD)
+
+
+@kernel
+def impulse_contraction(mi, mf, fparent, fmf, q, v, lam_v, lam_f, cint, r, damping, ws, ws2,
+                        sc, F, Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, impulses, Y, B,
+                        vecs, idx, C, HQ, HX):
+    """HQ = d2P/dq2, HX = d2P/dq dv- (each (nv, nv), every entry written) of P = lam_v .
+    v+ + lam_f . impulses (the block comment above); -1 or the first dependent row
+    (nothing written then). Scratch: impulse_dynamics_derivatives' (ws .. impulses), ws2,
+    sc, Y (>= 2, nv + nc, nv), B, vecs, idx, C as contact_contraction's."""
+    nv = vout.shape[0]
+    nc = J.shape[0]
+    bad = impulse_local_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
+                                    Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, impulses,
+                                    Y[0, :nv], Y[1, :nv], Y[0, nv:], Y[1, nv:])
+    if bad >= 0:
+        return bad
+    mu = vecs[0, :nv]
+    nu = vecs[1, :nc]
+    ell = vecs[2, :nc]
+    floc = vecs[3, :nc]
+    adjoint(fmf, cint, ws, Minv, Yt, W, lam_v, lam_f, lam, ell, floc, nu, mu)
+    # -mu . r1 (dv = v+ - v-, fc the impulses on their joints: impulse_local_derivatives')
+    impulse_rnea_contraction(mi, mf, q, dv, mu, fc, ws2, sc, HQ, S3[0], S3[1], B[:nv])
+    for j in range(nv):
+        for c in range(nv):
+            HQ[j, c] = -HQ[j, c]
+            HX[j, c] = B[c, j]          # d(M mu)_c/dq_j
+    for j in range(nv):
+        for c in range(nv):
+            B[j, c] = -B[j, c]
+    for j in range(nv, nv + nc):
+        for c in range(nv):
+            B[j, c] = 0.0
+    for i in range(nv):                 # r2's q dependence: J(q) (v+ + r v-)
+        dv[i] = vout[i] + r * v[i]
+    for k in range(cint.shape[0]):
+        impulse_pairs(mi, fmf, cint, k, ws, dv, r, mu, nu, ell, floc, idx, C, HQ, HX, B[:nv],
+                      B[nv:])
+    hessian_products(B, Y[0], Y[1], S3[0], HQ, HX)
     return -1

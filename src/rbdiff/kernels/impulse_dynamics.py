@@ -80,6 +80,22 @@ def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, w
     (module docstring); dv (nv,) scratch. -1 or the first dependent row. The bodies are
     placed once (by the solve's M^-1): IDSVA and the frames' velocity derivatives run on
     those placements."""
+    bad = impulse_local_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
+                                    Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, impulses,
+                                    dv_dq, dv_dv, di_dq, di_dv)
+    if bad < 0:
+        rotate_force_derivatives(mi, fmf, cint, ws, impulses, di_dq, di_dv, di_dv[:0])
+    return bad
+
+
+@kernel
+def impulse_local_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F, Minv, J,
+                              Yt, W, lam, S3, D6, G, fc, dv, vout, impulses, dv_dq, dv_dv,
+                              di_dq, di_dv):
+    """impulse_dynamics_derivatives with the impulse blocks left in LOCAL (those of lam,
+    the LOCAL impulses; ``impulses`` in each reference), fc the impulses on the joints,
+    dv = v+ - v-, M^-1, J, Yt and W's factor as impulse_solve leaves them (the contracted
+    second derivatives build on all of it)."""
     nc = J.shape[0]
     nv = J.shape[1]
     bad = impulse_solve(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
@@ -126,7 +142,6 @@ def impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, w
             dv_dv[i, m] = 0.0
         dv_dv[i, i] = 1.0
     add_y_times(Yt, di_dv, dv_dv)
-    rotate_force_derivatives(mi, fmf, cint, ws, impulses, di_dq, di_dv, di_dv[:0])
     return -1
 
 
