@@ -4,9 +4,11 @@ impulse knots) against the complex step through rbdiff's own complex128 function
 DDP step from a feasible trajectory against Newton's step on the total cost as a
 function of the controls, and quadratic convergence near the optimum.
 
-Contact and impulse knots: their contractions come from trajopt.curvature.CONTRACTIONS;
-where this build has none, the tests inject central differences of the contact and
-impulse dynamics' analytical derivatives (a numerical oracle, here only)."""
+Contact and impulse knots: their contractions are rbdiff's contact_dynamics_contraction
+and impulse_dynamics_contraction, called by address from the compiled pass; the pass
+also takes others through trajopt.curvature.CONTRACTIONS (knot by knot in Python), which
+a test fills with central differences of the contact and impulse dynamics' analytical
+derivatives (a numerical oracle, here only) to check the compiled route against."""
 
 import numpy as np
 import pytest
@@ -57,15 +59,6 @@ def _num_impulse(m, q, v, contacts, lam_v, lam_f):
                                lam_v @ d.dvafter_dv + lam_f @ d.dimpulses_dv])
     H = _fd_hessian(grad, 2 * nv)
     return H[:nv, :nv], H[:nv, nv:]
-
-
-@pytest.fixture
-def oracle(monkeypatch):
-    """The contact and impulse contractions: the library's where it has them, else the
-    numerical oracle."""
-    for kind, fn in (("contact", _num_contact), ("impulse", _num_impulse)):
-        if curvature.CONTRACTIONS[kind] is None:
-            monkeypatch.setitem(curvature.CONTRACTIONS, kind, fn)
 
 
 def _step(prob, t, q, v, u):
@@ -144,7 +137,7 @@ def test_free_knot_curvature_on_spherical_and_free_flyer_trees():
     _check_knots(prob, (0, 2), 5)
 
 
-def test_contact_and_impulse_knot_curvature(oracle):
+def test_contact_and_impulse_knot_curvature():
     """solo12's phases: four feet, three, a free knot, a touch-down impulse."""
     prob = legged_problem(12)
     assert list(prob.kind[[0, 5, 7, 8]]) == [CONTACT, CONTACT, FREE, IMPULSE]
@@ -260,7 +253,7 @@ def _term(prob, term, q, v, u, f, t):
 
 
 @pytest.mark.parametrize("contacts", [False, True])
-def test_ddp_step_is_newtons_step(contacts, oracle):
+def test_ddp_step_is_newtons_step(contacts):
     """From a feasible trajectory (the rollout of controls near the solution) (reg at its floor):
     the DDP step with the open-loop costate solves Newton's equation H s = -g of the
     total cost in the controls (H by central differences of the complex-step gradient),
@@ -298,7 +291,7 @@ def _iterates(prob, method):
 
 
 @pytest.mark.parametrize("contacts", [False, True])
-def test_ddp_converges_quadratically(contacts, oracle):
+def test_ddp_converges_quadratically(contacts):
     """solve(prob, "ddp") from FDDP's infeasible warm start: the controls' error to the
     optimum squares from one iteration to the next once it is small (FDDP's shrinks by a
     constant factor), to FDDP's optimum, in fewer iterations."""
@@ -320,3 +313,32 @@ def test_ddp_on_contact_knots_without_a_contraction_refuses(monkeypatch):
     monkeypatch.setitem(curvature.CONTRACTIONS, "contact", None)
     with pytest.raises(NotImplementedError, match="contact_dynamics_contraction"):
         to.solve(_newton_problem(True), "ddp", max_iter=2)
+
+
+def test_compiled_pass_equals_the_pass_with_numerical_contractions(monkeypatch):
+    """The compiled pass (rbdiff's contractions by address) against the same pass with
+    the contact and impulse knots' contractions by central differences, taken knot by
+    knot in Python (the CONTRACTIONS seam), on the infeasible warm start."""
+    prob = _newton_problem(True)
+    T, nv, nu = prob.T, prob.nv, prob.nu
+    xs = np.tile(prob.x0, (T + 1, 1))
+    q, v = np.ascontiguousarray(xs[:, :prob.nq]), np.ascontiguousarray(xs[:, prob.nq:])
+    u = prob.quasi_static_controls(q) + 0.1
+    qx, vx, forces = prob.shoot(q, v, u)
+    fs = to.solver._gaps(prob, q, v, qx, vx)
+    parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
+
+    def policy():
+        k, K = np.zeros((T, nu)), np.zeros((T, nu, 2 * nv))
+        Vx, Vxx = np.zeros((T + 1, 2 * nv)), np.zeros((T + 1, 2 * nv, 2 * nv))
+        knot, d1, d2 = curvature.backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu,
+                                                   lxx, luu, lxu, fs, 1e-3, False, k, K,
+                                                   Vx, Vxx)
+        assert knot == -1
+        return k, K, Vx, d1, d2
+    ref = policy()
+    monkeypatch.setitem(curvature.CONTRACTIONS, "contact", _num_contact)
+    monkeypatch.setitem(curvature.CONTRACTIONS, "impulse", _num_impulse)
+    got = policy()
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * np.abs(b).max())

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
-from ..cpu.contact_contraction import contact_contraction_one
+from ..cpu.contact_contraction import contact_contraction_one, impulse_contraction_one
 from ..cpu.contraction import aba_contraction_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.contact_dynamics import CI_DIM
@@ -264,19 +264,30 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
             return t, -1, dg, dq
         nxt = lam if costate else Vx[t + 1]
         ct = c[t]
-        for i in range(n):              # mu_a = dt lam_y, lam_y = lam_v + c Jv^T lam_q
+        # lam_y = lam_v + c Jv^T lam_q; the contraction's costate: dt lam_y (of a), or
+        # lam_y itself at an impulse knot (of v')
+        sa = 1.0 if kind[t] == IMPULSE else dt
+        for i in range(n):
             s = nxt[n + i]
             for k in range(n):
                 s += ct * Jv[t, k, i] * nxt[k]
-            la[i] = dt * s
+            la[i] = sa * s
             w[i] = ct * vx[t, i]
         for i in range(nu):
             tau[off + i] = u[t, i]
-        if kind[t] == CONTACT:
-            s0, e0 = cstart[t], cstart[t + 1]
-            nc = 0
-            for r in range(s0, e0):
-                nc += cint[r, CI_DIM]
+        s0, e0 = cstart[t], cstart[t + 1]
+        nc = 0
+        for r in range(s0, e0):
+            nc += cint[r, CI_DIM]
+        if kind[t] == IMPULSE:
+            for i in range(n):
+                for j in range(n):
+                    H4[1, i, j] = 0.0       # v' is linear in v; no control
+                    H4[3, i, j] = 0.0
+            twin_later(impulse_contraction_one, (mi, mf, fparent, fmf, q[t], v[t], la,
+                                                 lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
+                                                 0.0, ws, H4[0], H4[2]))
+        elif kind[t] == CONTACT:
             twin_later(contact_contraction_one, (mi, mf, fparent, fmf, q[t], v[t], tau, la,
                                                  lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
                                                  ws, H4[0], H4[1], H4[2], H4[3]))
@@ -313,9 +324,9 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     V_x' + V_xx' gap (Crocoddyl's costate: Vx[t + 1] as the pass leaves it) or, with
     ``costate``, the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1} (Pantoja's
     stagewise Newton: from a feasible trajectory its step is Newton's step on the
-    controls). Compiled (ddp_segment) but for the knots whose contraction rbdiff has no
-    entry for (impulse knots; any kind whose CONTRACTIONS entry is not rbdiff's own):
-    those run here (knot_hessian, riccati.ddp_knot). Returns (-1, sum Q_u.k,
+    controls). Compiled (ddp_segment) but for the knots of a kind whose CONTRACTIONS
+    entry is not rbdiff's own (a test's oracle): those run here (knot_hessian,
+    riccati.ddp_knot). Returns (-1, sum Q_u.k,
     sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is not positive definite."""
     from .riccati import ddp_knot, fddp_scratch
     Pq, Pv, Pu, Jq, Jv, c = parts
@@ -326,7 +337,8 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     Vx[T] = lx[T] + (0.0 if feasible else Vxx[T] @ fs[T])
     lam = lx[T].copy()
     sc = fddp_scratch(nv, prob.nu)
-    external = np.array([False, CONTRACTIONS["contact"] is not _DEFAULT["contact"], True])
+    external = np.array([False, CONTRACTIONS["contact"] is not _DEFAULT["contact"],
+                         CONTRACTIONS["impulse"] is not _DEFAULT["impulse"]])
     dg = dq = 0.0
     t_hi = T
     while True:
