@@ -18,6 +18,15 @@ dynamics and the costs) instead of raising the regularisation until Q_uu is (10 
 iterations on the reach against 10, by how far reg may rise; Crocoddyl's SolverDDP
 raises it, but its "DDP" has no dynamics curvature: its Q_uu is Gauss-Newton's, positive
 definite by construction); ``history[i]["second_order"]`` says which. Stops when the expected change of a full step is below ``tol``.
+
+DDP on the other problems (floating bases, spherical joints, underactuation, contact and
+impulse knots) is FDDP's solver (solve_fddp: gaps, infeasible warm start, its line
+search and regularisation) with the exact curvature of lambda'.f added to Q_xx, Q_ux,
+Q_uu at every knot (curvature.py: the ABA, contact or impulse contraction with the next
+knot's costate and the force terms' gradient, integrate's second-order terms on the
+free flyers and spherical joints), the same safeguard (a pass whose Q_uu is not
+positive definite: that iteration takes FDDP's Gauss-Newton pass); the cost's curvature
+there is Gauss-Newton's (exact for residuals linear in the tangent coordinates).
 """
 
 from __future__ import annotations
