@@ -10,6 +10,8 @@ also takes others through trajopt.curvature.CONTRACTIONS (knot by knot in Python
 a test fills with central differences of the contact and impulse dynamics' analytical
 derivatives (a numerical oracle, here only) to check the compiled route against."""
 
+import itertools
+
 import numpy as np
 import pytest
 from conftest import tree_pair
@@ -19,8 +21,8 @@ import rbdiff.trajopt as to
 from rbdiff.bench.trajopt import legged_problem, solo_standing
 from rbdiff.trajopt import curvature
 from rbdiff.trajopt.riccati import backward_pass_fddp
-from rbdiff.trajopt.solver import REG_MIN
 from rbdiff.trajopt.rollout import CONTACT, FREE, IMPULSE
+from rbdiff.trajopt.solver import REG_MIN
 
 
 def _fd_hessian(grad, n, h=1e-6):
@@ -114,7 +116,7 @@ def _state(prob, rng, scale=0.1):
 def _check_knots(prob, knots, seed):
     rng = np.random.default_rng(seed)
     q, v, u = _state(prob, rng)
-    qx, vx, forces = prob.shoot(q, v, u)
+    _, vx, forces = prob.shoot(q, v, u)
     parts = prob.derivative_parts(q, v, u, vx, forces)[0]
     for t in knots:
         lam = rng.normal(size=2 * prob.nv)
@@ -176,7 +178,7 @@ def _costate_step(prob, u, second=True):
     rollout of u, through the linearised dynamics; without ``second`` FDDP's
     (Gauss-Newton)."""
     T, nv, nu = prob.T, prob.nv, prob.nu
-    q, v, _, qx, vx, forces = prob._run(None, None, u, np.zeros((T, nu)), None, 0.0)
+    q, v, _, _, vx, forces = prob._run(None, None, u, np.zeros((T, nu)), None, 0.0)
     parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
     Fx, Fu = prob._assemble(*parts)
     k, K = np.zeros((T, nu)), np.zeros((T, nu, 2 * nv))
@@ -224,7 +226,6 @@ def _controls_gradient(prob, u, h=1e-20):
 
 def _cost(prob, q, v, us, forces):
     """The total cost, written out for complex arguments (the terms of _newton_problem)."""
-    m, nv = prob.model, prob.nv
     total = 0.0
     for t, terms in enumerate(prob.knot_costs):
         scale = 1.0 if prob.kind[t] == IMPULSE else prob.dt
@@ -301,9 +302,9 @@ def test_ddp_converges_quadratically(contacts):
     assert r.converged and r.method == "ddp" and rf.converged
     assert abs(r.cost - rf.cost) < 1e-10 * abs(rf.cost)
     assert r.history[-1]["second_order"]
-    fast = [(a, b) for a, b in zip(e, e[1:]) if 1e-8 < a < 1e-2]
+    fast = [(a, b) for a, b in itertools.pairwise(e) if 1e-8 < a < 1e-2]
     assert fast and all(b < 10 * a * a for a, b in fast)
-    slow = [(a, b) for a, b in zip(ef, ef[1:-1]) if 1e-8 < a < 1e-2]   # [-1]: 0
+    slow = [(a, b) for a, b in itertools.pairwise(ef[:-1]) if 1e-8 < a < 1e-2]  # [-1]: 0
     assert slow and all(b > 1e-2 * a for a, b in slow)
     assert len(e) < len(ef)
 

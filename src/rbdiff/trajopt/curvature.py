@@ -41,13 +41,14 @@ from __future__ import annotations
 import numpy as np
 
 import rbdiff as _rbd
+
 from ..cpu.contact_contraction import contact_contraction_one, impulse_contraction_one
 from ..cpu.contraction import aba_contraction_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.contact_dynamics import CI_DIM
 from ..kernels.jit import entry, helper, kernel
-from ..kernels.workspace import W_WIDTH, workspace_rows
 from ..kernels.lie import integrate_blocks_se3, integrate_blocks_so3
+from ..kernels.workspace import W_WIDTH, workspace_rows
 from .riccati import _fddp_knot, _grad_x, _st_vec
 from .rollout import CONTACT, FREE, IMPULSE
 
