@@ -330,7 +330,7 @@ def test_bad_input(solo):
                    actuation="floating_base")
     prob = to.Problem(m, x0, 3, 0.01, contacts=feet)
     with pytest.raises(ValueError, match=r"use method='fddp'"):
-        to.solve(prob, method="ddp")
+        to.solve(prob, method="ilqr")
     with pytest.raises(ValueError, match=r"xs: expected \(4, 37\)"):
         to.solve(prob, method="fddp", xs=np.zeros((3, 37)))
     with pytest.raises(ValueError, match=r"us: expected \(3, 12\)"):

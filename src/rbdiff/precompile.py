@@ -115,8 +115,8 @@ def _centroidal(rbd, m, s, b=""):
 
 
 def _trajopt(rbd, m, s):
-    """rbdiff.trajopt's compiled backward pass and rollouts (a fixed-base model of its
-    own: trajopt refuses the fixture's free flyer)."""
+    """rbdiff.trajopt's compiled backward passes and rollouts (ilqr and the fixed-base
+    ddp on a fixed-base model of their own, ddp's floating-base pass on the fixture)."""
     import rbdiff.trajopt as to
     p = rbd.load_robot("iiwa14")            # bundled: no example-robot-data needed
     goal = np.zeros(p.nq + p.nv)
@@ -128,6 +128,12 @@ def _trajopt(rbd, m, s):
                       terminal=[to.StateRegularization(goal, 10.0)])
     for method in ("ilqr", "ddp", "fddp"):    # fddp: its pass and the Euler rows' kernel
         to.solve(prob, method=method, max_iter=3)
+    # ddp on the fixture's free flyer and spherical joints: the compiled curvature pass
+    # (trajopt/curvature.ddp_segment; the contact and impulse contractions it calls by
+    # address are the contacts job's entries)
+    x0 = np.concatenate([rbd.neutral(m), np.zeros(m.nv)])
+    to.solve(to.Problem(m, x0, 2, 0.01, running=[to.ControlRegularization(1e-3)]),
+             method="ddp", max_iter=2)
     # the frame placement cost's log6 kernel and the Gauss-Newton one (trajopt/residuals.py)
     to.FramePlacement(p.frames[-1].name, np.eye(4)).derivatives(p, np.zeros((1, p.nq)), None,
                                                                 None)

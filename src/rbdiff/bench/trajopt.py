@@ -525,13 +525,13 @@ def crocoddyl_controls_list(cp, us):
             for t, m in enumerate(cp.runningModels)]
 
 
-def _rbdiff_fddp(prob, us, threads, max_iter=200):
+def _rbdiff_fddp(prob, us, threads, max_iter=200, method="fddp"):
     import numba
     old = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
         t0 = time.perf_counter()
-        r = to.solve(prob, method="fddp", xs=np.tile(prob.x0, (prob.T + 1, 1)), us=us,
+        r = to.solve(prob, method=method, xs=np.tile(prob.x0, (prob.T + 1, 1)), us=us,
                      max_iter=max_iter)
         wall = time.perf_counter() - t0
     finally:
@@ -539,13 +539,16 @@ def _rbdiff_fddp(prob, us, threads, max_iter=200):
     it = max(r.iterations, 1)
     return dict(iterations=r.iterations, converged=r.converged, cost=r.cost,
                 per_iter_s=wall / it, total_s=wall,
+                second_order=sum(bool(h.get("second_order")) for h in r.history),
                 split_s={k: v / it for k, v in r.timings.items() if k != "compile"})
 
 
 def run_gaits(names=tuple(GAITS), repeats=3):
     """For each gait: the cost of the warm-start controls in both, then FDDP from
     Crocoddyl's quasi-static warm start, rbdiff (numba threads 2 and 1) and Crocoddyl
-    (1 and 2 threads), ``repeats`` solves each interleaved after one warm-up; medians."""
+    (1 and 2 threads), ``repeats`` solves each interleaved after one warm-up; medians.
+    And rbdiff's exact DDP (solve(prob, "ddp"): FDDP's solver with the dynamics'
+    curvature, issue 27) on 1 thread from the same warm start."""
     out = []
     for name in names:
         prob, cp, us = gait_pair(name)
@@ -556,6 +559,7 @@ def run_gaits(names=tuple(GAITS), repeats=3):
                    cost_rel=abs(cc - rc) / abs(cc))
         solvers = {"rbdiff 2": lambda: _rbdiff_fddp(prob, us, 2),
                    "rbdiff 1": lambda: _rbdiff_fddp(prob, us, 1),
+                   "rbdiff ddp 1": lambda: _rbdiff_fddp(prob, us, 1, method="ddp"),
                    "Crocoddyl 1": lambda: _croc_fddp(cp, prob.x0, us, 1),
                    "Crocoddyl 2": lambda: _croc_fddp(cp, prob.x0, us, 2)}
         runs = {k: [] for k in solvers}
@@ -593,7 +597,23 @@ def gaits_report(rows):
                      f"{b['per_iter_s'] / c['per_iter_s']:.2f}",
                      f"{a['total_s'] * 1e3:.0f} / {b['total_s'] * 1e3:.0f} / "
                      f"{c['total_s'] * 1e3:.0f}"])
-    return rp.md_table(head, body)
+    table = rp.md_table(head, body)
+    if not all("rbdiff ddp 1" in r for r in rows):
+        return table
+    head = ["gait", "rbdiff fddp it", "rbdiff ddp it (second-order its)",
+            "Crocoddyl FDDP it", "ms/it: rbdiff fddp / ddp / Crocoddyl (1 thr)",
+            "to convergence ms: rbdiff fddp / ddp / Crocoddyl (1 thr)"]
+    body = []
+    for r in rows:
+        b, e, c = r["rbdiff 1"], r["rbdiff ddp 1"], r["Crocoddyl 1"]
+        body.append([r["gait"], str(b["iterations"]),
+                     f"{e['iterations']} ({e['second_order']})", str(c["iterations"]),
+                     f"{b['per_iter_s'] * 1e3:.2f} / {e['per_iter_s'] * 1e3:.2f} / "
+                     f"{c['per_iter_s'] * 1e3:.2f}",
+                     f"{b['total_s'] * 1e3:.0f} / {e['total_s'] * 1e3:.0f} / "
+                     f"{c['total_s'] * 1e3:.0f}"])
+    return table + "\n\nExact DDP (solve(prob, 'ddp')), 1 thread:\n\n" + \
+        rp.md_table(head, body)
 
 
 if __name__ == "__main__":      # python -m rbdiff.bench.trajopt [gait ...]: the gait rows

@@ -20,6 +20,7 @@ for floating bases with contact phases, in Crocoddyl's conventions.
                       contacts=[feet] * 4 + [feet[1:]] * 3 + [None] * 2 + [feet] * 3,
                       impulses={8: feet}, impulse_costs=[to.StateRegularization(x0, 10.0)])
     res = to.solve(prob, method="fddp", xs=[x0] * 13)       # infeasible warm start
+    res = to.solve(prob, method="ddp", xs=[x0] * 13)        # the same, exact curvature
     res.forces                  # (T, 12): each knot's contact forces (impulses at knot 8)
 
     # Crocoddyl's gaits (gaits.py) with its cost terms (residuals.py): CoMPosition,

@@ -433,6 +433,17 @@ class Problem:
             return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
 
+    def force_costates(self, forces):
+        """(T, ncmax): dl/df at each knot, the force terms' gradients in their contacts'
+        rows (running terms times dt), zero where no term reads the forces (DDP contracts
+        the contact dynamics' force curvature with it)."""
+        lf = np.zeros((self.T, self.ncmax))
+        for K, _, term, scale, off in self.cost_groups:
+            if off is not None:
+                r = _rows(K)
+                lf[r, off] += scale * term.force_gradient(forces[r, off])
+        return lf
+
     @property
     def curved(self):
         """Whether a cost term has a residual curvature (cost_curvature not None)."""

@@ -318,6 +318,18 @@ class _ForceTerm(Term):
             return np.zeros(q.shape[0])
         return self.weight * self._activation(self._residual(f))[0]
 
+    def force_gradient(self, f):
+        """dl/df (K, dim) of w a(r(f)) at the forces f (K, dim): the forces' costate,
+        with which DDP contracts the forces' curvature (trajopt/curvature.py)."""
+        _, Ar, _ = self._activation(self._residual(f))
+        A = self._matrix(f.shape[1])
+        g = np.zeros(f.shape)
+        if A is None:
+            g[:] = self.weight * Ar
+        else:
+            g[:, :A.shape[1]] = self.weight * (Ar @ A)
+        return g
+
     def accumulate(self, model, q, v, u, f, df_dx, df_du, out, knots, scale):
         if f is None:                   # a terminal knot: no forces, Crocoddyl's r = 0
             return np.zeros(q.shape[0])

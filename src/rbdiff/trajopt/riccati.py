@@ -641,15 +641,12 @@ def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
     not positive definite (then the caller raises reg)."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
-    Z = np.empty((nx, nx))
-    W11, W12, W22 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
-    P, WP, C = np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx))
-    w = np.empty(nx)
-    Qx, Qu = np.empty(nx), np.empty(nu)
-    Qxx, Qux, Quu = np.empty((nx, nx)), np.empty((nu, nx)), np.empty((nu, nu))
-    Qr, L, G = np.empty((nu, nu)), np.zeros((nu, nu)), np.empty((nu, nx + 1))
-    KZ, Quk = np.empty((nu, nx)), np.empty(nu)
-    cross = lxu.shape[1] > 0             # l_xu (T, nx, nu); (T, 0, 0): none
+    sc = (np.empty((nx, nx)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n)),
+          np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx)),
+          np.empty(nx), np.empty(nx), np.empty(nu), np.empty((nx, nx)),
+          np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nu)),
+          np.zeros((nu, nu)), np.empty((nu, nx + 1)), np.empty((nu, nx)), np.empty(nu))
+    no_h = np.zeros((0, 0))
     Vxx[T, :, :] = lxx[T]
     for i in range(nx):
         Vxx[T, i, i] += reg
@@ -659,31 +656,82 @@ def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
     dg = 0.0
     dq = 0.0
     for t in range(T - 1, -1, -1):
-        A_q, A_v, B_u = Pq[t], Pv[t], Pu[t]
-        _st_vec(Vx[t + 1], Jq[t], Jv[t], c[t], blocks, w)
-        _grad_x(lx[t], w, A_q, A_v, 0.0, Qx)        # w = S^T V_x': S's part done
-        Qu[:] = lu[t]
-        _mtv(B_u, w[n:], Qu, 1.0)
-        _st_w_blocks(Vxx[t + 1], Jq[t], Jv[t], c[t], blocks, Z, W11, W12, W22)
-        _q_blocks(lxx[t], luu[t], W11, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
-        for i in range(nu):
-            Quu[i, i] += reg
-        if cross:
-            for i in range(nu):
-                for j in range(nx):
-                    Qux[i, j] += lxu[t, j, i]
-        _system(Qux, Qu, Quu, nu, nx, Qr, G)
-        if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
+        ok, e1, e2 = _fddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu,
+                                fs, reg, feasible, us, lo, hi, k_ff, K_fb, Vx, Vxx,
+                                no_h, sc)
+        if not ok:
             return t, 0.0, 0.0
-        e1, e2 = _value(Qx, Qu, Qxx, Qux, Quu, K_fb[t], k_ff[t], True, KZ, Quk, Vx[t],
-                        Vxx[t])
         dg += e1
         dq += 2.0 * e2
-        for i in range(nx):
-            Vxx[t, i, i] += reg
-        if not feasible:
-            _mv_add(Vxx[t], fs[t], Vx[t])
     return -1, dg, dq
+
+
+def fddp_scratch(n, nu):
+    """The FDDP knot's scratch arrays (_fddp_knot), for ddp_knot's caller."""
+    nx = 2 * n
+    return (np.empty((nx, nx)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n)),
+            np.empty((n, nx + nu)), np.empty((n, nx + nu)), np.empty((n, nx)),
+            np.empty(nx), np.empty(nx), np.empty(nu), np.empty((nx, nx)),
+            np.empty((nu, nx)), np.empty((nu, nu)), np.empty((nu, nu)),
+            np.zeros((nu, nu)), np.empty((nu, nx + 1)), np.empty((nu, nx)), np.empty(nu))
+
+
+@kernel
+def _fddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg,
+               feasible, us, lo, hi, k_ff, K_fb, Vx, Vxx, Hz, sc):
+    """Knot t of backward_pass_fddp (its docstring), from V_x', V_xx' (Vx[t + 1],
+    Vxx[t + 1]) to Vx[t], Vxx[t] and the gains; Hz (nx + nu, nx + nu), or (0, 0): none,
+    added to [[Q_xx, Q_ux^T], [Q_ux, Q_uu]] before the gains (DDP's curvature of
+    lambda'.f, trajopt/curvature.py). Returns (ok, Q_u.k, k.Q_uu.k / 2); ok False where
+    Q_uu is not positive definite."""
+    Z, W11, W12, W22, P, WP, C, w, Qx, Qu, Qxx, Qux, Quu, Qr, L, G, KZ, Quk = sc
+    n, nu = Pq.shape[1], Pu.shape[2]
+    nx = 2 * n
+    A_q, A_v, B_u = Pq[t], Pv[t], Pu[t]
+    _st_vec(Vx[t + 1], Jq[t], Jv[t], c[t], blocks, w)
+    _grad_x(lx[t], w, A_q, A_v, 0.0, Qx)        # w = S^T V_x': S's part done
+    for i in range(nu):
+        Qu[i] = lu[t, i]
+    _mtv(B_u, w[n:], Qu, 1.0)
+    _st_w_blocks(Vxx[t + 1], Jq[t], Jv[t], c[t], blocks, Z, W11, W12, W22)
+    _q_blocks(lxx[t], luu[t], W11, A_q, A_v, B_u, W12, W22, P, WP, C, Qxx, Qux, Quu)
+    for i in range(nu):
+        Quu[i, i] += reg
+    if lxu.shape[1] > 0:                # l_xu (T, nx, nu); (T, 0, 0): none
+        for i in range(nu):
+            for j in range(nx):
+                Qux[i, j] += lxu[t, j, i]
+    if Hz.shape[0] > 0:
+        for i in range(nx):
+            for j in range(nx):
+                Qxx[i, j] += Hz[i, j]
+        for i in range(nu):
+            for j in range(nx):
+                Qux[i, j] += Hz[nx + i, j]
+            for j in range(nu):
+                Quu[i, j] += Hz[nx + i, nx + j]
+    _system(Qux, Qu, Quu, nu, nx, Qr, G)
+    if not _gains(t, us, lo, hi, Qu, Qr, G, L, K_fb, k_ff):
+        return False, 0.0, 0.0
+    e1, e2 = _value(Qx, Qu, Qxx, Qux, Quu, K_fb[t], k_ff[t], True, KZ, Quk, Vx[t],
+                    Vxx[t])
+    for i in range(nx):
+        Vxx[t, i, i] += reg
+    if not feasible:
+        _mv_add(Vxx[t], fs[t], Vx[t])
+    return True, e1, e2
+
+
+@entry
+def ddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg, feasible,
+             us, lo, hi, k_ff, K_fb, Vx, Vxx, Hz, sc):
+    """One knot of the FDDP pass with DDP's curvature Hz added (_fddp_knot), for the
+    DDP pass that trajopt/curvature.py drives knot by knot (Hz needs V_x', known only
+    once the pass reaches the knot); sc: fddp_scratch's arrays. Returns (ok, Q_u.k,
+    k.Q_uu.k)."""
+    ok, e1, e2 = _fddp_knot(t, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
+                            reg, feasible, us, lo, hi, k_ff, K_fb, Vx, Vxx, Hz, sc)
+    return ok, e1, 2.0 * e2
 
 
 @kernel

@@ -18,6 +18,15 @@ dynamics and the costs) instead of raising the regularisation until Q_uu is (10 
 iterations on the reach against 10, by how far reg may rise; Crocoddyl's SolverDDP
 raises it, but its "DDP" has no dynamics curvature: its Q_uu is Gauss-Newton's, positive
 definite by construction); ``history[i]["second_order"]`` says which. Stops when the expected change of a full step is below ``tol``.
+
+DDP on the other problems (floating bases, spherical joints, underactuation, contact and
+impulse knots) is FDDP's solver (solve_fddp: gaps, infeasible warm start, its line
+search and regularisation) with the exact curvature of lambda'.f added to Q_xx, Q_ux,
+Q_uu at every knot (curvature.py: the ABA, contact or impulse contraction with the next
+knot's costate and the force terms' gradient, integrate's second-order terms on the
+free flyers and spherical joints), the same safeguard (a pass whose Q_uu is not
+positive definite: that iteration takes FDDP's Gauss-Newton pass); the cost's curvature
+there is Gauss-Newton's (exact for residuals linear in the tangent coordinates).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import rbdiff as _rbd
 
 from ..cpu import background
 from ..kernels.compile_clock import seconds as compile_seconds
+from . import curvature
 from .riccati import backward_pass, backward_pass_fddp
 
 REG_MIN, REG_MAX = 1e-9, 1e9
@@ -147,7 +157,9 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     fddp (every problem: floating bases, contact and impulse knots): Crocoddyl's
     SolverFDDP (solve_fddp) from the states ``xs`` (T+1, nq+nv; default x0 at every
     knot: an infeasible warm start is fine) and controls ``us`` (T, nu; default the
-    quasi-static ones along xs).
+    quasi-static ones along xs). ddp on such a problem: the same solver, its backward
+    pass with the exact curvature of lambda'.f added at every knot (trajopt/curvature.py;
+    Gauss-Newton's cost curvature there), its warm start and result as fddp's.
 
     Returns a Result; ``callback(iteration, result_so_far)`` is called after each
     iteration."""
@@ -158,10 +170,13 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     if curvature not in ("value", "costate"):
         raise ValueError(f"curvature: expected 'value' or 'costate', got {curvature!r}")
     if not prob.simple:
+        if method == "ddp":         # FDDP's pass and line search, the exact curvature added
+            return solve_fddp(prob, xs, us, max_iter, tol, reg, callback,
+                              second_order=True, costate=curvature == "costate")
         raise ValueError(f"method {method!r} handles fixed-base problems with "
                          "vector-space joints, free knots and u = tau; this problem has a "
                          "floating base, spherical joints, contacts or underactuation: use "
-                         "method='fddp'")
+                         "method='fddp' or 'ddp'")
     ddp = method == "ddp"
     reg = float(reg)                 # backward_pass's signature (backward_pass_signature)
     jobs = _prefetch(prob, ddp)      # before anything compiles: a cold first solve
@@ -308,7 +323,8 @@ def _quadratic(a, M, b):
     return float(np.einsum("ti,ti->", a, (M @ b[:, :, None])[:, :, 0]))
 
 
-def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None):
+def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None,
+               second_order=False, costate=False):
     """Crocoddyl's feasibility-driven DDP (SolverFDDP::solve, Mastalli et al. 2020), step
     for step: the knots of the warm start (xs, us) are shot one by one (multiple
     shooting), their gaps fs closed by the forward pass (x_t = x_next (+) (alpha - 1) fs_t
@@ -325,10 +341,19 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     at its bound). Result.iterations counts the iterations run (Crocoddyl's ``iter`` + 1
     when it converges). Control bounds (none
     in Crocoddyl's FDDP; its BoxFDDP differs) as ilqr's: a clamped set in the backward
-    pass, clamping in the rollout."""
+    pass, clamping in the rollout.
+
+    ``second_order`` (solve's "ddp" on these problems): the backward pass adds the
+    dynamics' exact curvature contracted with the next knot's costate (V_x' + V_xx' gap,
+    or with ``costate`` the open-loop costate) and the forces' contracted with the force
+    terms' gradient (curvature.backward_pass_ddp); where that model's Q_uu is not
+    positive definite the iteration takes FDDP's Gauss-Newton pass instead (as ddp on
+    simple problems does), whose own failure raises reg; ``history[i]["second_order"]``
+    says which."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
+    name = "ddp" if second_order else "fddp"
     q, v, u = _warm_start(prob, xs, us)
     try:
         qx, vx, forces = prob.shoot(q, v, u)
@@ -352,7 +377,16 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
             fs = _gaps(prob, q, v, qx, vx)
             parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
         t1, c1 = time.perf_counter(), compile_seconds()
+        second = second_order
         while True:
+            if second:
+                knot, dg_k, dq_k = curvature.backward_pass_ddp(
+                    prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
+                    feasible, k_ff, K_fb, Vx, Vxx, costate)
+                if knot < 0:
+                    break
+                second = False      # not convex here: this iteration's step is FDDP's
+                continue
             knot, dg_k, dq_k = backward_pass_fddp(*parts, prob._lie_blocks, lx, lu, lxx,
                                                   luu, _no_lxu if lxu is None else lxu, fs,
                                                   reg, feasible, u, prob._lo, prob._hi,
@@ -364,8 +398,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
                 _add(timings, (t0, t1, time.perf_counter()), (c0, c1, compile_seconds()))
                 history.append(dict(cost=J, alpha=0.0, reg=reg, expected=np.nan,
                                     gap=float(np.abs(fs).max()), feasible=feasible,
+                                    second_order=False,
                                     stop="regularisation at its bound"))
-                return _result(prob, q, v, u, J, it, False, "fddp", history, timings,
+                return _result(prob, q, v, u, J, it, False, name, history, timings,
                                forces)
         t2, c2 = time.perf_counter(), compile_seconds()
         # Crocoddyl's updateExpectedImprovement (its k is -ours: dg = -sum Q_u.k)
@@ -408,14 +443,14 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
             reg = min(max(reg * 10, REG_MIN), REG_MAX)
         stop = abs(d1 + 0.5 * d2)
         history.append(dict(cost=J, alpha=accepted or 0.0, reg=reg, expected=d1 + 0.5 * d2,
-                            gap=gap_before, feasible=feasible))
+                            gap=gap_before, feasible=feasible, second_order=second))
         if alpha <= TH_STEPINC and reg >= REG_MAX:
             history[-1]["stop"] = "line search failed with regularisation at its bound"
             break
         if callback is not None:
-            callback(it, _result(prob, q, v, u, J, it, False, "fddp", history, timings,
+            callback(it, _result(prob, q, v, u, J, it, False, name, history, timings,
                                  forces))
         if was_feasible and stop < tol:
             converged = True
             break
-    return _result(prob, q, v, u, J, it, converged, "fddp", history, timings, forces)
+    return _result(prob, q, v, u, J, it, converged, name, history, timings, forces)
