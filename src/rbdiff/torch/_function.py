@@ -19,7 +19,12 @@ no autograd asked for -> the NumPy forward alone; outside torch.func and forward
 the level's ``Lean`` Function (an old-style Function: no setup_context, no inputs saved
 for a jvp, the NumPy arrays and inputs kept on ctx), whose backward, where it records no
 graph (plain .backward()), is the same contraction in NumPy with the next level's
-kernels called directly, and else Rule's.
+kernels called directly, and else Rule's. For rnea and aba on one float64 state
+(``call_one``, the shape of a training step's call) the level's ``One`` Function goes
+further: its forward and its plain backward are one compiled call each (cpu/vjp.py: q
+retracted there, the derivatives, their products with the cotangent and the tangent
+map's transpose), writing into fresh NumPy buffers, with the per-model constants and
+scratch in a cached plan; every other case takes Lean's or Rule's way.
 """
 
 import threading
