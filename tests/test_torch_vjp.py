@@ -235,3 +235,20 @@ def test_two_threads_one_model():
     for t in threads:
         t.join()
     assert not bad
+
+
+def test_plans_do_not_keep_models_alive():
+    """The per-model plans (scratch, codes) hold no reference to their model: a model
+    dropped by its user is collected once another is in use."""
+    import gc
+    import weakref
+    rng = np.random.default_rng(13)
+    refs = []
+    for seed in (3, 4):
+        model = rbd.models.random_tree(4, seed, floating_base=True)
+        q, v, u = (rbd.random_configuration(model, rng), *rng.normal(size=(2, model.nv)))
+        _one(model, "aba", q, v, u, np.ones(model.nv))
+        refs.append(weakref.ref(model))
+        del model
+    gc.collect()
+    assert refs[0]() is None

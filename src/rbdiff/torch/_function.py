@@ -239,17 +239,17 @@ def build(level):
         input) goes Lean's way."""
 
         @staticmethod
-        def forward(ctx, plan, q, v, u):
+        def forward(ctx, model, plan, q, v, u):
             qa, va, ua = q.numpy(force=True), v.numpy(force=True), u.numpy(force=True)
             out = _np_empty(plan.nv)
             # a refused input raises ValueError: call_one then goes call()'s way
             _FORWARD[0](plan.mi, plan.mf, qa, va, ua, plan.fn, plan.ws, plan.qr, out)
-            ctx.st = (plan, qa, va, ua, q, v, u, q._version, v._version, u._version)
+            ctx.st = (model, plan, qa, va, ua, q, v, u, q._version, v._version, u._version)
             return _from_numpy(out)
 
         @staticmethod
         def backward(ctx, g):
-            plan, qa, va, ua, q, v, u, k0, k1, k2 = ctx.st
+            model, plan, qa, va, ua, q, v, u, k0, k1, k2 = ctx.st
             if q._version != k0 or v._version != k1 or u._version != k2:
                 for x, k in zip((q, v, u), (k0, k1, k2)):
                     if x._version != k:
@@ -261,17 +261,17 @@ def build(level):
                 _VJP[0](plan.mi, plan.mf, qa, va, ua, g.numpy(), plan.vjp, plan.qr, plan.D,
                         grad)
                 nq = plan.nq
-                return (None, _from_numpy(grad[:nq]), _from_numpy(grad[nq:plan.nq_nv]),
-                        _from_numpy(grad[plan.nq_nv:]))
+                return (None, None, _from_numpy(grad[:nq]),
+                        _from_numpy(grad[nq:plan.nq_nv]), _from_numpy(grad[plan.nq_nv:]))
             xs = (q, v, u)
-            wanted = ctx.needs_input_grad[1:]
+            wanted = ctx.needs_input_grad[2:]
             if not any(wanted):
-                return (None,) * 4
+                return (None,) * 5
             if not _graph_wanted((g,)):
-                return (None,) + _backward_numpy(level, plan.model, None, xs, (g,), wanted,
-                                                 [retract(plan.model, qa), va, ua],
-                                                 [qa, va, ua])
-            return (None,) + _graph_backward(plan.model, None, xs, (g,), wanted)
+                return (None, None) + _backward_numpy(level, model, None, xs, (g,), wanted,
+                                                      [retract(model, qa), va, ua],
+                                                      [qa, va, ua])
+            return (None, None) + _graph_backward(model, None, xs, (g,), wanted)
 
     nxt_rule = build(level.nxt) if level.nxt is not None else None
     Rule.__name__ = Rule.__qualname__ = f"{level.name}_rule"
@@ -332,7 +332,7 @@ def call_one(rule, level, model, q, v, u):
             and torch.is_grad_enabled() and not _transforming()
             and fwAD._current_level < 0 and not (_wrapped(q) or _wrapped(v) or _wrapped(u))):
         try:
-            return rule.one_apply(_plan(model, level.one), q, v, u)
+            return rule.one_apply(model, _plan(model, level.one), q, v, u)
         except ValueError:
             pass
     return None
@@ -341,15 +341,14 @@ def call_one(rule, level, model, q, v, u):
 class _Plan:
     """The One Function's per-(model, dynamics) constants: the model's packed arrays and
     float64 scratch (GIL-held fast entries: never two threads at once), the entry codes,
-    the gradient buffer's layout."""
-    __slots__ = ("model", "mi", "mf", "ws", "qr", "D", "fn", "vjp", "nq", "nv", "ng",
-                 "nq_nv")
+    the gradient buffer's layout. Not the model itself (_PLAN_CACHE's weak keys)."""
+    __slots__ = ("mi", "mf", "ws", "qr", "D", "fn", "vjp", "nq", "nv", "ng", "nq_nv")
 
     def __init__(self, model, fn):
         from ..cpu import vjp
         from ..derivatives import _product_code
         from ..kernels.aza import AZA
-        self.model, self.mi, self.mf, self.ws = model, model.mi, model.mf, model._ws
+        self.mi, self.mf, self.ws = model.mi, model.mf, model._ws
         self.qr = np.empty(model.nq)
         self.D = np.empty((4, model.nv, model.nv))
         self.fn = fn
