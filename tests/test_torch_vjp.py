@@ -168,6 +168,19 @@ def test_where_it_steps_aside():
     assert type(rt.aba(model, *x32).grad_fn)._forward_cls.__name__ == "aba_lean_rule"
     # nothing requires grad: the NumPy forward alone
     assert rt.rnea(model, *(x.detach() for x in xs)).grad_fn is None
+    # strided inputs (a view of every other element, a stride-0 expansion): the entries
+    # take any strides
+    base = torch.tensor(np.repeat(q, 2), requires_grad=True)
+    c = torch.tensor(0.5, dtype=T64, requires_grad=True)
+    y = rt.aba(model, base[::2], c.expand(model.nv), xs[2])
+    assert type(y.grad_fn)._forward_cls.__name__ == "aba_one_rule"
+    y.square().sum().backward()
+    _, ref = _one(model, "aba", q, np.full(model.nv, 0.5), u,
+                  2 * rt.aba(model, *(torch.tensor(x) for x in (q, np.full(model.nv, 0.5),
+                                                                 u))).numpy())
+    assert _rel(base.grad[::2].numpy(), ref[0]) < 1e-14
+    assert not base.grad[1::2].any()
+    assert _rel(c.grad.numpy(), ref[1].sum()) < 1e-13
     # an expanded cotangent (stride 0: y.sum()'s) goes through the compiled backward
     for x in xs:
         x.grad = None
