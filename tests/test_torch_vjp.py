@@ -214,7 +214,7 @@ def test_refusals_are_the_general_paths(monkeypatch):
     for name in ("aba", "rnea"):
         f = getattr(rt, name)
         for case, args in cases.items():
-            def run(args=args):
+            def run(args=args, f=f):
                 f(model, *(torch.tensor(x, requires_grad=True) for x in args))
             with monkeypatch.context() as mp:
                 mp.setattr(F, "ONE", False)

@@ -324,7 +324,8 @@ def call_one(rule, level, model, q, v, u):
     mode, no transform nor forward AD: the shape of a training step's call); else None
     (the caller checks the inputs and goes call()'s way, which names a refusal: the One
     forward's entry checks lengths and values and refuses with a bare ValueError)."""
-    if (ONE and type(model) is _Model and type(q) is _Tensor and type(v) is _Tensor and type(u) is _Tensor
+    if (ONE and type(model) is _Model
+            and type(q) is _Tensor and type(v) is _Tensor and type(u) is _Tensor
             and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
             and q.dim() == 1 and v.dim() == 1 and u.dim() == 1
             and q.is_cpu and v.is_cpu and u.is_cpu
