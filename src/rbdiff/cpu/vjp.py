@@ -1,11 +1,12 @@
-"""One-state entries of the front ends' forward and backward (rbdiff.torch's lean path):
-the forward and the whole backward each one compiled call, with q in its ambient layout
+"""One-state entries of the front ends' forward and backward (rbdiff.torch's One
+Function for rnea and aba): the forward and the whole backward each one compiled call, with q in its ambient layout
 (retracted here). The dynamics and their derivatives are the NumPy fast paths' own
 entries, called by address (cpu/twin.py: no second compile of them, and only the ones a
 model needs, on first use); the products and the tangent map are kernels/vjp.py's. Fast
 entries: they hold the GIL, so the caller's scratch (per model) is never shared by two
 threads at once."""
 
+from ..kernels.aza import AZA
 from ..kernels.configuration import retract
 from ..kernels.jit import fast_entry, helper
 from ..kernels.vjp import dynamics_vjp
@@ -17,7 +18,6 @@ from .twin import twin_later
 RNEA = 0         # the dynamics: inverse (rnea), forward with the DMM product (aba),
 ABA = 1          # forward with the AZA product (aba on long branches: kernels/aza.py,
 ABA_AZA = 2      # the choice rbd.aba_derivatives' product="auto" makes)
-_AZA = 2         # kernels.aza.AZA, the product code aba_derivatives_product_one takes
 
 
 @helper
@@ -57,5 +57,5 @@ def dynamics_vjp_one(mi, mf, q, v, u, g, fn, qr, D, grad):
         twin_later(aba_derivatives_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2]))
     else:
         twin_later(aba_derivatives_product_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2],
-                                                 _AZA))
+                                                 AZA))
     dynamics_vjp(mi, q, g, D, grad)
