@@ -178,6 +178,7 @@ def test_numpy_backward_fast_paths_equal_the_general_ones(monkeypatch, key):
             graph = torch.autograd.grad((_call(name, model, xs) ** 2).sum(), xs,
                                         create_graph=True)
             with monkeypatch.context() as mp:
+                mp.setattr(F, "ONE", False)
                 mp.setattr(F, "LEAN", False)
                 mp.setattr(F, "_stashed", lambda xs: None)
                 mp.setattr(F, "_tangent_vjp", F._tangent_vjp_general)
@@ -190,10 +191,12 @@ def test_numpy_backward_fast_paths_equal_the_general_ones(monkeypatch, key):
 
 
 def test_lean_path_equals_the_generic_rule(monkeypatch):
-    """call()'s Lean Function (outside torch.func and forward AD) against the generic
-    Rule it shortcuts: the same gradients (one state, a batch, float32, some inputs not
-    requiring grad), the same double backward, and an input modified in place between
-    forward and backward refused as saved tensors are."""
+    """call()'s Lean Function (outside torch.func and forward AD) and, for rnea and aba
+    on one float64 state, call_one's One Function (compiled forward and backward,
+    cpu/vjp.py) against the generic Rule they shortcut: the same gradients (one state, a
+    batch, float32, some inputs not requiring grad), the same double backward, and an
+    input modified in place between forward and backward refused as saved tensors
+    are."""
     from rbdiff.torch import _function as F
     model, rng = MODELS["tree"], np.random.default_rng(21)
 
@@ -212,22 +215,28 @@ def test_lean_path_equals_the_generic_rule(monkeypatch):
         args[0] = _off_manifold(model, args[0])
         for name, dtype, needs, cg in (("aba", T64, (True, True, True), False),
                                        ("rnea", T64, (True, False, True), False),
+                                       ("aba", T64, (False, True, False), False),
                                        ("aba", torch.float32, (True, True, True), False),
                                        ("rnea", T64, (True, True, True), True)):
-            lean = grads(name, args, dtype, needs, cg)
+            fast = grads(name, args, dtype, needs, cg)
             with monkeypatch.context() as mp:
+                mp.setattr(F, "ONE", False)
+                lean = grads(name, args, dtype, needs, cg)
                 mp.setattr(F, "LEAN", False)
                 generic = grads(name, args, dtype, needs, cg)
-            for a, b in zip(lean, generic):
+            for a, b, c in zip(fast, lean, generic):
                 tol = 1e-15 if dtype == T64 else 1e-6
-                assert torch.allclose(a, b, rtol=tol, atol=tol * float(b.abs().max()))
-    q, v, u = _t(*_state(model, rng), requires_grad=True)
-    y = rt.aba(model, q, v, u)
-    assert type(y.grad_fn)._forward_cls.__name__ == "aba_lean_rule"
-    with torch.no_grad():
-        v.mul_(2.0)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        y.sum().backward()
+                assert torch.allclose(a, c, rtol=tol, atol=tol * float(c.abs().max()))
+                assert torch.allclose(b, c, rtol=tol, atol=tol * float(c.abs().max()))
+    for one, kind in ((True, "one"), (False, "lean")):
+        monkeypatch.setattr(F, "ONE", one)
+        q, v, u = _t(*_state(model, rng), requires_grad=True)
+        y = rt.aba(model, q, v, u)
+        assert type(y.grad_fn)._forward_cls.__name__ == f"aba_{kind}_rule"
+        with torch.no_grad():
+            v.mul_(2.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)

@@ -342,3 +342,90 @@ def neutral(mi, q):
             q[iq + 3] = 1.0
         elif t == REVOLUTE_UNBOUNDED:
             q[iq] = 1.0
+
+
+# ---- the front ends' ambient q: retraction and the transpose of its tangent map ------
+# rbdiff.torch and rbdiff.jax take q in its ambient layout and evaluate f(retract(q));
+# the derivative in q is the tangent derivative times rbdiff.model.tangent's map
+# e = T(q) dq. A backward (a vector-Jacobian product) needs T(q)^T w: written here once,
+# per joint, for the compiled VJP entries (cpu/vjp.py).
+
+
+@helper
+def _normalise_block(q, k, n, qr):
+    """qr[k:k+n] = q[k:k+n] / |q[k:k+n]|; False where the norm is not positive."""
+    r2 = q[k] * q[k]
+    for i in range(1, n):
+        r2 += q[k + i] * q[k + i]
+    if not r2.real > 0.0:
+        return False
+    r = np.sqrt(r2)
+    for i in range(n):
+        qr[k + i] = q[k + i] / r
+    return True
+
+
+@helper
+def retract(mi, q, qr):
+    """qr (nq,) = q with every quaternion and (cos, sin) pair divided by its norm
+    (rbdiff.model.tangent's retract); False where one has a zero (or NaN) norm, qr then
+    unfinished."""
+    for k in range(q.shape[0]):
+        qr[k] = q[k]
+    ok = True
+    for i in range(1, mi[0, 0] + 1):
+        t = mi[i, MI_TYPE]
+        iq = mi[i, MI_IQ]
+        if t == FREE_FLYER:
+            ok &= _normalise_block(q, iq + 3, 4, qr)
+        elif t == SPHERICAL:
+            ok &= _normalise_block(q, iq, 4, qr)
+        elif t == REVOLUTE_UNBOUNDED:
+            ok &= _normalise_block(q, iq, 2, qr)
+    return ok
+
+
+@helper
+def _quaternion_vjp(q, k, w, j, out):
+    """out[k:k+4] = T^T w[j:j+3] for the quaternion block x = q[k:k+4] of a spherical
+    joint (or a free flyer's rotation): with r = |x|, n = x / r = (u, n_w), the map
+    e = (2 / r) (n_w dx_u - dx_w u - u x dx_u) transposed gives (2 / r) (n_w g + u x g)
+    and -(2 / r) u . g (g = w[j:j+3]). Returns n."""
+    x0, x1, x2, x3 = q[k], q[k + 1], q[k + 2], q[k + 3]
+    r = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3)
+    n0, n1, n2, n3 = x0 / r, x1 / r, x2 / r, x3 / r
+    g0, g1, g2 = w[j], w[j + 1], w[j + 2]
+    s = 2.0 / r
+    out[k] = s * (n3 * g0 + (n1 * g2 - n2 * g1))
+    out[k + 1] = s * (n3 * g1 + (n2 * g0 - n0 * g2))
+    out[k + 2] = s * (n3 * g2 + (n0 * g1 - n1 * g0))
+    out[k + 3] = -s * (n0 * g0 + n1 * g1 + n2 * g2)
+    return n0, n1, n2, n3
+
+
+@helper
+def tangent_vjp(mi, q, w, out):
+    """out (nq,) = T(q)^T w for w (nv,): the transpose of rbdiff.model.tangent's
+    ambient-to-tangent map at q (which need not be on the manifold), joint by joint:
+    revolute, prismatic: w; continuous (c, s): (-s, c) w / (c^2 + s^2); spherical:
+    _quaternion_vjp; free flyer: R(n) w_lin (e_lin = R(n)^T dp), then the rotation's."""
+    for i in range(1, mi[0, 0] + 1):
+        t = mi[i, MI_TYPE]
+        iq = mi[i, MI_IQ]
+        iv = mi[i, MI_IV]
+        if t <= PRISMATIC:
+            out[iq] = w[iv]
+        elif t == REVOLUTE_UNBOUNDED:
+            c = q[iq]
+            s = q[iq + 1]
+            g = w[iv] / (c * c + s * s)
+            out[iq] = -s * g
+            out[iq + 1] = c * g
+        elif t == SPHERICAL:
+            _quaternion_vjp(q, iq, w, iv, out)
+        else:
+            x, y, z, qw = _quaternion_vjp(q, iq + 3, w, iv + 3, out)
+            px, py, pz = quat_rotate(x, y, z, qw, w[iv], w[iv + 1], w[iv + 2])
+            out[iq] = px
+            out[iq + 1] = py
+            out[iq + 2] = pz

@@ -19,7 +19,12 @@ no autograd asked for -> the NumPy forward alone; outside torch.func and forward
 the level's ``Lean`` Function (an old-style Function: no setup_context, no inputs saved
 for a jvp, the NumPy arrays and inputs kept on ctx), whose backward, where it records no
 graph (plain .backward()), is the same contraction in NumPy with the next level's
-kernels called directly, and else Rule's.
+kernels called directly, and else Rule's. For rnea and aba on one float64 state
+(``call_one``, the shape of a training step's call) the level's ``One`` Function goes
+further: its forward and its plain backward are one compiled call each (cpu/vjp.py: q
+retracted there, the derivatives, their products with the cotangent and the tangent
+map's transpose), writing into fresh NumPy buffers, with the per-model constants and
+scratch in a cached plan; every other case takes Lean's or Rule's way.
 """
 
 import threading
@@ -32,6 +37,7 @@ import torch
 from torch.autograd import forward_ad as fwAD
 
 from ..model import layout as L
+from ..model.model import Model as _Model
 from ..model.tangent import normalised_blocks, tangent_of_ambient
 
 
@@ -47,6 +53,7 @@ class Level:
     jac: Optional[list] = None
     nxt: Optional["Level"] = None
     missing: str = ""
+    one: Optional[int] = None     # rnea / aba: their cpu.vjp code (the One Function)
 
 
 _GROUPS = weakref.WeakKeyDictionary()    # model -> [(start, length)] of normalised blocks
@@ -224,10 +231,55 @@ def build(level):
             raise RuntimeError(level.missing)
         return nxt_rule.apply(model, extra, *xs)
 
+    class One(torch.autograd.Function):
+        """Lean for rnea and aba on one float64 state (call_one picks it): the forward
+        and a plain .backward() one compiled call each (cpu/vjp.py: q retracted there,
+        the derivatives, their products with the cotangent and the tangent map's
+        transpose), into fresh NumPy buffers; anything else (create_graph, a refused
+        input) goes Lean's way."""
+
+        @staticmethod
+        def forward(ctx, model, plan, q, v, u):
+            qa, va, ua = q.numpy(force=True), v.numpy(force=True), u.numpy(force=True)
+            out = _np_empty(plan.nv)
+            # a refused input raises ValueError: call_one then goes call()'s way
+            _FORWARD[0](plan.mi, plan.mf, qa, va, ua, plan.fn, plan.ws, plan.qr, out)
+            ctx.st = (model, plan, qa, va, ua, q, v, u, q._version, v._version, u._version)
+            return _from_numpy(out)
+
+        @staticmethod
+        def backward(ctx, g):
+            model, plan, qa, va, ua, q, v, u, k0, k1, k2 = ctx.st
+            if q._version != k0 or v._version != k1 or u._version != k2:
+                for x, k in zip((q, v, u), (k0, k1, k2)):
+                    if x._version != k:
+                        raise RuntimeError(_MODIFIED.format(level.name, tuple(x.shape),
+                                                            x._version, k))
+            if (g.dtype is _F64 and not torch.is_grad_enabled() and not _transforming()
+                    and not _wrapped(g)):
+                grad = _np_empty(plan.ng)
+                _VJP[0](plan.mi, plan.mf, qa, va, ua, g.numpy(), plan.vjp, plan.qr, plan.D,
+                        grad)
+                nq = plan.nq
+                return (None, None, _from_numpy(grad[:nq]),
+                        _from_numpy(grad[nq:plan.nq_nv]), _from_numpy(grad[plan.nq_nv:]))
+            xs = (q, v, u)
+            wanted = ctx.needs_input_grad[2:]
+            if not any(wanted):
+                return (None,) * 5
+            if not _graph_wanted((g,)):
+                return (None, None) + _backward_numpy(level, model, None, xs, (g,), wanted,
+                                                      [retract(model, qa), va, ua],
+                                                      [qa, va, ua])
+            return (None, None) + _graph_backward(model, None, xs, (g,), wanted)
+
     nxt_rule = build(level.nxt) if level.nxt is not None else None
     Rule.__name__ = Rule.__qualname__ = f"{level.name}_rule"
     Lean.__name__ = Lean.__qualname__ = f"{level.name}_lean_rule"
+    One.__name__ = One.__qualname__ = f"{level.name}_one_rule"
     Rule.lean = Lean
+    # torch's Function.apply does exactly this after binding the signature
+    Rule.one_apply = super(torch.autograd.Function, One).apply
     return Rule
 
 
@@ -259,6 +311,82 @@ def call(rule, level, model, extra, *xs):
 
 
 LEAN = True
+ONE = True       # call_one's One Function (the tests turn it off to compare)
+_F64 = torch.float64
+_Tensor = torch.Tensor
+_np_empty = np.empty
+_from_numpy = torch.from_numpy
+
+
+def call_one(rule, level, model, q, v, u):
+    """rule(model, None, q, v, u)[0] for rnea and aba by their One Function where it
+    applies (plain CPU float64 tensors of one state, an input requiring grad under grad
+    mode, no transform nor forward AD: the shape of a training step's call); else None
+    (the caller checks the inputs and goes call()'s way, which names a refusal: the One
+    forward's entry checks lengths and values and refuses with a bare ValueError)."""
+    if (ONE and type(model) is _Model
+            and type(q) is _Tensor and type(v) is _Tensor and type(u) is _Tensor
+            and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
+            and q.dim() == 1 and v.dim() == 1 and u.dim() == 1
+            and q.is_cpu and v.is_cpu and u.is_cpu
+            and (q.requires_grad or v.requires_grad or u.requires_grad)
+            and torch.is_grad_enabled() and not _transforming()
+            and fwAD._current_level < 0 and not (_wrapped(q) or _wrapped(v) or _wrapped(u))):
+        try:
+            return rule.one_apply(model, _plan(model, level.one), q, v, u)
+        except ValueError:
+            pass
+    return None
+
+
+class _Plan:
+    """The One Function's per-(model, dynamics) constants: the model's packed arrays and
+    float64 scratch (GIL-held fast entries: never two threads at once), the entry codes,
+    the gradient buffer's layout. Not the model itself (_PLAN_CACHE's weak keys)."""
+    __slots__ = ("mi", "mf", "ws", "qr", "D", "fn", "vjp", "nq", "nv", "ng", "nq_nv")
+
+    def __init__(self, model, fn):
+        from ..cpu import vjp
+        from ..derivatives import _product_code
+        from ..kernels.aza import AZA
+        self.mi, self.mf, self.ws = model.mi, model.mf, model._ws
+        self.qr = np.empty(model.nq)
+        self.D = np.empty((4, model.nv, model.nv))
+        self.fn = fn
+        self.vjp = (vjp.ABA_AZA if fn == vjp.ABA and _product_code(model, "auto") == AZA
+                    else fn)
+        self.nq, self.nv = model.nq, model.nv
+        self.ng, self.nq_nv = model.nq + 2 * model.nv, model.nq + model.nv
+
+
+_PLAN_CACHE = weakref.WeakKeyDictionary()   # model -> {code: _Plan}
+_PLAN_LAST = [None, None, None]             # the last (model, code, plan)
+
+
+def _plan(model, code):
+    if model is _PLAN_LAST[0] and code == _PLAN_LAST[1]:
+        return _PLAN_LAST[2]
+    plans = _PLAN_CACHE.get(model)
+    if plans is None:
+        plans = _PLAN_CACHE[model] = {}
+    plan = plans.get(code)
+    if plan is None:
+        plan = plans[code] = _Plan(model, code)
+    _PLAN_LAST[:] = model, code, plan
+    return plan
+
+
+def _bind_entries():
+    """The cpu.vjp entries without Numba's type dispatch (kernels.jit.native): the
+    inputs and qr compiled for any strides, the first call compiling."""
+    from ..cpu import vjp
+    from ..kernels.jit import native
+    _FORWARD[0] = native(vjp.dynamics_retracted_one, 0, _FORWARD, inputs=(2, 3, 4, 7))
+    _VJP[0] = native(vjp.dynamics_vjp_one, 0, _VJP, inputs=(2, 3, 4, 5, 7))
+
+
+_FORWARD, _VJP = [None], [None]
+_bind_entries()
 
 
 def _wrapped(t):

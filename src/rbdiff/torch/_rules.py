@@ -14,6 +14,7 @@ import numpy as np
 
 import rbdiff as rbd
 from rbdiff import motion_partials as MP
+from rbdiff.cpu import vjp as VJP
 
 from ._function import Level
 
@@ -47,21 +48,23 @@ def _second(s):
 _SECOND_TABLE = [[0, 1, 2], [3, 4, None], [5, None, None]]
 
 
-def _dynamics(name, value, first, second):
-    """The Levels of rnea or aba: value, first (NamedTuple of 3), second (tuple of 4)."""
+def _dynamics(name, value, first, second, one):
+    """The Levels of rnea or aba: value, first (NamedTuple of 3), second (tuple of 4);
+    one: the cpu.vjp code of its One Function."""
     lv2 = Level(f"{name}_second_order", lambda m, x, e: _second(second(m, *x)),
                 (True, False, False), missing=_no_kernel(f"{name}: a third derivative"))
     lv1 = Level(f"{name}_derivatives", lambda m, x, e: list(first(m, *x)),
                 (True, False, False), _SECOND_TABLE, lv2)
-    return Level(name, lambda m, x, e: [value(m, *x)], (True, False, False), [[0, 1, 2]], lv1)
+    return Level(name, lambda m, x, e: [value(m, *x)], (True, False, False), [[0, 1, 2]], lv1,
+                 one=one)
 
 
 RNEA = _dynamics("rnea", lambda m, q, v, a: rbd.rnea(m, q, v, a),
                  lambda m, q, v, a: rbd.rnea_derivatives(m, q, v, a),
-                 lambda m, q, v, a: _rnea_so(m, q, v, a))
+                 lambda m, q, v, a: _rnea_so(m, q, v, a), VJP.RNEA)
 ABA = _dynamics("aba", lambda m, q, v, t: rbd.aba(m, q, v, t),
                 lambda m, q, v, t: rbd.aba_derivatives(m, q, v, t),
-                lambda m, q, v, t: _aba_so(m, q, v, t))
+                lambda m, q, v, t: _aba_so(m, q, v, t), VJP.ABA)
 
 
 def _rnea_so(m, q, v, a):

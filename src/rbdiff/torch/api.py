@@ -2,7 +2,7 @@
 
 from . import _rules as R
 from ._checks import check
-from ._function import build, call
+from ._function import build, call, call_one
 
 _RNEA, _ABA, _CRBA, _MINV = build(R.RNEA), build(R.ABA), build(R.CRBA), build(R.MINVERSE)
 _NLE, _GRAVITY, _FRAME = build(R.NLE), build(R.GRAVITY), build(R.FRAME_PLACEMENT)
@@ -12,6 +12,9 @@ def rnea(model, q, v, a):
     """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) (rbd.rnea). q (..., nq), v, a
     (..., nv) -> (..., nv). Derivatives: rnea_derivatives; second:
     rnea_second_order_derivatives."""
+    y = call_one(_RNEA, R.RNEA, model, q, v, a)
+    if y is not None:
+        return y
     check(model, [("q", q, "nq"), ("v", v, "nv"), ("a", a, "nv")])
     return call(_RNEA, R.RNEA, model, None, q, v, a)[0]
 
@@ -20,6 +23,9 @@ def aba(model, q, v, tau):
     """Forward dynamics qdd = M(q)^-1 (tau - C(q, v) v - g(q)) (rbd.aba). q (..., nq), v,
     tau (..., nv) -> (..., nv). Derivatives: aba_derivatives; second:
     aba_second_order_derivatives."""
+    y = call_one(_ABA, R.ABA, model, q, v, tau)
+    if y is not None:
+        return y
     check(model, [("q", q, "nq"), ("v", v, "nv"), ("tau", tau, "nv")])
     return call(_ABA, R.ABA, model, None, q, v, tau)[0]
 
