@@ -42,7 +42,7 @@ import numpy as np
 
 import rbdiff as _rbd
 
-from ..cpu.contact_contraction import contact_contraction_one, impulse_contraction_one
+from ..cpu.contact_contraction import contact_contraction_given_one, impulse_contraction_one
 from ..cpu.contraction import aba_contraction_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.configuration import exp_coefficients
@@ -244,12 +244,14 @@ def _fill(H4, off, Hz):
 
 @entry
 def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, u, vx, lf,
-                Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg, feasible, lo,
+                first, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg, feasible, lo,
                 hi, k_ff, K_fb, Vx, Vxx, dt, costate, lam, t_hi, sc):
     """Knots t_hi - 1, t_hi - 2, ... of backward_pass_ddp, compiled: each knot's
     contraction (rbdiff's ABA or contact contraction entries, by address: cpu/twin.py)
     with dt lam_y (and lf[t] the forces' costate), its Lie blocks' terms, then the FDDP
-    knot with them (riccati._fddp_knot); ``costate``: lam (2nv,) the open-loop costate,
+    knot with them (riccati._fddp_knot); ``first`` (T, 3, nv + ncmax, nv) the contact
+    knots' first-order dynamics derivatives (Problem.derivative_parts'), which the contact
+    contraction takes instead of computing them again; ``costate``: lam (2nv,) the open-loop costate,
     updated in place (else V_x'). Stops before a knot whose kind is ``external``
     (the caller computes that one). Returns (stop, failed, sum Q_u.k, sum k.Q_uu.k):
     stop the external knot it stopped at (-1: it reached knot 0), failed the knot whose
@@ -297,9 +299,10 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
                                                  lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
                                                  0.0, ws, H4[0], H4[2]))
         elif kind[t] == CONTACT:
-            twin_later(contact_contraction_one, (mi, mf, fparent, fmf, q[t], v[t], tau, la,
-                                                 lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
-                                                 ws, H4[0], H4[1], H4[2], H4[3]))
+            twin_later(contact_contraction_given_one,
+                       (mi, mf, fparent, fmf, q[t], v[t], tau, la, lf[t, :nc],
+                        first[t, :, :n + nc], cint[s0:e0], cflt[s0:e0], 0.0, ws, H4[0], H4[1],
+                        H4[2], H4[3]))
         else:
             twin(aba_contraction_one, (mi, mf, q[t], v[t], tau, la, None, H4[0], H4[1],
                                        H4[2], H4[3]))
@@ -327,7 +330,7 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
 
 
 def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
-                      feasible, k_ff, K_fb, Vx, Vxx, costate=False):
+                      feasible, k_ff, K_fb, Vx, Vxx, costate=False, first=None):
     """FDDP's backward pass (riccati.backward_pass_fddp, same arguments and results) with
     the exact curvature of lambda'.f added at every knot (knot_hessian's), lambda' =
     V_x' + V_xx' gap (Crocoddyl's costate: Vx[t + 1] as the pass leaves it) or, with
@@ -335,7 +338,8 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     stagewise Newton: from a feasible trajectory its step is Newton's step on the
     controls). Compiled (ddp_segment) but for the knots of a kind whose CONTRACTIONS
     entry is not rbdiff's own (a test's oracle): those run here (knot_hessian,
-    riccati.ddp_knot). Returns (-1, sum Q_u.k,
+    riccati.ddp_knot). ``first``: the contact knots' first-order dynamics derivatives
+    (Problem.derivative_parts' ``first``; None: computed here). Returns (-1, sum Q_u.k,
     sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is not positive definite."""
     from .riccati import ddp_knot, fddp_scratch
     Pq, Pv, Pu, Jq, Jv, c = parts
@@ -346,6 +350,9 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     Vx[T] = lx[T] + (0.0 if feasible else Vxx[T] @ fs[T])
     lam = lx[T].copy()
     sc = fddp_scratch(nv, prob.nu)
+    if first is None:
+        first = np.zeros((T, 3, nv + max(prob.ncmax, 1), nv))
+        prob._dynamics_parts(q, v, u, vx, None, first)
     external = np.array([False, CONTRACTIONS["contact"] is not _DEFAULT["contact"],
                          CONTRACTIONS["impulse"] is not _DEFAULT["impulse"]])
     dg = dq = 0.0
@@ -353,7 +360,7 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     while True:
         stop, failed, e1, e2 = ddp_segment(
             m.mi, m.mf, m.frame_parents, m.frame_mf, prob.kind, prob._cstart, prob._cint,
-            prob._cflt, external, q, v, u, vx, lf, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks,
+            prob._cflt, external, q, v, u, vx, lf, first, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks,
             lx, lu, lxx, luu, lxu, fs, reg, feasible, prob._lo, prob._hi, k_ff, K_fb, Vx,
             Vxx, prob.dt, costate, lam, t_hi, sc)
         dg += e1

@@ -370,19 +370,22 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     history, converged, it = [], False, 0
     feasible = was_feasible = False
     recalc = True
+    # ddp: the contact knots' first-order dynamics derivatives, kept for the contractions
+    first = np.zeros((T, 3, nv + max(prob.ncmax, 1), nv)) if second_order else None
     stop = np.inf
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), compile_seconds()
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
-            parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
+            parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
+                                                                 first)
         t1, c1 = time.perf_counter(), compile_seconds()
         second = second_order
         while True:
             if second:
                 knot, dg_k, dq_k = curvature.backward_pass_ddp(
                     prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
-                    feasible, k_ff, K_fb, Vx, Vxx, costate)
+                    feasible, k_ff, K_fb, Vx, Vxx, costate, first)
                 if knot < 0:
                     break
                 second = False      # not convex here: this iteration's step is FDDP's
