@@ -2,22 +2,21 @@
 cpu.contact_contraction.contact_contraction_given_one, which takes
 contact_dynamics_derivatives' blocks (forces in each contact's reference) instead of
 computing them, against rbd.contact_dynamics_contraction (which computes them itself),
-on point feet and surface feet in LOCAL and LOCAL_WORLD_ALIGNED at once; and the legged
-DDP built on it: its converged result equals FDDP's optimum."""
+on point feet and surface feet in LOCAL and LOCAL_WORLD_ALIGNED at once (the legged DDP
+on it: tests/test_trajopt_ddp_legged.py)."""
 
 import numpy as np
 import pytest
 from conftest import robot_pair
 
 import rbdiff as rbd
-import rbdiff.trajopt as to
 from rbdiff.contacts import pack
 from rbdiff.cpu.contact_contraction import contact_contraction_given_one
 from rbdiff.cpu.scratch import single_call_scratch
 
 
 def _given(model, q, v, tau, contacts, lam_a, lam_f, D=None):
-    cint, cflt, nc = pack(model, contacts)
+    cint, cflt, _ = pack(model, contacts)
     if D is None:
         d = rbd.contact_dynamics_derivatives(model, q, v, tau, contacts)
         D = np.stack([np.concatenate([d.dqdd_dq, d.dforces_dq]),

@@ -97,7 +97,7 @@ def contact_contraction_given_one(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f,
     qdd = np.empty(nv, q.dtype)
     forces = np.empty(nc, q.dtype)
     F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
-    S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
+    S3, _, _, fc, _ = derivative_scratch(mi, nc, q.dtype)
     ws2, sc, Y, B, vecs, idx, C = contraction_scratch(mi, nc, q.dtype)
     bad = contact_contraction_given(mi, mf, fmf, q, v, tau, lam_a, lam_f, cint, cflt, damping,
                                     ws, ws2, sc, F, Minv, J, Yt, W, lam, S3, fc, qdd, forces,

@@ -29,7 +29,10 @@ contact knot's the contact dynamics' contraction of (dt lam_y, lam_f) with lam_f
 the force terms' gradient (Problem.force_costates: the forces' own curvature enters the
 cost's Hessian through it); an impulse knot's the impulse dynamics' of (lam_y, lam_f).
 The contact and impulse contractions are looked up in ``CONTRACTIONS`` (rbdiff's
-contact_dynamics_contraction / impulse_dynamics_contraction where the library has them).
+contact_dynamics_contraction / impulse_dynamics_contraction where the library has them);
+the compiled pass calls the contact one's split entry (contact_contraction_given_one),
+which takes the first-order contact derivatives that the iteration's derivative step
+computed instead of computing them again (about 0.6x the contraction's time).
 
 The cost's own curvature stays Gauss-Newton's on these problems (the residual curvature
 of costs.py assumes one-dof joints): the Hessian is exact where the residuals are linear
@@ -251,8 +254,8 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
     with dt lam_y (and lf[t] the forces' costate), its Lie blocks' terms, then the FDDP
     knot with them (riccati._fddp_knot); ``first`` (T, 3, nv + ncmax, nv) the contact
     knots' first-order dynamics derivatives (Problem.derivative_parts'), which the contact
-    contraction takes instead of computing them again; ``costate``: lam (2nv,) the open-loop costate,
-    updated in place (else V_x'). Stops before a knot whose kind is ``external``
+    contraction takes instead of computing them again; ``costate``: lam (2nv,) the
+    open-loop costate, updated in place (else V_x'). Stops before a knot whose kind is ``external``
     (the caller computes that one). Returns (stop, failed, sum Q_u.k, sum k.Q_uu.k):
     stop the external knot it stopped at (-1: it reached knot 0), failed the knot whose
     Q_uu is not positive definite (-1: none)."""
