@@ -14,7 +14,8 @@ import numpy as np
 from numba import prange
 
 from ..kernels.checks import all_finite
-from ..kernels.contact_contraction import C_SIZE, contact_contraction, impulse_contraction
+from ..kernels.contact_contraction import (C_SIZE, contact_contraction,
+                                          contact_contraction_given, impulse_contraction)
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE
 from ..kernels.jit import entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -75,6 +76,32 @@ def contact_contraction_one(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint,
     bad = contact_contraction(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint, cflt,
                               damping, ws, ws2, sc, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
                               qdd2, qdd, forces, Y, B, vecs, idx, C, HQ, HV, HX, HT)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
+
+
+@entry
+def contact_contraction_given_one(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, D, cint,
+                                  cflt, damping, ws, HQ, HV, HX, HT):
+    """contact_contraction_one with the first-order derivatives D (3, nv + nc, nv) given
+    (contact_dynamics_derivatives' blocks at (q, v, tau): dqdd_dq over dforces_dq, the v
+    ones, the tau ones) instead of computed (trajopt's ddp: its derivative step has them)."""
+    state_ok(mi, q, v, tau, None)
+    workspace_ok(mi, ws)
+    nc = lam_f.shape[0]
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    costates_ok(mi, lam_a, lam_f, nc)
+    nv = mi[0, 2]
+    if D.shape[0] != 3 or D.shape[1] != nv + nc or D.shape[2] != nv:
+        raise ValueError("D: expected (3, nv + nc, nv), the first-order blocks")
+    qdd = np.empty(nv, q.dtype)
+    forces = np.empty(nc, q.dtype)
+    F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
+    S3, _, _, fc, _ = derivative_scratch(mi, nc, q.dtype)
+    ws2, sc, Y, B, vecs, idx, C = contraction_scratch(mi, nc, q.dtype)
+    bad = contact_contraction_given(mi, mf, fmf, q, v, tau, lam_a, lam_f, cint, cflt, damping,
+                                    ws, ws2, sc, F, Minv, J, Yt, W, lam, S3, fc, qdd, forces,
+                                    D, Y, B, vecs, idx, C, HQ, HV, HX, HT)
     dependent_found(bad, True)
     dynamics_finite(qdd)
 

@@ -50,9 +50,9 @@ their own vectors.
 
 from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .contact_dynamics import (CF_KD, CF_KP, CI_DIM, CI_JOINT, CI_REF, CI_ROW, log6,
-                               relative_placement,
+                               relative_placement, contact_solve, forces_on_joints,
                                cholesky_solve, contact_pose, local_derivatives,
-                               position_error, rot_t)
+                               position_error, reference_forces, rot_t)
 from .contraction import (contraction_backward_pass, costate_pass, rnea_contraction,
                           zero4)
 from .fk import acceleration_joint, init_universe, placement_pass_joint
@@ -528,20 +528,89 @@ def contact_contraction(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint, cfl
     (nv + nc, nv), vecs (4, max(nv, nc)) mu, nu, ell, floc, idx (2, nv) int, C (C_SIZE,
     nv, 6)."""
     nv = qdd.shape[0]
-    nc = J.shape[0]
     bad = local_derivatives(mi, mf, fparent, fmf, q, v, tau, None, cint, cflt, damping, ws,
                             F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
                             Y[0, :nv], Y[1, :nv], Y[2, :nv], Y[0, nv:], Y[1, nv:],
                             Y[2, nv:])
     if bad >= 0:
         return bad
+    contraction_terms(mi, mf, fmf, q, v, lam_a, lam_f, cint, cflt, ws, ws2, sc, Minv, Yt, W,
+                      lam, S3, fc, qdd, Y, B, vecs, idx, C, HQ, HV, HX, HT)
+    return -1
+
+
+@kernel
+def contact_contraction_given(mi, mf, fmf, q, v, tau, lam_a, lam_f, cint, cflt, damping, ws,
+                              ws2, sc, F, Minv, J, Yt, W, lam, S3, fc, qdd, forces, D, Y, B,
+                              vecs, idx, C, HQ, HV, HX, HT):
+    """contact_contraction with the first-order derivatives given: D (3, nv + nc, nv) the
+    blocks of contact_dynamics_derivatives at (q, v, tau) (dqdd_dq over dforces_dq, then
+    the v and tau ones; forces in each contact's reference) instead of computed: the
+    contact solve (for M^-1, the KKT factor, the LOCAL forces) and the terms. Scratch as
+    contact_contraction's less D6, G, qdd2; forces (nc,)."""
+    nv = qdd.shape[0]
+    nc = J.shape[0]
+    bad = contact_solve(mi, mf, fmf, q, v, tau, None, cint, cflt, damping, ws, F, Minv, J,
+                        Yt, W, qdd, lam)
+    if bad >= 0:
+        return bad
+    forces_on_joints(fmf, cint, None, lam, fc)
+    reference_forces(fmf, cint, ws, lam, forces)
+    for b in range(3):
+        for r in range(nv + nc):
+            for c in range(nv):
+                Y[b, r, c] = D[b, r, c]
+    local_force_derivatives(mi, fmf, cint, ws, forces, Y[0, nv:], Y[1, nv:], Y[2, nv:])
+    contraction_terms(mi, mf, fmf, q, v, lam_a, lam_f, cint, cflt, ws, ws2, sc, Minv, Yt, W,
+                      lam, S3, fc, qdd, Y, B, vecs, idx, C, HQ, HV, HX, HT)
+    return -1
+
+
+@kernel
+def local_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
+    """The inverse of contact_dynamics.rotate_force_derivatives (in place): for
+    LOCAL_WORLD_ALIGNED contacts df_L = R^T (df - [w_m x (R f)] in the q columns of the
+    dofs carrying the contact)."""
+    n = mi[0, 0]
+    for k in range(cint.shape[0]):
+        if cint[k, CI_REF] != LOCAL_WORLD_ALIGNED:
+            continue
+        R, _ = contact_pose(ws, fmf, cint, k)
+        r0 = cint[k, CI_ROW]
+        for h in range(r0, r0 + cint[k, CI_DIM], 3):
+            f0, f1, f2 = forces[h], forces[h + 1], forces[h + 2]
+            a = cint[k, CI_JOINT]
+            while a > 0:
+                for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+                    w0 = ws[n + 1 + m, D_S + 3]
+                    w1 = ws[n + 1 + m, D_S + 4]
+                    w2 = ws[n + 1 + m, D_S + 5]
+                    df_dq[h, m] -= w1 * f2 - w2 * f1
+                    df_dq[h + 1, m] -= w2 * f0 - w0 * f2
+                    df_dq[h + 2, m] -= w0 * f1 - w1 * f0
+                a = mi[a, MI_PARENT]
+            for D in (df_dq, df_dv, df_dtau):
+                for m in range(D.shape[1]):
+                    x = rot_t(R, D[h, m], D[h + 1, m], D[h + 2, m])
+                    D[h, m] = x[0]
+                    D[h + 1, m] = x[1]
+                    D[h + 2, m] = x[2]
+
+
+@kernel
+def contraction_terms(mi, mf, fmf, q, v, lam_a, lam_f, cint, cflt, ws, ws2, sc, Minv, Yt, W,
+                      lam, S3, fc, qdd, Y, B, vecs, idx, C, HQ, HV, HX, HT):
+    """contact_contraction's terms (module docstring) from the solve (ws's kinematics,
+    Minv, Yt, W's factor, the LOCAL forces lam, fc, qdd) and the first-order blocks Y."""
+    nv = qdd.shape[0]
+    nc = Yt.shape[0]
     mu = vecs[0, :nv]
     nu = vecs[1, :nc]
     ell = vecs[2, :nc]
     floc = vecs[3, :nc]
     adjoint(fmf, cint, ws, Minv, Yt, W, lam_a, lam_f, lam, ell, floc, nu, mu)
     # -mu . r1 at y held: the RNEA contraction with the contact forces as fext
-    # (local_derivatives left them on the joints in fc)
+    # (on the joints in fc)
     rnea_contraction(mi, mf, q, v, qdd, mu, fc, ws2, sc, HQ, HV, HX, B[:nv])
     for r in range(nv):
         for c in range(nv):
@@ -556,7 +625,6 @@ def contact_contraction(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, cint, cfl
         contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C, HQ, HV,
                       HX, B[:nv], B[nv:])
     hessian_products(B, Y[0], Y[1], Y[2], S3[0], S3[1], HQ, HX, HT, True)
-    return -1
 
 
 # ---- impulse dynamics ------------------------------------------------------------------

@@ -29,7 +29,10 @@ contact knot's the contact dynamics' contraction of (dt lam_y, lam_f) with lam_f
 the force terms' gradient (Problem.force_costates: the forces' own curvature enters the
 cost's Hessian through it); an impulse knot's the impulse dynamics' of (lam_y, lam_f).
 The contact and impulse contractions are looked up in ``CONTRACTIONS`` (rbdiff's
-contact_dynamics_contraction / impulse_dynamics_contraction where the library has them).
+contact_dynamics_contraction / impulse_dynamics_contraction where the library has them);
+the compiled pass calls the contact one's split entry (contact_contraction_given_one),
+which takes the first-order contact derivatives that the iteration's derivative step
+computed instead of computing them again (about 0.6x the contraction's time).
 
 The cost's own curvature stays Gauss-Newton's on these problems (the residual curvature
 of costs.py assumes one-dof joints): the Hessian is exact where the residuals are linear
@@ -42,18 +45,17 @@ import numpy as np
 
 import rbdiff as _rbd
 
-from ..cpu.contact_contraction import contact_contraction_one, impulse_contraction_one
+from ..cpu.contact_contraction import contact_contraction_given_one, impulse_contraction_one
 from ..cpu.contraction import aba_contraction_one
 from ..cpu.twin import twin, twin_later
+from ..kernels.configuration import exp_coefficients
+from ..kernels.contact_contraction import coupling_rate_t, m3tv
 from ..kernels.contact_dynamics import CI_DIM
 from ..kernels.jit import entry, helper, kernel
-from ..kernels.lie import integrate_blocks_se3, integrate_blocks_so3
+from ..kernels.lie import coupling, derivative_coefficients, third_coefficients
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .riccati import _fddp_knot, _grad_x, _st_vec
 from .rollout import CONTACT, FREE, IMPULSE
-
-STEP = 1e-30        # the complex step of lie_curvature's dJr/dw: no truncation error
-
 
 def _lookup(name):
     return getattr(_rbd, name, None)
@@ -88,11 +90,39 @@ def _bracket_dot(lam, s, sz, X, cx, Y, cy):
 
 
 @helper
-def _put(M, J, r, c):
-    """J[r:r + 3, c:c + 3] = M (a row-major 9-tuple)."""
-    for i in range(3):
-        for j in range(3):
-            J[r + i, c + j] = M[3 * i + j]
+def _rate_columns(lam, s, sz, w, G):
+    """G[j, k] = lam[s:s + sz] . dJr(w)[:, j] / dw_k for one Lie block (sz 6: SE(3), w =
+    (nu, omega) linear first; 3: SO(3)), closed form: Jr = [[A, Q], [0, A]] with A(w) =
+    V(-omega) and Q = coupling(-nu, -omega) (lie.integrate_blocks_se3), so dA[x] =
+    -coupling(x, -omega), dQ along nu's x = -coupling(x, -omega) and along omega's x =
+    -D_w Q(-nu, -omega)[x] (contact_contraction.coupling_rate_t)."""
+    o = sz - 3                          # omega's offset in the block
+    wx, wy, wz = -w[s + o], -w[s + o + 1], -w[s + o + 2]
+    t2 = wx * wx + wy * wy + wz * wz
+    ch, sh, b, c = exp_coefficients(t2)
+    b2, c2 = derivative_coefficients(t2, 2.0 * sh * ch, b, c)
+    la = (lam[s + o], lam[s + o + 1], lam[s + o + 2])       # omega rows' costate
+    z = 0.0 * wx
+    if sz == 6:
+        b3, c3 = third_coefficients(t2, b, c, b2, c2)
+        ll = (lam[s], lam[s + 1], lam[s + 2])
+        n = (-w[s], -w[s + 1], -w[s + 2])
+    for k in range(3):
+        e = (z + 1.0 if k == 0 else z, z + 1.0 if k == 1 else z, z + 1.0 if k == 2 else z)
+        X = coupling(e[0], e[1], e[2], wx, wy, wz, b, c, b2, c2)
+        if sz == 3:
+            ga = m3tv(X, la)
+            for j in range(3):
+                G[j, k] = -ga[j]
+        else:
+            gl = m3tv(X, ll)            # -dA^T lam_lin = -dQ(nu along e)^T lam_lin
+            ga = m3tv(X, la)
+            dq = coupling_rate_t(n, (wx, wy, wz), e, ll, b, c, b2, c2, b3, c3)
+            for j in range(3):
+                G[j, k] = z                         # A does not depend on nu
+                G[3 + j, k] = -gl[j]
+                G[j, 3 + k] = -gl[j]
+                G[3 + j, 3 + k] = -dq[j] - ga[j]
 
 
 @entry
@@ -101,16 +131,14 @@ def lie_curvature(blocks, lam, w, Jq, Jv, c, P, H):
     blocks (nb, 2) (first dof, size) of the free flyers (6) and spherical joints (3);
     lam (2nv,) the costate (its q part read); w (nv,) = c v' the step; Jq, Jv (nv, nv)
     integrate's Jacobians at w; P (nv, nz) = [Pq, Pv, Pu] the knot's velocity rows.
-    dJr/dw by the complex step of integrate_blocks' closed form (exact to rounding)."""
+    dJr/dw in closed form (_rate_columns)."""
     _lie_kernel(blocks, lam, w, Jq, Jv, c, P, H, np.zeros((6, 6)), np.zeros((6, 6)),
-                np.zeros((6, 6), np.complex128), np.zeros(6, np.complex128),
                 np.zeros((6, H.shape[0])))
 
 
 @kernel
-def _lie_kernel(blocks, lam, w, Jq, Jv, c, P, H, Hab, G, Jc, wc, HW):
-    """lie_curvature's work on the caller's scratch: Hab, G (6, 6), Jc (6, 6) and wc (6,)
-    complex, HW (6, nz)."""
+def _lie_kernel(blocks, lam, w, Jq, Jv, c, P, H, Hab, G, HW):
+    """lie_curvature's work on the caller's scratch: Hab, G (6, 6), HW (6, nz)."""
     if c == 0.0:
         return
     nz = H.shape[0]
@@ -119,23 +147,7 @@ def _lie_kernel(blocks, lam, w, Jq, Jv, c, P, H, Hab, G, Jc, wc, HW):
         for i in range(sz):
             for j in range(sz):
                 Hab[i, j] = 0.5 * _bracket_dot(lam, s, sz, Jq, s + i, Jv, s + j)
-        for k in range(sz):
-            for i in range(sz):
-                wc[i] = w[s + i]
-            wc[k] += 1j * STEP
-            if sz == 6:
-                _, _, A, Q = integrate_blocks_se3(wc[0], wc[1], wc[2], wc[3], wc[4], wc[5])
-                _put(A, Jc, 0, 0)
-                _put(Q, Jc, 0, 3)
-                _put(A, Jc, 3, 3)
-            else:
-                _, A = integrate_blocks_so3(wc[0], wc[1], wc[2])
-                _put(A, Jc, 0, 0)
-            for j in range(sz):
-                g = 0.0
-                for i in range(sz):
-                    g += lam[s + i] * Jc[i, j].imag
-                G[j, k] = g / STEP
+        _rate_columns(lam, s, sz, w, G)
         # HW = Hbb W (W = c P[s:s + sz]), Hbb = sym(G); then H += W^T HW and the cross
         # terms E^T Hab W + its transpose
         for j in range(sz):
@@ -235,13 +247,15 @@ def _fill(H4, off, Hz):
 
 @entry
 def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, u, vx, lf,
-                Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg, feasible, lo,
+                first, Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs, reg, feasible, lo,
                 hi, k_ff, K_fb, Vx, Vxx, dt, costate, lam, t_hi, sc):
     """Knots t_hi - 1, t_hi - 2, ... of backward_pass_ddp, compiled: each knot's
     contraction (rbdiff's ABA or contact contraction entries, by address: cpu/twin.py)
     with dt lam_y (and lf[t] the forces' costate), its Lie blocks' terms, then the FDDP
-    knot with them (riccati._fddp_knot); ``costate``: lam (2nv,) the open-loop costate,
-    updated in place (else V_x'). Stops before a knot whose kind is ``external``
+    knot with them (riccati._fddp_knot); ``first`` (T, 3, nv + ncmax, nv) the contact
+    knots' first-order dynamics derivatives (Problem.derivative_parts'), which the contact
+    contraction takes instead of computing them again; ``costate``: lam (2nv,) the
+    open-loop costate, updated in place (else V_x'). Stops before a knot whose kind is ``external``
     (the caller computes that one). Returns (stop, failed, sum Q_u.k, sum k.Q_uu.k):
     stop the external knot it stopped at (-1: it reached knot 0), failed the knot whose
     Q_uu is not positive definite (-1: none)."""
@@ -257,7 +271,6 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
     wt, lnew = np.empty(nx), np.empty(nx)
     ws = np.empty((workspace_rows(mi), W_WIDTH))
     Hab, G, HW = np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, nz))
-    Jc, wc = np.zeros((6, 6), np.complex128), np.zeros(6, np.complex128)
     dg = 0.0
     dq = 0.0
     for t in range(t_hi - 1, -1, -1):
@@ -289,9 +302,10 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
                                                  lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
                                                  0.0, ws, H4[0], H4[2]))
         elif kind[t] == CONTACT:
-            twin_later(contact_contraction_one, (mi, mf, fparent, fmf, q[t], v[t], tau, la,
-                                                 lf[t, :nc], cint[s0:e0], cflt[s0:e0], 0.0,
-                                                 ws, H4[0], H4[1], H4[2], H4[3]))
+            twin_later(contact_contraction_given_one,
+                       (mi, mf, fparent, fmf, q[t], v[t], tau, la, lf[t, :nc],
+                        first[t, :, :n + nc], cint[s0:e0], cflt[s0:e0], 0.0, ws, H4[0], H4[1],
+                        H4[2], H4[3]))
         else:
             twin(aba_contraction_one, (mi, mf, q[t], v[t], tau, la, None, H4[0], H4[1],
                                        H4[2], H4[3]))
@@ -303,7 +317,7 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
                     P[i, n + j] = Pv[t, i, j]
                 for j in range(nu):
                     P[i, nx + j] = Pu[t, i, j]
-            _lie_kernel(blocks, nxt, w, Jq[t], Jv[t], ct, P, Hz, Hab, G, Jc, wc, HW)
+            _lie_kernel(blocks, nxt, w, Jq[t], Jv[t], ct, P, Hz, Hab, G, HW)
         if costate:                     # lambda_t = l_x + F_x^T lambda_{t+1}
             _st_vec(lam, Jq[t], Jv[t], ct, blocks, wt)
             _grad_x(lx[t], wt, Pq[t], Pv[t], 0.0, lnew)
@@ -319,7 +333,7 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
 
 
 def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
-                      feasible, k_ff, K_fb, Vx, Vxx, costate=False):
+                      feasible, k_ff, K_fb, Vx, Vxx, costate=False, first=None):
     """FDDP's backward pass (riccati.backward_pass_fddp, same arguments and results) with
     the exact curvature of lambda'.f added at every knot (knot_hessian's), lambda' =
     V_x' + V_xx' gap (Crocoddyl's costate: Vx[t + 1] as the pass leaves it) or, with
@@ -327,7 +341,8 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     stagewise Newton: from a feasible trajectory its step is Newton's step on the
     controls). Compiled (ddp_segment) but for the knots of a kind whose CONTRACTIONS
     entry is not rbdiff's own (a test's oracle): those run here (knot_hessian,
-    riccati.ddp_knot). Returns (-1, sum Q_u.k,
+    riccati.ddp_knot). ``first``: the contact knots' first-order dynamics derivatives
+    (Problem.derivative_parts' ``first``; None: computed here). Returns (-1, sum Q_u.k,
     sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is not positive definite."""
     from .riccati import ddp_knot, fddp_scratch
     Pq, Pv, Pu, Jq, Jv, c = parts
@@ -338,6 +353,9 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     Vx[T] = lx[T] + (0.0 if feasible else Vxx[T] @ fs[T])
     lam = lx[T].copy()
     sc = fddp_scratch(nv, prob.nu)
+    if first is None:
+        first = np.zeros((T, 3, nv + max(prob.ncmax, 1), nv))
+        prob._dynamics_parts(q, v, u, vx, None, first)
     external = np.array([False, CONTRACTIONS["contact"] is not _DEFAULT["contact"],
                          CONTRACTIONS["impulse"] is not _DEFAULT["impulse"]])
     dg = dq = 0.0
@@ -345,7 +363,7 @@ def backward_pass_ddp(prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, f
     while True:
         stop, failed, e1, e2 = ddp_segment(
             m.mi, m.mf, m.frame_parents, m.frame_mf, prob.kind, prob._cstart, prob._cint,
-            prob._cflt, external, q, v, u, vx, lf, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks,
+            prob._cflt, external, q, v, u, vx, lf, first, Pq, Pv, Pu, Jq, Jv, c, prob._lie_blocks,
             lx, lu, lxx, luu, lxu, fs, reg, feasible, prob._lo, prob._hi, k_ff, K_fb, Vx,
             Vxx, prob.dt, costate, lam, t_hi, sc)
         dg += e1

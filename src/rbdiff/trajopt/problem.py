@@ -473,14 +473,16 @@ class Problem:
         parts, *costs = self.derivative_parts(q, v, us, vnext, forces)
         return self._assemble(*parts) + tuple(costs)
 
-    def derivative_parts(self, q, v, us, vnext, forces=None):
+    def derivative_parts(self, q, v, us, vnext, forces=None, first=None):
         """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): derivatives with the dynamics'
-        Jacobians as their factors (_dynamics_parts: what FDDP's backward pass takes)."""
+        Jacobians as their factors (_dynamics_parts: what FDDP's backward pass takes);
+        ``first``: None or (T, 3, nv + ncmax, nv), filled at the contact knots with
+        their contact dynamics derivatives (ddp's contractions reuse them)."""
         df = None
         if self.reads_forces:
             nc = max(self.ncmax, 1)
             df = (np.zeros((self.T, nc, 2 * self.nv)), np.zeros((self.T, nc, self.nu)))
-        parts = self._dynamics_parts(q, v, us, vnext, df)
+        parts = self._dynamics_parts(q, v, us, vnext, df, first)
         c = self.cost_derivatives(q, v, us, forces, df)
         return (parts,) + tuple(c) + ((None,) if len(c) == 4 else ())
 
@@ -508,7 +510,7 @@ class Problem:
         Fx[self.impulse_knots, :nv, :nv] = np.eye(nv)
         return Fx, Fu
 
-    def _dynamics_parts(self, q, v, us, vnext, df):
+    def _dynamics_parts(self, q, v, us, vnext, df, first=None):
         """The factors of f's tangent Jacobians at knots 0..T-1 (riccati.backward_pass_fddp):
         (Pq, Pv (T, nv, nv), Pu (T, nv, nu), Jq, Jv (T, nv, nv), c (T,)) with
 
@@ -520,7 +522,8 @@ class Problem:
         (Pq, Pv) = (dv'/dq, dv'/dv), Pu = 0, Jq = I, Jv = 0, c = 0 (q' = q). One batched
         derivatives call per kind and contact set, one batched integrate_jacobians call.
         ``df``: None, or (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) filled at the
-        contact knots with their forces' derivatives (the force terms' Jacobians)."""
+        contact knots with their forces' derivatives (the force terms' Jacobians);
+        ``first``: derivative_parts'."""
         T, nv, nu, dt, m = self.T, self.nv, self.nu, self.dt, self.model
         off = nv - nu
         Pq, Pv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
@@ -549,6 +552,13 @@ class Problem:
                     df[0][K, :nc, :nv] = d.dforces_dq
                     df[0][K, :nc, nv:] = d.dforces_dv
                     df[1][K, :nc] = d.dforces_dtau[..., off:]
+                if first is not None:
+                    nc = d.dforces_dq.shape[-2]
+                    for b, (a, f) in enumerate(((d.dqdd_dq, d.dforces_dq),
+                                                (d.dqdd_dv, d.dforces_dv),
+                                                (d.dqdd_dtau, d.dforces_dtau))):
+                        first[K, b, :nv] = a
+                        first[K, b, nv:nv + nc] = f
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
             if isinstance(K, slice):     # views: the products written in place

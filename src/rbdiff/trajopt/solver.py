@@ -281,6 +281,10 @@ def _result(prob, q, v, u, J, it, converged, method, history, timings, forces=No
 TH_ACCEPTSTEP, TH_ACCEPTNEGSTEP, TH_GRAD = 0.1, 2.0, 1e-12
 TH_STEPDEC, TH_STEPINC = 0.5, 0.01
 FDDP_ALPHAS = 0.5 ** np.arange(10)
+# ddp on FDDP's problems: after a second-order pass found its model not convex, the
+# next 1, 2, 4, 4, ... iterations (consecutive failures) take FDDP's pass without trying
+# (far from a solution the model stays indefinite: each try's contractions are wasted)
+BACKOFF_MAX = 4
 
 
 def _tangent(prob, qa, va, qb, vb):
@@ -348,8 +352,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     or with ``costate`` the open-loop costate) and the forces' contracted with the force
     terms' gradient (curvature.backward_pass_ddp); where that model's Q_uu is not
     positive definite the iteration takes FDDP's Gauss-Newton pass instead (as ddp on
-    simple problems does), whose own failure raises reg; ``history[i]["second_order"]``
-    says which."""
+    simple problems does), whose own failure raises reg, and the next 1, 2, 4, 4, ...
+    iterations (BACKOFF_MAX; by consecutive failures, reset by a success) take it without
+    trying; ``history[i]["second_order"]`` says which."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
@@ -370,22 +375,32 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     history, converged, it = [], False, 0
     feasible = was_feasible = False
     recalc = True
+    # ddp: the contact knots' first-order dynamics derivatives, kept for the contractions
+    first = np.zeros((T, 3, nv + max(prob.ncmax, 1), nv)) if second_order else None
+    backoff = wait = 0
     stop = np.inf
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), compile_seconds()
+        second = second_order and wait == 0
+        wait = max(wait - 1, 0)
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
-            parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
+            # the contact knots' first-order blocks copied only for a second-order try
+            parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
+                                                                 first if second else None)
+            kept = second
         t1, c1 = time.perf_counter(), compile_seconds()
-        second = second_order
         while True:
             if second:
                 knot, dg_k, dq_k = curvature.backward_pass_ddp(
                     prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
-                    feasible, k_ff, K_fb, Vx, Vxx, costate)
+                    feasible, k_ff, K_fb, Vx, Vxx, costate, first if kept else None)
                 if knot < 0:
+                    backoff = 0
                     break
                 second = False      # not convex here: this iteration's step is FDDP's
+                backoff = min(2 * backoff, BACKOFF_MAX) if backoff else min(1, BACKOFF_MAX)
+                wait = backoff
                 continue
             knot, dg_k, dq_k = backward_pass_fddp(*parts, prob._lie_blocks, lx, lu, lxx,
                                                   luu, _no_lxu if lxu is None else lxu, fs,
