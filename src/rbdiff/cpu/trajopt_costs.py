@@ -43,7 +43,8 @@ def euler_rows_batch(knots, Jq, Jv, dt, Fx, Fu):
 
 
 @entry
-def translation_curvature_batch(knots, scale, r, J, H):
+def translation_curvature_batch(knots, scale, r, J, rel, H):
     """kernels.trajopt_costs.translation_curvature_add; the caller (costs.py) checks
-    shapes: knots (K,) within H's first axis, r (K, 3), J (K, 6, nv), H (T, nv, nv)."""
-    translation_curvature_add(knots, scale, r, J, H)
+    shapes: knots (K,) within H's first axis, r (K, 3), J (K, 6, nv), rel (nv, nv)
+    int64, H (T, nv, nv)."""
+    translation_curvature_add(knots, scale, r, J, rel, H)

@@ -178,15 +178,22 @@ def euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz):
 
 
 @kernel
-def translation_curvature_add(knots, scale, r, J, H):
-    """H[t] += scale sum_i r_i d2p_i/dq2 for item k at knot t = knots[k] (the frame
-    translation's residual curvature, costs.FrameTranslation; one-dof joints): with
-    J[k] (6, nv) the frame's LOCAL_WORLD_ALIGNED Jacobian, its linear rows Jp and angular
-    rows (the world-frame axes omega, zero for a prismatic joint),
-    d2p/dq_j dq_c = omega_j x Jp_c for j an ancestor of c or j = c, so the entry is
-    omega_j . (Jp_c x r); the upper triangle (j <= c: dof order is tree order) mirrored.
-    A column off the frame's support is zero (its Jacobian column is), and so is its
-    entry."""
+def translation_curvature_add(knots, scale, r, J, rel, H):
+    """H[t] += scale sum_i r_i d2p_i/dq2 for item k at knot t = knots[k] (the residual
+    curvature of a point's translation: costs.FrameTranslation, residuals.CoMPosition),
+    tangent-space q on any tree: with J[k] (6, nv) the point's LOCAL_WORLD_ALIGNED
+    Jacobian, linear rows Jp and angular rows the world-frame columns' rotation parts
+    omega (zero for prismatic and free-flyer linear columns), and rel (nv, nv) the dofs'
+    relation (costs.joint_relation: 1 where j's joint is a strict ancestor of c's, 2
+    where they share a joint, 0 otherwise), for j <= c (dof order is tree order):
+
+        d2p/dq_j dq_c = omega_j x Jp_c                                   (rel 1)
+        d2p/dq_j dq_c = 1/2 (omega_j x Jp_c + omega_c x Jp_j)            (rel 2)
+
+    (an ancestor's motion moves the column rigidly; within a joint, q (+) dq = q exp(dq)
+    on a Lie joint, whose second-order term is the symmetrised product of its columns),
+    so the entry is omega_j . (Jp_c x r), symmetrised within a joint; mirrored below
+    the diagonal. One-dof joints: the same as j = c of rel 2."""
     nv = J.shape[2]
     for k in range(knots.shape[0]):
         t = knots[k]
@@ -196,7 +203,15 @@ def translation_curvature_add(knots, scale, r, J, H):
             b1 = J[k, 2, c] * r0 - J[k, 0, c] * r2
             b2 = J[k, 0, c] * r1 - J[k, 1, c] * r0
             for j in range(c + 1):
+                if rel[j, c] == 0:
+                    continue
                 h = J[k, 3, j] * b0 + J[k, 4, j] * b1 + J[k, 5, j] * b2
+                if rel[j, c] == 2 and j != c:
+                    # omega_c . (Jp_j x r): the symmetrising half
+                    e0 = J[k, 1, j] * r2 - J[k, 2, j] * r1
+                    e1 = J[k, 2, j] * r0 - J[k, 0, j] * r2
+                    e2 = J[k, 0, j] * r1 - J[k, 1, j] * r0
+                    h = 0.5 * (h + J[k, 3, c] * e0 + J[k, 4, c] * e1 + J[k, 5, c] * e2)
                 H[t, j, c] += h
                 if j != c:
                     H[t, c, j] += h

@@ -39,6 +39,30 @@ _NO_U = np.zeros((1, 1, 0))      # Ru / l_xu of a term without control columns
 _ONES3 = np.ones(3)
 
 
+_RELATIONS = {}
+
+
+def joint_relation(model):
+    """(nv, nv) int64, the dofs' relation translation_curvature_add reads: 1 where dof j's
+    joint is a strict ancestor of dof c's, 2 where they share a joint, 0 otherwise
+    (cached per model: one pass over the joints' parents)."""
+    key = id(model)
+    hit = _RELATIONS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    nv, par = model.nv, model.parents
+    rel = np.zeros((nv, nv), np.int64)
+    for i in range(1, model.njoints):
+        ci = slice(model.idx_v[i], model.idx_v[i] + model.nvs[i])
+        rel[ci, ci] = 2
+        a = par[i]
+        while a > 0:
+            rel[model.idx_v[a]:model.idx_v[a] + model.nvs[a], ci] = 1
+            a = par[a]
+    _RELATIONS[key] = (model, rel)
+    return rel
+
+
 def _rows(A):
     """a'' as the kernels take it: (K, nr), or (1, nr) for one row shared by every knot
     (a weight vector: no (K, nr) copy)."""
@@ -177,25 +201,25 @@ class FrameTranslation(Term):
         r = p - self.target
         add_gauss_newton(out, knots, scale * self.weight, r, _ONES3, J[:, :3, :])
         if curvature is not None:
-            self._curvature_add(knots, scale, r, J, curvature)
+            self._curvature_add(knots, scale, r, J, curvature, model)
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
-    def _curvature_add(self, knots, scale, r, J, H):
+    def _curvature_add(self, knots, scale, r, J, H, model):
         translation_curvature_batch(np.ascontiguousarray(knots, dtype=np.int64),
                                     float(scale * self.weight), np.ascontiguousarray(r),
-                                    np.ascontiguousarray(J), H)
+                                    np.ascontiguousarray(J), joint_relation(model), H)
 
     def curvature(self, model, q):
-        """w sum_i r_i d2p_i/dq2 (K, nv, nv), one-dof joints (the problems DDP takes):
-        d2p/dq_j dq_k = omega_j x Jp_k for j an ancestor of k (or j = k), omega the
-        world-frame axis (the Jacobian's angular rows, zero for a prismatic joint) and Jp
-        the linear rows, so the entry is omega_j . (Jp_k x r); zero off the frame's
-        support (its Jacobian columns are). The math: kernels/trajopt_costs.py's
+        """w sum_i r_i d2p_i/dq2 (K, nv, nv) in tangent-space q, any tree (free flyer,
+        spherical): d2p/dq_j dq_k = omega_j x Jp_k for j's joint a strict ancestor of
+        k's, its symmetrised half-sum within a joint, omega the world-frame columns'
+        rotation part (the Jacobian's angular rows) and Jp the linear rows; zero off the
+        frame's support (its Jacobian columns are). The math: kernels/trajopt_costs.py's
         translation_curvature_add."""
         r = _rbd.frame_placement(model, q, self.frame)[:, :3, 3] - self.target
         J = _rbd.frame_jacobian(model, q, self.frame, "local_world_aligned")
         H = np.zeros((q.shape[0], model.nv, model.nv))
-        self._curvature_add(np.arange(q.shape[0]), 1.0, r, J, H)
+        self._curvature_add(np.arange(q.shape[0]), 1.0, r, J, H, model)
         return H
 
 
