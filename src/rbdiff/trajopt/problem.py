@@ -473,17 +473,19 @@ class Problem:
         parts, *costs = self.derivative_parts(q, v, us, vnext, forces)
         return self._assemble(*parts) + tuple(costs)
 
-    def derivative_parts(self, q, v, us, vnext, forces=None, first=None):
+    def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None):
         """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): derivatives with the dynamics'
         Jacobians as their factors (_dynamics_parts: what FDDP's backward pass takes);
         ``first``: None or (T, 3, nv + ncmax, nv), filled at the contact knots with
-        their contact dynamics derivatives (ddp's contractions reuse them)."""
+        their contact dynamics derivatives (ddp's contractions reuse them);
+        ``curvature``: None or (T+1, nv, nv), the residuals' curvature added there
+        (cost_derivatives'; l_xx stays Gauss-Newton's)."""
         df = None
         if self.reads_forces:
             nc = max(self.ncmax, 1)
             df = (np.zeros((self.T, nc, 2 * self.nv)), np.zeros((self.T, nc, self.nu)))
         parts = self._dynamics_parts(q, v, us, vnext, df, first)
-        c = self.cost_derivatives(q, v, us, forces, df)
+        c = self.cost_derivatives(q, v, us, forces, df, curvature)
         return (parts,) + tuple(c) + ((None,) if len(c) == 4 else ())
 
     def dynamics_jacobians(self, q, v, us, vnext):

@@ -377,6 +377,10 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     recalc = True
     # ddp: the contact knots' first-order dynamics derivatives, kept for the contractions
     first = np.zeros((T, 3, nv + max(prob.ncmax, 1), nv)) if second_order else None
+    # ddp: the residuals' curvature (FDDP's l_xx stays Gauss-Newton's: it is added to a
+    # copy only for the second-order pass)
+    curved = second_order and prob.curved
+    H = np.zeros((T + 1, nv, nv)) if curved else None
     backoff = wait = 0
     stop = np.inf
     for it in range(1, max_iter + 1):
@@ -386,14 +390,22 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
             # the contact knots' first-order blocks copied only for a second-order try
+            if curved:
+                H[:] = 0.0
             parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
-                                                                 first if second else None)
+                                                                 first if second else None,
+                                                                 H)
             kept = second
+            lxx_newton = None
         t1, c1 = time.perf_counter(), compile_seconds()
         while True:
             if second:
+                if curved and lxx_newton is None:
+                    lxx_newton = lxx.copy()
+                    lxx_newton[:, :nv, :nv] += H
                 knot, dg_k, dq_k = curvature.backward_pass_ddp(
-                    prob, q, v, u, vx, forces, parts, lx, lu, lxx, luu, lxu, fs, reg,
+                    prob, q, v, u, vx, forces, parts, lx, lu,
+                    lxx if lxx_newton is None else lxx_newton, luu, lxu, fs, reg,
                     feasible, k_ff, K_fb, Vx, Vxx, costate, first if kept else None)
                 if knot < 0:
                     backoff = 0
