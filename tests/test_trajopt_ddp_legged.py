@@ -151,7 +151,9 @@ def test_contact_and_impulse_knot_curvature():
 def _newton_problem(contacts):
     """solo12, a few knots; costs whose Gauss-Newton Hessian is exact in the tangent
     coordinates (controls, velocities, the legs' joints, a contact force): so the
-    only curvature missing from FDDP's model is the dynamics' (and the forces')."""
+    only curvature missing from FDDP's model is the dynamics' (and the forces');
+    ``contacts`` "translation": no contacts, a foot's FrameTranslation added (its
+    residual curvature through the free flyer: Problem.cost_derivatives')."""
     m, x0 = solo_standing()
     nv = m.nv
     # small velocity weights: solo's light legs make d v / d u large and the Hessian in
@@ -161,6 +163,11 @@ def _newton_problem(contacts):
     xref[7:m.nq] += 0.3
     running = [to.ControlRegularization(1.0), to.StateRegularization(xref, 1.0, w)]
     terminal = [to.StateRegularization(xref, 10.0, w)]
+    if contacts == "translation":
+        foot = rbd.frame_placement(m, x0[:m.nq], "FL_FOOT")[:3, 3]
+        running.append(to.FrameTranslation("FL_FOOT", foot + [0.05, 0.02, 0.08], 30.0))
+        terminal.append(to.FrameTranslation("FL_FOOT", foot + [0.05, 0.02, 0.08], 300.0))
+        return to.Problem(m, x0, 4, 0.01, running=running, terminal=terminal)
     if not contacts:
         return to.Problem(m, x0, 4, 0.01, running=running, terminal=terminal)
     feet = legged_problem(12).knot_contacts[0]
@@ -172,14 +179,19 @@ def _newton_problem(contacts):
                       impulses={3: feet})
 
 
-def _costate_step(prob, u, second=True):
+def _costate_step(prob, u, second=True, cost_curvature=True):
     """DDP's control step (stagewise Newton: the open-loop costate, reg at its floor:
     an impulse knot's Q_uu is zero) from the
-    rollout of u, through the linearised dynamics; without ``second`` FDDP's
+    rollout of u, through the linearised dynamics, the residuals' curvature added to
+    l_xx (as solve does; not without ``cost_curvature``); without ``second`` FDDP's
     (Gauss-Newton)."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     q, v, _, _, vx, forces = prob._run(None, None, u, np.zeros((T, nu)), None, 0.0)
-    parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces)
+    H = np.zeros((T + 1, nv, nv))
+    parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces, None, H)
+    if second and cost_curvature:
+        lxx = lxx.copy()
+        lxx[:, :nv, :nv] += H
     Fx, Fu = prob._assemble(*parts)
     k, K = np.zeros((T, nu)), np.zeros((T, nu, 2 * nv))
     Vx, Vxx = np.zeros((T + 1, 2 * nv)), np.zeros((T + 1, 2 * nv, 2 * nv))
@@ -240,6 +252,9 @@ def _term(prob, term, q, v, u, f, t):
     m = prob.model
     if isinstance(term, to.ControlRegularization):
         return 0.5 * term.weight * (u @ u)
+    if isinstance(term, to.FrameTranslation):
+        r = rbd.frame_placement(m, q, term.frame)[:3, 3] - term.target
+        return 0.5 * term.weight * (r @ r)
     if isinstance(term, to.StateRegularization):
         r = np.concatenate([rbd.difference(m, term.x_ref[:m.nq].astype(q.dtype), q),
                             v - term.x_ref[m.nq:]])
@@ -253,7 +268,7 @@ def _term(prob, term, q, v, u, f, t):
     raise AssertionError(term)
 
 
-@pytest.mark.parametrize("contacts", [False, True])
+@pytest.mark.parametrize("contacts", [False, True, "translation"])
 def test_ddp_step_is_newtons_step(contacts):
     """From a feasible trajectory (the rollout of controls near the solution) (reg at its floor):
     the DDP step with the open-loop costate solves Newton's equation H s = -g of the
@@ -282,6 +297,8 @@ def test_ddp_step_is_newtons_step(contacts):
     newton = residual(_costate_step(prob, u))
     assert newton < 1e-6
     assert residual(_costate_step(prob, u, second=False)) > 1e3 * newton
+    if contacts == "translation":       # the foot's residual curvature counts
+        assert residual(_costate_step(prob, u, cost_curvature=False)) > 1e3 * newton
 
 
 def _iterates(prob, method):
