@@ -34,9 +34,11 @@ the compiled pass calls the contact one's split entry (contact_contraction_given
 which takes the first-order contact derivatives that the iteration's derivative step
 computed instead of computing them again (about 0.6x the contraction's time).
 
-The cost's own curvature stays Gauss-Newton's on these problems (the residual curvature
-of costs.py assumes one-dof joints): the Hessian is exact where the residuals are linear
-in the tangent coordinates (controls, velocities, vector-space joints) or vanish.
+The cost's own curvature: the solver adds the residuals' curvature of the terms that
+have one (FrameTranslation, on any tree: costs.py) to l_xx for this pass; the others'
+(CoMPosition, StateRegularization's free-flyer / spherical difference) stays
+Gauss-Newton's, exact where their residuals are linear in the tangent coordinates or
+vanish.
 """
 
 from __future__ import annotations

@@ -453,7 +453,7 @@ class Problem:
     def cost_curvature(self, q):
         """(T+1, nv, nv): the residuals' curvature w r^T r_qq of the terms that have it
         (costs.py), running terms times dt, knot T the terminal's; None when no term has
-        any (every residual linear: l_xx is exact). Simple problems (DDP) only
+        any (every residual linear: l_xx is exact), on any tree
         (cost_derivatives(..., curvature=H) adds the same along with the derivatives)."""
         groups = [g for g in self.cost_groups if hasattr(g[2], "curvature")]
         ends = [t for t in self.terminal if hasattr(t, "curvature")]

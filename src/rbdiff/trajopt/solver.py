@@ -26,7 +26,9 @@ Q_uu at every knot (curvature.py: the ABA, contact or impulse contraction with t
 knot's costate and the force terms' gradient, integrate's second-order terms on the
 free flyers and spherical joints), the same safeguard (a pass whose Q_uu is not
 positive definite: that iteration takes FDDP's Gauss-Newton pass); the cost's curvature
-there is Gauss-Newton's (exact for residuals linear in the tangent coordinates).
+there is Gauss-Newton's plus the residual curvature of the terms that have one
+(Problem.cost_derivatives(curvature=H): FrameTranslation on any tree), added to a copy
+of l_xx for the second-order pass only (FDDP's stays Gauss-Newton's).
 """
 
 from __future__ import annotations
@@ -159,7 +161,8 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     knot: an infeasible warm start is fine) and controls ``us`` (T, nu; default the
     quasi-static ones along xs). ddp on such a problem: the same solver, its backward
     pass with the exact curvature of lambda'.f added at every knot (trajopt/curvature.py;
-    Gauss-Newton's cost curvature there), its warm start and result as fddp's.
+    the cost's Gauss-Newton Hessian plus the residual curvature of the terms that have
+    one), its warm start and result as fddp's.
 
     Returns a Result; ``callback(iteration, result_so_far)`` is called after each
     iteration."""
