@@ -403,8 +403,8 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         wait = max(wait - 1, 0)
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
-            # the contact knots' first-order blocks copied only for a second-order try
-            # the residuals' curvature too, only for a second-order try
+            # the contact knots' first-order blocks and the residuals' curvature only
+            # for a second-order try
             if curved and second:
                 H[:] = 0.0
             parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
@@ -412,6 +412,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
                                                                  H if second else None)
             kept = second
             lxx_newton = None
+        # no new step (recalc False): a try needs the residual curvature of this iterate,
+        # computed only where the derivatives were taken for a try
+        second = second and (kept or not curved)
         t1, c1 = time.perf_counter(), compile_seconds()
         while True:
             if second:
