@@ -153,6 +153,12 @@ def _lie(rbd, m, s, b=""):
     rbd.integrate_transport(m, q, v, J, "q")
 
 
+def _aba_second_order(rbd, m, s):
+    rbd.aba_second_order_derivatives(m, s.q, s.v, s.a)
+    # the IDFOZA products compile apart (cpu/pieces.py): the job's model may not take them
+    rbd.aba_second_order_derivatives(m, s.q, s.v, s.a, inner="idfoza")
+
+
 # the public functions a job calls, where they are not the job's name
 CALLS_OF = {"rnea": ("rnea", "nonlinear_effects", "gravity"),
             "kinematics": ("forward_kinematics", "frame_placements", "frame_placement",
@@ -190,7 +196,7 @@ JOBS = {
     "rnea_second_order_derivatives[batch]": (
         5, lambda rbd, m, s: rbd.rnea_second_order_derivatives(m, s.bq, s.bv, s.ba)),
     "aba_second_order_derivatives": (
-        8, lambda rbd, m, s: rbd.aba_second_order_derivatives(m, s.q, s.v, s.a)),
+        8, lambda rbd, m, s: _aba_second_order(rbd, m, s)),
     "aba_second_order_derivatives[batch]": (
         10, lambda rbd, m, s: rbd.aba_second_order_derivatives(m, s.bq, s.bv, s.ba)),
     "kinematics": (1, _kinematics),

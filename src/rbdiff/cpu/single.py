@@ -12,7 +12,7 @@ from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
 from ..kernels.fastargs import float64_vector
-from ..kernels.fdsva_so import fdsva_so_products
+from ..kernels.fdsva_so import fdsva_so_products, uses_idfoza
 from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
                               frame_placements)
 from ..kernels.idsva import IDSVA_WIDTH, idsva
@@ -27,7 +27,7 @@ from ..kernels.rnea import gravity, nonlinear_effects, rnea
 from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule, record_offsets,
                                        rnea_chain_rule)
 from ..kernels.workspace import W_WIDTH, workspace_rows
-from .pieces import aba_derivatives_piece, fdsva_so_terms_piece
+from .pieces import aba_derivatives_piece, fdsva_so_products_piece, fdsva_so_terms_piece
 from .twin import ahead, twin_later
 from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynamics_finite,
                      frame_ok, joint_ok, minverse_finite, reference_ok, state_ok, state_width_ok,
@@ -331,7 +331,8 @@ def rnea_second_order_one(mi, mf, q, v, a, fext, Q, V, X, D):
 def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
     """FDSVA-SO (kernels.fdsva_so.fdsva_so_routes' passes) with the routes inner
     (fdsva_so.AUTO, DTM, IDFOZA) and outer (AUTO, DENSE, AZA); its terms by address
-    (cpu/pieces.py): on a cold cache they compile in a background child meanwhile."""
+    (cpu/pieces.py): on a cold cache they compile in a background child meanwhile. The
+    IDFOZA products (long chains only) too, compiled on the first call that takes them."""
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
@@ -341,8 +342,12 @@ def aba_second_order_one(mi, mf, q, v, tau, fext, dQ, dV, dX, dT, inner, outer):
     Mt = np.empty((7, nv, nv), q.dtype)
     F = np.empty((mi[0, 0] + 1, nv, 6), q.dtype)
     T = np.empty((5, nv, nv, nv), q.dtype)
-    ahead(fdsva_so_terms_piece, (mi, mf, q, v, fext, ws, sc, Mt, F, T))
+    ahead(fdsva_so_terms_piece, (mi, mf, v, fext, ws, sc, Mt, F, T))
     aba(mi, mf, q, v, tau, fext, ws, qdd)
-    twin_later(fdsva_so_terms_piece, (mi, mf, q, v, fext, ws, sc, Mt, F, T))
-    fdsva_so_products(mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner, outer)
+    twin_later(fdsva_so_terms_piece, (mi, mf, v, fext, ws, sc, Mt, F, T))
+    if uses_idfoza(mi, inner):
+        twin_later(fdsva_so_products_piece, (mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner,
+                                             outer))
+    else:
+        fdsva_so_products(mi, mf, None, lam, Mt, T, dQ, dV, dX, dT, inner, outer)
     dynamics_finite(qdd)

@@ -9,7 +9,8 @@
 
 with Q, V, X, D = d2tau/dq2, d2tau/dv2, d2tau/dqdv, dM/dq by IDSVA-SO (idsva_so.py),
 P and Pv by FDSVA first order (aba_derivatives.py: -Minv times IDSVA's dtau/dq, dtau/dv),
-Minv without forming M (minverse.py). Tensors are (nv, nv, nv), output index first;
+Minv from ABA's own factorisation (minverse.minverse_factored, before IDSVA-SO overwrites
+it). Tensors are (nv, nv, nv), output index first;
 swap23(T)[i, j, k] = T[i, k, j]; (D.P)[i, j, k] = sum_l D[i, l, k] P[l, j]; the products
 with Minv act on the output index.
 
@@ -33,8 +34,9 @@ from .aba_derivatives import neg_minv_mul_tree
 from .idfoza import idfoza_beats_dtm, idfoza_matrix_t
 from .idsva import idsva_dynamics_pass
 from .idsva_so import idsva_fo_so_backward_pass, zero_fill
+from .crba import body_inertias
 from .jit import helper, kernel
-from .minverse import minverse
+from .minverse import minverse_factored
 
 
 # routes (the public keywords inner="auto" | "dtm" | "idfoza", outer="auto" | "dense" | "aza")
@@ -218,11 +220,20 @@ def outer(mi, lam, H, Minv, sparse, T, out):
 @helper
 def inner_t(mi, mf, ws, use_idfoza, D, P, G3, E):
     """E = swap23(D.P), by IDFOZA (one IDSVA call at v = 0, g = 0, a = P[:, j] per
-    column; G3 (3, nv, nv) scratch) or DTM (tensor_matrix_t)."""
-    if use_idfoza:
+    column; G3 (3, nv, nv) scratch) or DTM (tensor_matrix_t); ws None: DTM."""
+    if ws is None:       # Numba prunes on the None type: IDFOZA is not compiled in
+        tensor_matrix_t(mi, D, P, E)
+    elif use_idfoza:
         idfoza_matrix_t(mi, mf, ws, P, G3, E)
     else:
         tensor_matrix_t(mi, D, P, E)
+
+
+@helper
+def uses_idfoza(mi, inner):
+    """True when the inner products take the IDFOZA route (inner IDFOZA, or AUTO where
+    idfoza_beats_dtm)."""
+    return inner == IDFOZA or (inner == AUTO and idfoza_beats_dtm(mi))
 
 
 @kernel
@@ -244,16 +255,18 @@ def fdsva_so_routes(mi, mf, q, v, tau, fext, ws, sc, qdd, lam, Mt, F, T, dQ, dV,
     when idfoza_beats_dtm, the L^T D L solves when M's factor has fewer than
     SPARSE_RATIO nv^2 nonzeros (trees), the dense M^-1 otherwise (chains)."""
     aba(mi, mf, q, v, tau, fext, ws, qdd)
-    fdsva_so_terms(mi, mf, q, v, fext, ws, sc, Mt, F, T)
+    minverse_factored(mi, ws, F, Mt[3])
+    fdsva_so_terms(mi, mf, v, fext, ws, sc, Mt, T)
     fdsva_so_products(mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner, outer_route)
 
 
 @kernel
-def fdsva_so_terms(mi, mf, q, v, fext, ws, sc, Mt, F, T):
+def fdsva_so_terms(mi, mf, v, fext, ws, sc, Mt, T):
     """Eq. 46's terms at (q, v, qdd), after ABA (which leaves world placements, S, v,
-    S qd and a with qdd in ws, as IDSVA needs): Q, V, X, D = T[0:4] by IDSVA-SO, M in
-    Mt[6] (armature included), Minv in Mt[3], P = dqdd/dq and Pv = dqdd/dv in Mt[4],
-    Mt[5] (FDSVA first order); Mt[0:3] and F are scratch."""
+    S qd and a with qdd in ws, as IDSVA needs) and Minv in Mt[3] (minverse_factored on
+    ABA's factorisation): Q, V, X, D = T[0:4] by IDSVA-SO, M in Mt[6] (armature
+    included), P = dqdd/dq and Pv = dqdd/dv in Mt[4], Mt[5] (FDSVA first order);
+    Mt[0:3] are scratch."""
     Q, V, X, D = T[0], T[1], T[2], T[3]
     H = Mt[6]
     zero_fill(Q, V, X, D)
@@ -263,14 +276,15 @@ def fdsva_so_terms(mi, mf, q, v, fext, ws, sc, Mt, F, T):
     armature_bias_jacobian(mi, mf, v, Mt[1])
     armature_bias_hessian(mi, mf, V)
     Minv = Mt[3]
-    minverse(mi, mf, q, ws, F, Minv)
     neg_minv_mul_tree(mi, Minv, Mt[0], Mt[1], Mt[4], Mt[5], Mt[2, 0], Mt[2, 1])
 
 
 @kernel
 def fdsva_so_products(mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner, outer_route):
     """Eq. 46's products from fdsva_so_terms' Mt and T (T[4] and Mt[0:3] scratch; ws as
-    minverse left it, for IDFOZA) into dQ, dV, dX, dT, by the routes (fdsva_so_routes)."""
+    IDSVA-SO left it, for IDFOZA) into dQ, dV, dX, dT, by the routes (fdsva_so_routes).
+    ws None: the DTM route whatever ``inner`` says, IDFOZA not compiled in (the CPU
+    single entry calls IDFOZA's apart, on the models that take it)."""
     Q, V, X, D, E = T[0], T[1], T[2], T[3], T[4]
     H, Minv = Mt[6], Mt[3]
     dof_parents(mi, lam)
@@ -283,7 +297,11 @@ def fdsva_so_products(mi, mf, ws, lam, Mt, T, dQ, dV, dX, dT, inner, outer_route
     nv = lam.shape[0]
     sparse = outer_route == AZA or (outer_route == AUTO
                                     and 2 * nnz + nv < SPARSE_RATIO * nv * nv)
-    use_idfoza = inner == IDFOZA or (inner == AUTO and idfoza_beats_dtm(mi))
+    use_idfoza = False
+    if ws is not None:       # pruned on the None type, as in inner_t
+        use_idfoza = uses_idfoza(mi, inner)
+        if use_idfoza:       # IDSVA-SO left composite inertias in ws' body rows
+            body_inertias(mi, mf, ws)
     if sparse:
         ltdl(lam, H)
     G3 = Mt[0:3]                              # free from here on
