@@ -103,10 +103,10 @@ def test_a_twins_exception_reaches_its_caller():
 
 
 def test_what_passes_to_a_compiled_specialisation():
-    # twin.variant reuses a specialisation only where the argument's bytes mean the same
+    # jit.variant reuses a specialisation only where the argument's bytes mean the same
     # there: C into 'A', writeable into read-only; never the reverse, another dtype or ndim
     from numba import types
-    from rbdiff.cpu.twin import _passes
+    from rbdiff.kernels.jit import _passes
     c = types.Array(types.float64, 1, "C")
     assert _passes(c, c)
     assert _passes(c, c.copy(layout="A"))
@@ -117,6 +117,30 @@ def test_what_passes_to_a_compiled_specialisation():
     assert not _passes(c, types.Array(types.float32, 1, "C"))
     assert not _passes(c, types.Array(types.float64, 2, "C"))
     assert not _passes(c, types.none) and _passes(types.int64, types.int64)
+
+
+def _double(x, y):
+    for i in range(x.shape[0]):
+        y[i] = 2.0 * x[i]
+
+
+def test_a_python_call_with_new_types_runs_a_specialisation_they_pass_to():
+    # an entry's miss path (kernels/jit.harden_cache): no second compile of the same code
+    import numpy as np
+    from rbdiff.kernels.jit import entry
+    f = entry(_double)
+    x, y = np.arange(6.0), np.zeros(3)
+    f(x[::2], y)                                   # strided: the any-layout 'A' one
+    assert [s[0].layout for s in f.overloads] == ["A"]
+    f(np.arange(3.0), y)                           # C-contiguous runs it
+    assert len(f.overloads) == 1 and list(y) == [0.0, 2.0, 4.0]
+    f(np.arange(3.0) + 1, y)                       # now dispatched in C, same code
+    assert len(f.overloads) == 1 and list(y) == [2.0, 4.0, 6.0]
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    f(ro, y)                     # read-only into a writeable parameter: its own compile
+    assert len(f.overloads) == 2 and list(y) == [0.0, 2.0, 4.0]
+    assert any(not s[0].mutable for s in f.overloads)
 
 
 _AHEAD = textwrap.dedent("""

@@ -36,45 +36,11 @@ from numba import types
 from numba.core import cgutils, config, errors
 from numba.extending import intrinsic
 
+from ..kernels.jit import variant
+
 RESOLVE_SYMBOL = "rbdiff_cpu_twin_resolve"
 
 _ADDRESS = {}        # pickled key -> the twin's native address in this process
-
-
-def _passes(g, s):
-    """An argument typed ``g`` passes unchanged to a parameter typed ``s``: the same type,
-    or the same array but for an any-layout 'A' parameter or a read-only one (a read-only
-    parameter is one the callee never writes: a writeable array passes)."""
-    if g == s:
-        return True
-    if not (isinstance(g, types.Array) and isinstance(s, types.Array)):
-        return False
-    return (g.dtype == s.dtype and g.ndim == s.ndim and g.aligned == s.aligned
-            and s.layout in (g.layout, "A") and (g.mutable or not s.mutable))
-
-
-def variant(dispatcher, given):
-    """The signature of ``dispatcher`` to call with arguments typed ``given``: ``given``
-    itself if compiled or cached, else a compiled or cached one they pass to unchanged
-    (a C-contiguous array as an any-layout 'A' one: the fast paths compile the entries
-    for the user's strides, kernels.jit.native; a writeable array as a read-only one: the
-    declared functions' tables are read-only, a rollout's slices are not), else ``given``
-    (compiled then). A
-    second specialisation costs as much as the first (seconds), for the same code.
-    Used by :func:`twin` and by the declared functions' float64 single calls."""
-    known = list(dispatcher.overloads)
-    try:         # Numba's cache index: keys (signature, machine, bytecode digests)
-        cache = dispatcher._cache
-        here = cache._index_key(given, dispatcher.targetctx.codegen())[1:]
-        known += [k[0] for k in cache._cache_file._load_index() if k[1:] == here]
-    except Exception:        # noqa: BLE001 -- another Numba, or no cache: compile
-        pass
-    if given in known:
-        return given
-    for sig in sorted(known, key=str):
-        if len(sig) == len(given) and all(_passes(g, s) for g, s in zip(given, sig)):
-            return sig
-    return given
 
 
 def _address(dispatcher, sig):

@@ -219,7 +219,13 @@ def harden_cache(dispatcher):
     the next load). The save therefore runs under a lock file beside the index; loads
     need none (Numba replaces files atomically).
 
-    The first entry in a process that misses the cache says so (:class:`CompileNotice`)."""
+    The first entry in a process that misses the cache says so (:class:`CompileNotice`).
+
+    Fewer specialisations: a Python call whose argument types are new runs on a compiled
+    or cached specialisation they pass to unchanged (:func:`variant`: a C-contiguous
+    array to an any-layout one, a writeable one to a read-only one), where one exists,
+    instead of compiling the same code again (seconds): a JAX buffer (read-only) or a
+    batch slice then loads what ``rbdiff compile`` or another caller compiled."""
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
     if cache_file is None or not hasattr(cache_file, "_source_stamp"):
         return dispatcher        # caching off (NUMBA_DISABLE_JIT) or Numba changed
@@ -234,6 +240,28 @@ def harden_cache(dispatcher):
         return cres
 
     cache.load_overload = load_or_notice
+    compile_for_args = dispatcher._compile_for_args
+
+    def compile_or_reuse(*args, **kws):
+        """Numba's miss path (a call whose types have no specialisation here): run a
+        compiled or cached one they pass to (:func:`variant`) instead of compiling."""
+        if not kws:
+            try:
+                given = tuple(dispatcher.typeof_pyval(a) for a in args)
+            except Exception:    # noqa: BLE001 -- Numba explains it in its own path
+                given = None
+            if given is not None and given not in dispatcher.overloads:
+                sig = variant(dispatcher, given)
+                if sig != given:
+                    dispatcher.compile(sig)
+                    cres = dispatcher.overloads[sig]
+                    # later calls typed ``given`` dispatch to it in C, without this path
+                    dispatcher._insert([t._code for t in given], cres.entry_point,
+                                       cres.objectmode)
+                    return cres.entry_point
+        return compile_for_args(*args, **kws)
+
+    dispatcher._compile_for_args = compile_or_reuse
     if fcntl is None:
         return dispatcher
     save = cache_file.save
@@ -249,6 +277,42 @@ def harden_cache(dispatcher):
 
     cache_file.save = locked_save
     return dispatcher
+
+
+def _passes(g, s):
+    """An argument typed ``g`` passes unchanged to a parameter typed ``s``: the same type,
+    or the same array but for an any-layout 'A' parameter or a read-only one (a read-only
+    parameter is one the callee never writes: a writeable array passes)."""
+    if g == s:
+        return True
+    if not (isinstance(g, types.Array) and isinstance(s, types.Array)):
+        return False
+    return (g.dtype == s.dtype and g.ndim == s.ndim and g.aligned == s.aligned
+            and s.layout in (g.layout, "A") and (g.mutable or not s.mutable))
+
+
+def variant(dispatcher, given):
+    """The signature of ``dispatcher`` to call with arguments typed ``given``: ``given``
+    itself if compiled or cached, else a compiled or cached one they pass to unchanged
+    (a C-contiguous array as an any-layout 'A' one: the fast paths compile the entries
+    for the user's strides, kernels.jit.native; a writeable array as a read-only one: the
+    declared functions' tables are read-only, a rollout's slices are not), else ``given``
+    (compiled then). A second specialisation costs as much as the first (seconds), for
+    the same code. Used by every entry's first call with new types (harden_cache), by
+    cpu/twin.py and by the declared functions' float64 single calls."""
+    known = list(dispatcher.overloads)
+    try:         # Numba's cache index: keys (signature, machine, bytecode digests)
+        cache = dispatcher._cache
+        here = cache._index_key(given, dispatcher.targetctx.codegen())[1:]
+        known += [k[0] for k in cache._cache_file._load_index() if k[1:] == here]
+    except Exception:        # noqa: BLE001 -- another Numba, or no cache: compile
+        pass
+    if given in known:
+        return given
+    for sig in sorted(known, key=str):
+        if len(sig) == len(given) and all(_passes(g, s) for g, s in zip(given, sig)):
+            return sig
+    return given
 
 
 def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
