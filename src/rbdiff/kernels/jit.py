@@ -240,7 +240,7 @@ def harden_cache(dispatcher):
         return cres
 
     cache.load_overload = load_or_notice
-    compile_for_args = dispatcher._compile_for_args
+    compile_for_args = getattr(dispatcher, "_compile_for_args", None)   # a CFunc has none
 
     def compile_or_reuse(*args, **kws):
         """Numba's miss path (a call whose types have no specialisation here): run a
@@ -261,7 +261,8 @@ def harden_cache(dispatcher):
                     return cres.entry_point
         return compile_for_args(*args, **kws)
 
-    dispatcher._compile_for_args = compile_or_reuse
+    if compile_for_args is not None:
+        dispatcher._compile_for_args = compile_or_reuse
     if fcntl is None:
         return dispatcher
     save = cache_file.save
