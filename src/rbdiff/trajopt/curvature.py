@@ -52,12 +52,11 @@ from ..cpu.contraction import aba_contraction_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.configuration import exp_coefficients
 from ..kernels.contact_contraction import coupling_rate_t, m3tv
-from ..kernels.contact_dynamics import CI_DIM
 from ..kernels.jit import entry, helper, kernel
 from ..kernels.lie import coupling, derivative_coefficients, third_coefficients
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .riccati import _fddp_knot, _grad_x, _st_vec
-from .rollout import CONTACT, FREE, IMPULSE
+from .rollout import CONTACT, FREE, IMPULSE, knot_rows
 
 def _lookup(name):
     return getattr(_rbd, name, None)
@@ -292,9 +291,7 @@ def ddp_segment(mi, mf, fparent, fmf, kind, cstart, cint, cflt, external, q, v, 
         for i in range(nu):
             tau[off + i] = u[t, i]
         s0, e0 = cstart[t], cstart[t + 1]
-        nc = 0
-        for r in range(s0, e0):
-            nc += cint[r, CI_DIM]
+        nc = knot_rows(cint, s0, e0)
         if kind[t] == IMPULSE:
             for i in range(n):
                 for j in range(n):

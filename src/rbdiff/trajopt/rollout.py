@@ -25,9 +25,18 @@ from ..cpu.contacts import contact_dynamics_one, impulse_dynamics_one
 from ..cpu.single import aba_one, difference_one, integrate_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.contact_dynamics import CI_DIM
-from ..kernels.jit import entry
+from ..kernels.jit import entry, helper
 
 FREE, CONTACT, IMPULSE = 0, 1, 2       # the knot kinds (Problem.kind)
+
+
+@helper
+def knot_rows(cint, s, e):
+    """The constraint rows of a knot's contacts cint[s:e] (3 a point, 6 a surface)."""
+    nc = 0
+    for c in range(s, e):
+        nc += cint[c, CI_DIM]
+    return nc
 
 
 @entry
@@ -82,9 +91,7 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
             un[t, i] = min(max(u, lower[i]), upper[i])
             tau[off + i] = un[t, i]
         s, e = cstart[t], cstart[t + 1]
-        nc = 0
-        for c in range(s, e):
-            nc += cint[c, CI_DIM]
+        nc = knot_rows(cint, s, e)
         if kind[t] == IMPULSE:
             twin_later(impulse_dynamics_one, (mi, mf, fparent, fmf, qn[t], vn[t], cint[s:e],
                                               cflt[s:e], 0.0, 0.0, ws, vnext[t],
