@@ -20,7 +20,7 @@ demo: $(PY)
 test: $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	$(PY) -m rbdiff compile --no-progress --skip 'contacts[parallel]'
-	$(PY) -m pytest -n auto --dist loadgroup
+	$(PY) -m pytest -n auto
 
 bench: $(PY)
 	$(PY) -m pip install --quiet -e '.[bench]'

@@ -7,11 +7,6 @@ import rbdiff as rbd
 from rbdiff.cpu import policy
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_api")
-
-
 @pytest.fixture(scope="module")
 def ff_model():
     return rbd.models.random_tree(6, 3, floating_base=True,

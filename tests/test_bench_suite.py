@@ -26,11 +26,6 @@ pin = pytest.importorskip("pinocchio")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_bench_suite")
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")

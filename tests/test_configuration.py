@@ -111,11 +111,6 @@ def test_matches_numpy_reference(seed):
 B = 5
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_configuration")
-
-
 @pytest.fixture(scope="module")
 def ff_tree():
     return rbd.models.random_tree(10, 2, floating_base=True)

@@ -18,11 +18,6 @@ B = 11                  # rows, cut into uneven chunks
 CHUNKS = (4, 4, 3)
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_dask")
-
-
 @pytest.fixture(scope="module")
 def model():
     return rbd.models.random_tree(6, 5, floating_base=True)

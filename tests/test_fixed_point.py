@@ -38,11 +38,6 @@ def test_fixed_saturates_and_counts():
     assert Fixed.saturations == 0
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_fixed_point")
-
-
 @pytest.fixture(scope="module")
 def emulated():
     """float64 derivatives and Q(i.f) ones at one iiwa14 state, from one worker."""

@@ -30,11 +30,6 @@ def _reach(T=20, dt=0.02, **kw):
     return prob, frame, target
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_trajopt")
-
-
 @pytest.fixture(scope="module")
 def solved():
     prob, frame, target = _reach()

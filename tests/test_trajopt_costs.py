@@ -27,11 +27,6 @@ from rbdiff.trajopt.residuals import (CoMPosition, ContactForce, FramePlacement,
 H = 1e-6
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_trajopt_costs")
-
-
 @pytest.fixture(scope="module")
 def solo():
     return solo_standing()

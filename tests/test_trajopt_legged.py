@@ -38,11 +38,6 @@ def _phases(m, x0, T=12):
     return prob
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_trajopt_legged")
-
-
 @pytest.fixture(scope="module")
 def solo():
     return _solo()

@@ -89,11 +89,6 @@ def assert_matches_pinocchio(model, pm, link_names=None):
     np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_urdf")
-
-
 @pytest.fixture(scope="module")
 def erd():
     d = example_robot_data_dir()

@@ -67,11 +67,6 @@ def _points(model, viewer_frames, q):
     return np.asarray(rbd.frame_placements(model, q))[viewer_frames, :3, 3]
 
 
-# one xdist worker runs this module (make test: --dist loadgroup), so that its
-# module-scoped fixtures run once, not once in each worker
-pytestmark = pytest.mark.xdist_group("test_viewer")
-
-
 @pytest.fixture(scope="module")
 def page():
     """One headless Chromium for the module (each launch costs seconds)."""
