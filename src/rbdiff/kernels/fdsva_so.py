@@ -31,10 +31,10 @@ from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .armature import armature_bias_hessian, armature_bias_jacobian, armature_diagonal
 from .aba import aba
 from .aba_derivatives import neg_minv_mul_tree
+from .crba import body_inertias
 from .idfoza import idfoza_beats_dtm, idfoza_matrix_t
 from .idsva import idsva_dynamics_pass
 from .idsva_so import idsva_fo_so_backward_pass, zero_fill
-from .crba import body_inertias
 from .jit import helper, kernel
 from .minverse import minverse_factored
 
