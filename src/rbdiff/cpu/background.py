@@ -49,6 +49,8 @@ import time
 
 from numba import typeof
 
+from ..kernels.jit import variant
+
 try:
     import fcntl
 except ImportError:          # Windows: no flock; a child per process, as before
@@ -243,7 +245,8 @@ def ready(plan, parallel, args):
     if overloads is None:                    # not a Numba dispatcher (tests' fakes)
         plan.ready = True
         return True
-    sig = tuple(typeof(a) for a in args)
+    # a compiled or cached specialisation these types pass to counts (kernels.jit.variant)
+    sig = variant(parallel, tuple(typeof(a) for a in args))
     if sig in overloads or _cached(parallel, sig) is not False:
         plan.ready = True
         return True
