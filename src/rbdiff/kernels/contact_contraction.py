@@ -50,9 +50,10 @@ their own vectors.
 
 from ..model.layout import MI_IV, MI_NV, MI_PARENT
 from .contact_dynamics import (CF_KD, CF_KP, CI_DIM, CI_JOINT, CI_REF, CI_ROW, log6,
-                               relative_placement, contact_solve, forces_on_joints,
+                               relative_placement, contact_dynamics, forces_on_joints,
+                               add_rotation_rate,
                                cholesky_solve, contact_pose, local_derivatives,
-                               position_error, reference_forces, rot_t)
+                               position_error, rot_t)
 from .contraction import (contraction_backward_pass, costate_pass, rnea_contraction,
                           zero4)
 from .fk import acceleration_joint, init_universe, placement_pass_joint
@@ -550,12 +551,11 @@ def contact_contraction_given(mi, mf, fmf, q, v, tau, lam_a, lam_f, cint, cflt, 
     contact_contraction's less D6, G, qdd2; forces (nc,)."""
     nv = qdd.shape[0]
     nc = J.shape[0]
-    bad = contact_solve(mi, mf, fmf, q, v, tau, None, cint, cflt, damping, ws, F, Minv, J,
-                        Yt, W, qdd, lam)
+    bad = contact_dynamics(mi, mf, fmf, q, v, tau, None, cint, cflt, damping, ws, F, Minv,
+                           J, Yt, W, lam, qdd, forces)
     if bad >= 0:
         return bad
     forces_on_joints(fmf, cint, None, lam, fc)
-    reference_forces(fmf, cint, ws, lam, forces)
     for b in range(3):
         for r in range(nv + nc):
             for c in range(nv):
@@ -571,24 +571,13 @@ def local_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
     """The inverse of contact_dynamics.rotate_force_derivatives (in place): for
     LOCAL_WORLD_ALIGNED contacts df_L = R^T (df - [w_m x (R f)] in the q columns of the
     dofs carrying the contact)."""
-    n = mi[0, 0]
     for k in range(cint.shape[0]):
         if cint[k, CI_REF] != LOCAL_WORLD_ALIGNED:
             continue
         R, _ = contact_pose(ws, fmf, cint, k)
         r0 = cint[k, CI_ROW]
         for h in range(r0, r0 + cint[k, CI_DIM], 3):
-            f0, f1, f2 = forces[h], forces[h + 1], forces[h + 2]
-            a = cint[k, CI_JOINT]
-            while a > 0:
-                for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                    w0 = ws[n + 1 + m, D_S + 3]
-                    w1 = ws[n + 1 + m, D_S + 4]
-                    w2 = ws[n + 1 + m, D_S + 5]
-                    df_dq[h, m] -= w1 * f2 - w2 * f1
-                    df_dq[h + 1, m] -= w2 * f0 - w0 * f2
-                    df_dq[h + 2, m] -= w0 * f1 - w1 * f0
-                a = mi[a, MI_PARENT]
+            add_rotation_rate(mi, ws, cint[k, CI_JOINT], forces, h, df_dq, -1.0)
             for D in (df_dq, df_dv, df_dtau):
                 for m in range(D.shape[1]):
                     x = rot_t(R, D[h, m], D[h + 1, m], D[h + 2, m])

@@ -499,7 +499,6 @@ def add_y_times(Yt, X, out):
 def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
     """LOCAL_WORLD_ALIGNED contacts: d(R f) = R df, plus w_m x (R f) in the q columns of
     the dofs carrying the contact (w_m: dof m's world angular column)."""
-    n = mi[0, 0]
     for k in range(cint.shape[0]):
         if cint[k, CI_REF] != LOCAL_WORLD_ALIGNED:
             continue
@@ -514,17 +513,26 @@ def rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau):
                     D[h, m] = x[0]
                     D[h + 1, m] = x[1]
                     D[h + 2, m] = x[2]
-            f0, f1, f2 = forces[h], forces[h + 1], forces[h + 2]
-            a = cint[k, CI_JOINT]
-            while a > 0:
-                for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-                    w0 = ws[n + 1 + m, D_S + 3]
-                    w1 = ws[n + 1 + m, D_S + 4]
-                    w2 = ws[n + 1 + m, D_S + 5]
-                    df_dq[h, m] += w1 * f2 - w2 * f1
-                    df_dq[h + 1, m] += w2 * f0 - w0 * f2
-                    df_dq[h + 2, m] += w0 * f1 - w1 * f0
-                a = mi[a, MI_PARENT]
+            add_rotation_rate(mi, ws, cint[k, CI_JOINT], forces, h, df_dq, 1.0)
+
+
+@helper
+def add_rotation_rate(mi, ws, joint, forces, h, df_dq, sign):
+    """df_dq[h:h + 3, m] += sign w_m x f (f = forces[h:h + 3]) for every dof m carrying
+    ``joint`` (w_m: its world angular column): the rotation's rate in a
+    LOCAL_WORLD_ALIGNED force's derivatives (rotate_force_derivatives and its inverse)."""
+    n = mi[0, 0]
+    f0, f1, f2 = forces[h], forces[h + 1], forces[h + 2]
+    a = joint
+    while a > 0:
+        for m in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
+            w0 = ws[n + 1 + m, D_S + 3]
+            w1 = ws[n + 1 + m, D_S + 4]
+            w2 = ws[n + 1 + m, D_S + 5]
+            df_dq[h, m] += sign * (w1 * f2 - w2 * f1)
+            df_dq[h + 1, m] += sign * (w2 * f0 - w0 * f2)
+            df_dq[h + 2, m] += sign * (w0 * f1 - w1 * f0)
+        a = mi[a, MI_PARENT]
 
 
 @kernel
@@ -553,11 +561,10 @@ def local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping
     joints, M^-1, J, Yt and W's factor as contact_solve leaves them (the contracted
     second derivatives build on all of it)."""
     nc = J.shape[0]
-    bad = contact_solve(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv, J,
-                        Yt, W, qdd, lam)
+    bad = contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv,
+                           J, Yt, W, lam, qdd, forces)
     if bad >= 0:
         return bad
-    reference_forces(fmf, cint, ws, lam, forces)
     forces_on_joints(fmf, cint, fext, lam, fc)
     # A_q, A_v = -M^-1 dr1/dx (Carpentier & Mansard eq. 24 at the contact forces, held
     # on their bodies): IDSVA at qdd on ABA's placements and velocities (the
