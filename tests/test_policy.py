@@ -33,7 +33,7 @@ def clock(monkeypatch):
 
 class _Model:
     def __init__(self):
-        self._plans = {}
+        self._digest = object()     # a model of its own (policy keys plans by content)
 
 
 def _fakes(clock, serial_s, parallel_s):

@@ -12,6 +12,8 @@ import numpy as np
 from numba.core.errors import TypingError
 
 from .cpu import batch, policy, single
+from .cpu.scratch import HELD as _HELD
+from .cpu.scratch import HELD_F as _HELD_F
 from .declare import Function
 from .kernels.jit import native
 from .validation import F64 as _F64
@@ -29,7 +31,7 @@ _FAST_MISS = (AttributeError, TypeError, ValueError, TypingError)   # TypingErro
 # module globals: one dictionary lookup on the fast path instead of two
 _empty = np.empty
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
-# (scratch: the model's single_call_scratch, model._ws and model._F)
+# (scratch: cpu.scratch's HELD workspaces: these entries hold the GIL)
 _rnea_one = native(single.rnea_one, "_rnea_one", globals())
 _aba_one = native(single.aba_one, "_aba_one", globals())
 _crba_one = native(single.crba_one, "_crba_one", globals(), inputs=(2,))
@@ -80,7 +82,7 @@ def rnea(model, q, v, a, fext=None):
             nd = q.ndim
             if nd == 1 == v.ndim == a.ndim:
                 tau = _empty(model.nv)
-                _rnea_one(model.mi, model.mf, q, v, a, None, model._ws, tau)
+                _rnea_one(model.mi, model.mf, q, v, a, None, _HELD[model._scratch_key], tau)
                 return tau
             if nd == 2 == v.ndim == a.ndim and type(q) is _ND:
                 n = len(q)
@@ -104,7 +106,7 @@ def aba(model, q, v, tau, fext=None):
             nd = q.ndim
             if nd == 1 == v.ndim == tau.ndim:
                 qdd = _empty(model.nv)
-                _aba_one(model.mi, model.mf, q, v, tau, None, model._ws, qdd)
+                _aba_one(model.mi, model.mf, q, v, tau, None, _HELD[model._scratch_key], qdd)
                 return qdd
             if nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
                 n = len(q)
@@ -124,7 +126,7 @@ def crba(model, q):
         if q.dtype is _F64:
             if q.ndim == 1:
                 M = _empty(model._svv)
-                _crba_one(model.mi, model.mf, q, model._ws, M)
+                _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], M)
                 return M
             if q.ndim == 2 and type(q) is _ND:
                 M = _empty((q.shape[0],) + model._svv)
@@ -142,7 +144,7 @@ def minverse(model, q):
         if q.dtype is _F64:
             if q.ndim == 1:
                 Minv = _empty(model._svv)
-                _minverse_one(model.mi, model.mf, q, model._ws, model._F, Minv)
+                _minverse_one(model.mi, model.mf, q, _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv)
                 return Minv
             if q.ndim == 2 and type(q) is _ND:
                 Minv = _empty((q.shape[0],) + model._svv)
@@ -159,7 +161,7 @@ def nonlinear_effects(model, q, v):
     try:
         if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
             h = _empty(model._sv)
-            _nonlinear_effects_one(model.mi, model.mf, q, v, model._ws, h)
+            _nonlinear_effects_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], h)
             return h
     except _FAST_MISS:
         pass
@@ -172,7 +174,7 @@ def gravity(model, q):
     try:
         if q.dtype is _F64 and q.ndim == 1:
             g = _empty(model._sv)
-            _gravity_one(model.mi, model.mf, q, model._ws, g)
+            _gravity_one(model.mi, model.mf, q, _HELD[model._scratch_key], g)
             return g
     except _FAST_MISS:
         pass

@@ -14,6 +14,7 @@ bit for bit.
 import numpy as np
 
 from .cpu import centroidal as cc
+from .cpu.scratch import HELD as _HELD
 from .declare import Function
 from .kernels.jit import native
 from .model.layout import MF_MASS
@@ -23,8 +24,8 @@ from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
 from .validation import F64 as _F64
 
 # Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: natively bound
-# entries on the model's scratch (model._ws); any miss (another dtype or ndim, a refused
-# input, a massless model) takes the general path, which names the problem.
+# entries on cpu.scratch's HELD workspace (they hold the GIL); any miss (another dtype or
+# ndim, a refused input, a massless model) takes the general path, which names the problem.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
 _new = tuple.__new__          # a result NamedTuple without its Python __new__
@@ -100,16 +101,16 @@ def center_of_mass(model, q, v=None, a=None):
             c = _empty(_S3)
             if v is None:
                 if a is None:
-                    _com_q(model.mi, model.mf, q, None, None, model._ws, c, None, None)
+                    _com_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], c, None, None)
                     return c
             elif v.dtype is _F64 and v.ndim == 1:
                 vc = _empty(_S3)
                 if a is None:
-                    _com_qv(model.mi, model.mf, q, v, None, model._ws, c, vc, None)
+                    _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], c, vc, None)
                     return _new(CenterOfMassVelocity, (c, vc))
                 if a.dtype is _F64 and a.ndim == 1:
                     ac = _empty(_S3)
-                    _com_qva(model.mi, model.mf, q, v, a, model._ws, c, vc, ac)
+                    _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], c, vc, ac)
                     return _new(CenterOfMassAcceleration, (c, vc, ac))
     except _FAST_MISS:
         pass
@@ -126,7 +127,7 @@ def com_jacobian(model, q):
     try:
         if q.dtype is _F64 and q.ndim == 1:
             J = _empty((3, model.nv))
-            _com_jacobian_one(model.mi, model.mf, q, model._ws, J)
+            _com_jacobian_one(model.mi, model.mf, q, _HELD[model._scratch_key], J)
             return J
     except _FAST_MISS:
         pass
@@ -142,7 +143,7 @@ def centroidal_momentum_matrix(model, q):
     try:
         if q.dtype is _F64 and q.ndim == 1:
             Ag = _empty(model._sJ)
-            _centroidal_map_one(model.mi, model.mf, q, model._ws, Ag)
+            _centroidal_map_one(model.mi, model.mf, q, _HELD[model._scratch_key], Ag)
             return Ag
     except _FAST_MISS:
         pass
@@ -163,11 +164,11 @@ def centroidal_momentum(model, q, v, a=None):
         if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
             h = _empty(_S6)
             if a is None:
-                _momentum_qv(model.mi, model.mf, q, v, None, model._ws, h, None)
+                _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], h, None)
                 return h
             if a.dtype is _F64 and a.ndim == 1:
                 hd = _empty(_S6)
-                _momentum_qva(model.mi, model.mf, q, v, a, model._ws, h, hd)
+                _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], h, hd)
                 return _new(CentroidalMomentum, (h, hd))
     except _FAST_MISS:
         pass
@@ -188,7 +189,7 @@ def centroidal_dynamics_derivatives(model, q, v, a):
         if (q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64
                 and q.ndim == v.ndim == a.ndim == 1):
             out = (_empty(s), _empty(s), _empty(s), _empty(s))
-            _derivatives_one(model.mi, model.mf, q, v, a, model._ws, *out)
+            _derivatives_one(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], *out)
             return _new(CentroidalDynamicsDerivatives, out)
     except _FAST_MISS:
         pass
@@ -201,7 +202,7 @@ def kinetic_energy(model, q, v):
     armature_k v_k^2. A batch (B, nq), (B, nv) gives (B,)."""
     try:
         if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-            return _kinetic_one(model.mi, model.mf, q, v, model._ws, None)
+            return _kinetic_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], None)
     except _FAST_MISS:
         pass
     return _scalar(_KE(model, q, v))
@@ -213,7 +214,7 @@ def potential_energy(model, q):
     gives (B,)."""
     try:
         if q.dtype is _F64 and q.ndim == 1:
-            return _potential_one(model.mi, model.mf, q, model._ws, None)
+            return _potential_one(model.mi, model.mf, q, _HELD[model._scratch_key], None)
     except _FAST_MISS:
         pass
     return _scalar(_PE(model, q))

@@ -17,6 +17,7 @@ import numpy as np
 
 from .cpu import contact_contraction as ccc
 from .cpu import contraction as cc
+from .cpu.scratch import thread_workspace as _thread_ws
 from .declare import Function
 from .declare import single_f64 as _single_f64
 from .results import (ABASecondOrderContraction, ContactDynamicsContraction,
@@ -145,7 +146,7 @@ def _contact_fast(one, result, count, model, xs, contacts, options):
     t = tuple(out[k] for k in range(count))
     try:
         _single_f64(one, (model.mi, model.mf, model.frame_parents, model.frame_mf, *xs, cint,
-                          cflt, *options, model._ws, *t))
+                          cflt, *options, _thread_ws(model), *t))
     except ValueError:
         return None
     return _new(result, t)

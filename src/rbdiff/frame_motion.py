@@ -18,6 +18,7 @@ the reference found by one dictionary lookup each.
 import numpy as np
 
 from .cpu import frame_motion as cf
+from .cpu.scratch import HELD as _HELD
 from .declare import Function, frame_index, reference_option
 from .kernels.jit import native
 from .results import REFERENCE_CODES, FrameAccelerationDerivatives, FrameVelocityDerivatives
@@ -81,7 +82,7 @@ def frame_velocity(model, q, v, frame, reference="local"):
         if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
             out = _empty(_S6)
             _velocity(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
-                      model._frame_ids.get(frame, -1), _REF.get(reference, -1), model._ws,
+                      model._frame_ids.get(frame, -1), _REF.get(reference, -1), _HELD[model._scratch_key],
                       out)
             return out
     except _FAST_MISS:
@@ -103,7 +104,7 @@ def frame_acceleration(model, q, v, a, frame, reference="local", classical=False
             _acceleration(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, a,
                           model._frame_ids.get(frame, -1), _REF.get(reference, -1),
                           1 if classical is True else 0 if classical is False else -1,
-                          model._ws, out)
+                          _HELD[model._scratch_key], out)
             return out
     except _FAST_MISS:
         pass
@@ -121,7 +122,7 @@ def frame_jacobian_time_variation(model, q, v, frame, reference="local_world_ali
             dJ = _empty(model._sJ)
             _time_variation(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
                             model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                            model._ws, dJ)
+                            _HELD[model._scratch_key], dJ)
             return dJ
     except _FAST_MISS:
         pass
@@ -146,7 +147,7 @@ def frame_velocity_derivatives(model, q, v, frame, reference="local"):
             dv_dq, dv_dv = _empty(s), _empty(s)
             _velocity_derivatives(model.mi, model.mf, model.frame_parents, model.frame_mf,
                                   q, v, model._frame_ids.get(frame, -1),
-                                  _REF.get(reference, -1), model._ws, dv_dq, dv_dv)
+                                  _REF.get(reference, -1), _HELD[model._scratch_key], dv_dq, dv_dv)
             return _new(FrameVelocityDerivatives, (dv_dq, dv_dv))
     except _FAST_MISS:
         pass
@@ -178,7 +179,7 @@ def frame_acceleration_derivatives(model, q, v, a, frame, reference="local",
             _acceleration_derivatives(
                 model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, a,
                 model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                1 if classical is True else 0 if classical is False else -1, model._ws, *out)
+                1 if classical is True else 0 if classical is False else -1, _HELD[model._scratch_key], *out)
             return _new(FrameAccelerationDerivatives, out)
     except _FAST_MISS:
         pass

@@ -19,6 +19,7 @@ from .kernels.fastargs import AVAILABLE
 from .kernels.jit import native
 from .model.lookup import frame_index as _frame_id
 from .model.lookup import joint_index as _joint_id
+from .cpu.scratch import HELD as _HELD
 from .cpu.scratch import single_call_scratch
 from .declare import Function, reference_code, reference_option
 from .results import (REFERENCE_CODES, Kinematics, KinematicsDerivatives, pending,
@@ -84,7 +85,7 @@ else:
 
 def _scratch(model, dtype):
     """A single call's workspace of ``dtype`` (the general path; the fast paths use
-    model._ws)."""
+    cpu.scratch's HELD workspaces)."""
     return single_call_scratch(model.njoints, model.nv, dtype, False)[0]
 
 
@@ -102,19 +103,19 @@ def forward_kinematics(model, q, v=None, a=None):
             T = _empty(model._sT)
             V = _empty(model._sm)
             A = _empty(model._sm)
-            if _fk_fast(model.mi, model.mf, q, v, a, model._ws, T, V, A):
+            if _fk_fast(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], T, V, A):
                 return _new(Kinematics, (T, V, A))
         elif q.dtype is _F64 and q.ndim == 1:
             if v is None:
                 if a is None:
                     T = _empty(model._sT)
-                    _fk_q(model.mi, model.mf, q, None, None, model._ws, T, None, None)
+                    _fk_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], T, None, None)
                     return _new(Kinematics, (T, None, None))
             elif v.dtype is _F64 and v.ndim == 1:
                 if a is None:
                     T = _empty(model._sT)
                     V = _empty(model._sm)
-                    _fk_qv(model.mi, model.mf, q, v, None, model._ws, T, V, None)
+                    _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], T, V, None)
                     return _new(Kinematics, (T, V, None))
     except _FAST_MISS:
         pass
@@ -175,7 +176,7 @@ def frame_placements(model, q):
         if q.dtype is _F64 and q.ndim == 1:
             T = _empty(model._sframes)
             _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
-                                  q, model._ws, T)
+                                  q, _HELD[model._scratch_key], T)
             return T
     except _FAST_MISS:
         pass
@@ -190,7 +191,7 @@ def frame_placement(model, q, frame):
         if q.dtype is _F64 and q.ndim == 1:
             T = _empty(_S44)
             _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
-                                 q, model._frame_ids.get(frame, -1), model._ws, T)
+                                 q, model._frame_ids.get(frame, -1), _HELD[model._scratch_key], T)
             return T
     except _FAST_MISS:
         pass
@@ -208,7 +209,7 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     try:    # the entry checks q's dtype and ndim (_frame_jacobian_fast)
         if _frame_jacobian_fast(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
                                 model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                                model._ws, J):
+                                _HELD[model._scratch_key], J):
             return J
     except _FAST_MISS:
         pass
@@ -279,7 +280,7 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
                 out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
                 _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
                                                   model._joint_ids.get(joint, -1),
-                                                  _REF.get(reference, -1), model._ws, *out)
+                                                  _REF.get(reference, -1), _HELD[model._scratch_key], *out)
                 return KinematicsDerivatives(*out)
     except _FAST_MISS:
         pass

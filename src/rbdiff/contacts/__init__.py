@@ -18,12 +18,12 @@ import math
 import numpy as np
 
 from ..cpu import contacts as cc
+from ..cpu.scratch import thread_workspace as _thread_ws
 from ..declare import Function, caller_outputs, frame_index
 from ..kernels.contact_dynamics import (CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH,
                                         SINGULAR_RTOL)
 from ..kernels.jit import native
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
-from ..model.model import Model
 from ..results import (ContactDynamics, ContactDynamicsDerivatives, ImpulseDynamics,
                        ImpulseDynamicsDerivatives, reference_name)
 from ..validation import F64 as _F64
@@ -142,11 +142,12 @@ class DependentContacts(ValueError):
 
 # ---- packing -----------------------------------------------------------------------------
 
-# model._contact_packs: {id(contacts): (contacts, packed)} for the objects the fast paths
-# see again and again (a caller's tuple or Contact, immutable, kept alive here so its id
-# is not reused), and
-# {contacts tuple: packed} by value for every other sequence of equal contacts
-Model.cache("_contact_packs", lambda m: ({}, {}))
+# _PACKS[model digest] = ({id(contacts): (contacts, packed)} for the objects the fast
+# paths see again and again (a caller's tuple or Contact, immutable, kept alive here so
+# its id is not reused), {contacts tuple: packed} by value for every other sequence of
+# equal contacts): a memo of constants, here and not on the Model (which stays as loaded)
+_PACKS = {}
+_PACKS_MAX = 1024       # models remembered (then forgotten all at once)
 _BY_ID_MAX = 64         # objects remembered by id per model (then by value only)
 
 
@@ -167,7 +168,12 @@ def _as_tuple(contacts):
 def pack(model, contacts):
     """(cint, cflt, nc) of ``contacts`` (a Contact or a sequence) on ``model``, cached:
     by the object's id first (one dictionary lookup: the fast paths), then by value."""
-    by_id, by_value = model._contact_packs
+    memo = _PACKS.get(model._digest)
+    if memo is None:
+        if len(_PACKS) >= _PACKS_MAX:
+            _PACKS.clear()
+        memo = _PACKS.setdefault(model._digest, ({}, {}))
+    by_id, by_value = memo
     hit = by_id.get(id(contacts))
     if hit is not None and hit[0] is contacts:
         return hit[1]
@@ -326,7 +332,7 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=Non
             if nc:
                 qdd, forces = _empty(model.nv), _empty(nc)
                 _cd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                        None, cint, cflt, float(damping), model._ws, qdd, forces)
+                        None, cint, cflt, float(damping), _thread_ws(model), qdd, forces)
                 return _new(ContactDynamics, (qdd, forces))
     except _FAST_MISS:
         pass
@@ -387,7 +393,7 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
                 res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nv, nv)),
                        _empty((nc, nv)), _empty((nc, nv)), _empty((nc, nv)))
                 _cdd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                         None, cint, cflt, float(damping), model._ws, *res)
+                         None, cint, cflt, float(damping), _thread_ws(model), *res)
                 return _new(ContactDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
@@ -448,7 +454,7 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0,
             if nc:
                 vout, imp = _empty(model.nv), _empty(nc)
                 _id_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                        cint, cflt, float(restitution), float(damping), model._ws, vout, imp)
+                        cint, cflt, float(restitution), float(damping), _thread_ws(model), vout, imp)
                 return _new(ImpulseDynamics, (vout, imp))
     except _FAST_MISS:
         pass
@@ -487,7 +493,7 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
                 nv = model.nv
                 res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
                 _idd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                         cint, cflt, float(restitution), float(damping), model._ws, *res)
+                         cint, cflt, float(restitution), float(damping), _thread_ws(model), *res)
                 return _new(ImpulseDynamicsDerivatives, res)
     except _FAST_MISS:
         pass

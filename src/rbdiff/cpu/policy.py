@@ -3,7 +3,8 @@
 A parallel region pays a wake-up and a join (a few us on idle cores), and when another
 process keeps a core busy, the join can wait a whole scheduler time slice (~3-6 ms) for a
 worker thread that was descheduled: a 64-item batch then ran 25x slower than a Python loop.
-So every batch entry keeps a small plan (per model and entry point, in ``model._plans``):
+So every batch entry keeps a small plan (per model content and entry point, in this
+module's ``_PLANS``, not on the Model: a plan is this process's timing state):
 
 - the serial cost of one item, measured on its serial runs (the first two runs of a
   batch entry are serial: the first one compiles; so is any batch whose estimated
@@ -41,8 +42,8 @@ import numba.np.ufunc.parallel
 import numpy as np
 
 from ..kernels.jit import native
-from ..model.model import Model
 from . import background
+from .scratch import HELD
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
 UNTIMED_S = 10e-6         # serial work below which a run leaves the estimate alone (the
@@ -86,7 +87,11 @@ def get_num_threads():
 
 _MODES = ("auto", "serial", "parallel")
 _forced = ["auto"]
-Model.cache("_plans", lambda m: {})     # per model: entry -> Plan, each made on first use
+# model digest -> {parallel entry -> Plan}: equal models (two loads of one file) share
+# plans; updated without a lock (dict operations are atomic under the GIL, and a lost
+# update only perturbs an estimate)
+_PLANS = {}
+_PLANS_MAX = 4096       # models remembered (then forgotten all at once: timings only)
 
 
 @contextmanager
@@ -106,10 +111,14 @@ def forced(mode):
 def plan_of(model, parallel):
     """The plan of the batch pair with parallel entry ``parallel`` on ``model`` (made on
     first use)."""
-    plans = model._plans
+    plans = _PLANS.get(model._digest)
+    if plans is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plans = _PLANS.setdefault(model._digest, {})
     p = plans.get(parallel)
     if p is None:
-        p = plans[parallel] = Plan()
+        p = plans.setdefault(parallel, Plan())
     return p
 
 
@@ -152,8 +161,8 @@ def _estimate(p, item):
 
 def run(model, serial, parallel, batch, args, options=(), few=None):
     """serial(*args, *options, True), parallel(*args, *options, nchunks) or, for a batch
-    too small to time, few(*args, *options, model._ws) where a fast path passes ``few``
-    (an entry on the model's single-call workspace, cpu.batch.aba_few), as the plan
+    too small to time, few(*args, *options, ws) where a fast path passes ``few`` (an
+    entry holding the GIL on scratch.HELD's single-call workspace, batch.aba_few), as the plan
     decides (both check every item before computing any: a bad batch raises ValueError
     with a cpu.checks code and writes nothing); ``args`` are the entry's (mi, mf,
     inputs..., outputs...), every input and output with leading axis ``batch``. Written
@@ -164,12 +173,15 @@ def run(model, serial, parallel, batch, args, options=(), few=None):
         else:
             serial(*args, *options, True)
         return
-    p = model._plans.get(parallel) or plan_of(model, parallel)
+    plans = _PLANS.get(model._digest)     # plan_of, inlined: on every batch call's path
+    p = None if plans is None else plans.get(parallel)
+    if p is None:
+        p = plan_of(model, parallel)
     if batch < p.untimed:                   # far too small for threads: not even timed
         if few is None:
             serial(*args, *options, True)
         else:
-            few(*args, *options, model._ws)
+            few(*args, *options, HELD[model._scratch_key])
         return
     t0 = perf_counter()
     n = 0

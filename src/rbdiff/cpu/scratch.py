@@ -1,7 +1,25 @@
-"""Scratch of the single-call entries (cpu/single.py): allocated here, in the layer
-that uses it, not by the model. A model gets its float64 pair for the fast paths
-(``model._ws``, ``model._F``) and the shape of a pending kinematics state
-(``model._sstate``) when it is made, through Model.cache (model/model.py)."""
+"""Scratch of the single-call entries (cpu/single.py): allocated here, in the layer that
+uses it, and owned by the entries, never by the Model (one model is shared by threads).
+
+Two owners, by how the entry runs:
+
+- ``HELD[model._scratch_key]``: the float64 workspace of the fast entries that hold the
+  GIL for the whole call (kernels.jit.fast_entry: rnea, aba, crba, frames, centroidal,
+  ...). No two threads can be inside such an entry at once, so one workspace per model
+  size serves the process: one dictionary lookup, no cost on a ~1 us call.
+  ``HELD_F``: the same for M^-1's force scratch.
+- :func:`thread_workspace`: the float64 workspace of the entries that release the GIL
+  (kernels.jit.entry: contact, impulse and contraction calls run in parallel across
+  threads), one per thread and model size (a ``threading.local``: ~0.1 us on calls of
+  several us).
+
+(Numba, so rbdiff, runs on CPython builds with a GIL: ``HELD`` rests on it.)
+
+A caller who wants no allocation at all passes ``out=`` (the declared path) and keeps its
+own arrays; the workspaces here are allocated once per (size, thread) and reused.
+"""
+
+import threading
 
 import numpy as np
 
@@ -13,13 +31,66 @@ from ..model.model import Model
 def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
     """Scratch of a single call (cpu/single.py's ``*_one``): the workspace (njoints+nv,
     W_WIDTH) and, with ``forces``, M^-1's force scratch F (njoints, nv, 6), njoints
-    counting the universe (model.njoints). The model keeps one float64 pair for the
-    fast paths (api.py); the fast entries hold the GIL (jit.fast_entry), so two threads
-    never run on it at once."""
+    counting the universe (model.njoints). Fresh arrays: the declared path's own."""
     ws = np.empty((njoints + nv, W_WIDTH), dtype)
     return (ws, np.empty((njoints, nv, 6), dtype)) if forces else (ws,)
 
 
-Model.cache("_ws", lambda m: single_call_scratch(m.njoints, m.nv, forces=False)[0])
-Model.cache("_F", lambda m: np.empty((m.njoints, m.nv, 6)))
+def _sizes(key):
+    return key >> 20, key & ((1 << 20) - 1)      # Model._scratch_key: (njoints, nv)
+
+
+def _workspace(key):
+    njoints, nv = _sizes(key)
+    return np.empty((njoints + nv, W_WIDTH))
+
+
+def _forces(key):
+    njoints, nv = _sizes(key)
+    return np.empty((njoints, nv, 6))
+
+
+class _PerSize(dict):
+    """size key -> array, made on first use (process-wide: GIL-holding entries only)."""
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key):
+        a = self[key] = self.make(key)
+        return a
+
+
+class _PerThreadSize:
+    """size key -> this thread's array, made on first use."""
+    __slots__ = ("make", "local")
+
+    def __init__(self, make):
+        self.make = make
+        self.local = threading.local()
+
+    def __getitem__(self, key):
+        try:
+            return self.local.arrays[key]
+        except AttributeError:
+            self.local.arrays = {}
+        except KeyError:
+            pass
+        a = self.local.arrays[key] = self.make(key)
+        return a
+
+
+HELD = _PerSize(_workspace)
+HELD_F = _PerSize(_forces)
+_THREAD = _PerThreadSize(_workspace)
+
+
+def thread_workspace(model):
+    """This thread's float64 workspace (njoints + nv, W_WIDTH) for ``model``'s size, for
+    entries that release the GIL."""
+    return _THREAD[model._scratch_key]
+
+
 Model.cache("_sstate", lambda m: (m.njoints + m.nv, STATE_WIDTH))   # a kinematics state

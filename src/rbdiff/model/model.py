@@ -8,7 +8,9 @@ coordinates in the child frame to the parent frame.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import hashlib
 from dataclasses import dataclass
 from types import MappingProxyType
 from enum import IntEnum
@@ -264,6 +266,10 @@ class Model:
         self._skd = (n + 1, 6, self.nv)
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
+        # the key of the per-size scratch the entries keep (cpu/scratch.py), not scratch
+        self._scratch_key = (n + 1) << 20 | self.nv
+        self._digest = _content_digest(self.__dict__)
+        self._hash = int.from_bytes(self._digest[:8], "little", signed=True)
         self._attach_caches()
 
     def _pack(self):
@@ -372,15 +378,36 @@ class Model:
         return (f"rbdiff.Model(njoints={self.njoints}, nq={self.nq}, nv={self.nv}, "
                 f"frames={len(self.frames)})")
 
+    def __eq__(self, other):
+        """Equal content: the same joints, bodies, frames, limits, armature, gravity,
+        reference configurations and visuals, bit for bit (two loads of one file are
+        equal; a model and its pickled copy too), compared by a SHA-256 digest of it."""
+        if other is self:
+            return True
+        if type(other) is not Model:
+            return NotImplemented
+        return self._digest == other._digest
+
+    def __hash__(self):
+        """Stable across processes (the content digest's first 8 bytes, not id())."""
+        return self._hash
+
+    @property
+    def fingerprint(self):
+        """The content digest as hex (SHA-256): equal for equal models, in any process."""
+        return self._digest.hex()
+
     _CACHES = {}    # attribute name -> make(model), registered by the layers above
 
     @classmethod
     def cache(cls, name, make):
-        """Let the layer that owns a per-model cache (cpu/scratch.py: the fast paths'
-        scratch; cpu/policy.py: batch plans) attach it to every model, without the model
-        importing that layer. Set at construction, not on first read: a class with
-        __getattr__ loses CPython's specialised attribute loads (~10-30 % of a small
-        call)."""
+        """Let a layer above attach a constant derived from the model (cpu/scratch.py:
+        a kinematics state's shape; centroidal.py: the total mass) to every model,
+        without the model importing that layer. Constants only: per-call state (scratch,
+        batch plans, memo tables) belongs to the caller or the thread (cpu/scratch.py,
+        cpu/policy.py), since one model is shared by threads. Set at construction, not
+        on first read: a class with __getattr__ loses CPython's specialised attribute
+        loads (~10-30 % of a small call)."""
         cls._CACHES[name] = make
 
     def _attach_caches(self):
@@ -443,6 +470,45 @@ class Model:
     def _freeze(self):
         object.__setattr__(self, "_frozen", True)
         return self
+
+
+def _feed(h, x):
+    """Add ``x`` (arrays, numbers, strings, containers, Frames, Visuals) to hash ``h``,
+    each value tagged with its type and length so that no two contents feed alike."""
+    if isinstance(x, np.ndarray):
+        h.update(b"a%s%s;" % (x.dtype.str.encode(), str(x.shape).encode()))
+        h.update(np.ascontiguousarray(x).tobytes())
+    elif isinstance(x, (str, bytes)):
+        b = x.encode() if isinstance(x, str) else x
+        h.update(b"s%d;" % len(b) + b)
+    elif x is None or isinstance(x, (bool, int, float, np.generic)):
+        h.update(b"n%s;" % repr(x).encode())
+    elif isinstance(x, (tuple, list)):
+        h.update(b"t%d;" % len(x))
+        for y in x:
+            _feed(h, y)
+    elif isinstance(x, (dict, MappingProxyType)):
+        h.update(b"d%d;" % len(x))
+        for k in sorted(x, key=repr):
+            _feed(h, k)
+            _feed(h, x[k])
+    elif dataclasses.is_dataclass(x):
+        h.update(b"c%s;" % type(x).__name__.encode())
+        for f in dataclasses.fields(x):
+            _feed(h, getattr(x, f.name))
+    else:
+        raise TypeError(f"Model digest: cannot hash a {type(x).__name__}")
+
+
+def _content_digest(attrs):
+    """SHA-256 of a model's attributes (its __dict__ while it is being made), in name
+    order: every array and table the constructor made, so a new field counts by itself."""
+    h = hashlib.sha256()
+    for name in sorted(attrs):
+        if name not in Model._CACHES:
+            h.update(name.encode() + b"=")
+            _feed(h, attrs[name])
+    return h.digest()
 
 
 def _placement(placement):

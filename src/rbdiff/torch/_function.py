@@ -347,9 +347,10 @@ class _Plan:
 
     def __init__(self, model, fn):
         from ..cpu import vjp
+        from ..cpu.scratch import HELD
         from ..derivatives import _product_code
         from ..kernels.aza import AZA
-        self.mi, self.mf, self.ws = model.mi, model.mf, model._ws
+        self.mi, self.mf, self.ws = model.mi, model.mf, HELD[model._scratch_key]
         self.qr = np.empty(model.nq)
         self.D = np.empty((4, model.nv, model.nv))
         self.fn = fn
