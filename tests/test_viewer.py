@@ -16,7 +16,7 @@ viser = pytest.importorskip("viser", reason="rbdiff.viewer needs viser: pip inst
 pytest.importorskip("trimesh", reason="rbdiff.viewer needs trimesh: pip install "
                     "'rbdiff[viewer]'")
 
-from rbdiff.viewer import Viewer                            # noqa: E402
+from rbdiff.viewer import Camera, Viewer                    # noqa: E402
 from rbdiff.viewer.browser import HeadlessPage, find_browser  # noqa: E402
 from rbdiff.viewer.geometry import model_parts, resolve_mesh  # noqa: E402
 from PIL import Image                                         # noqa: E402
@@ -294,3 +294,59 @@ def test_result_contact_forces_played():
         assert v.frame_index == 3 and v._arrows is None     # no contact at the last knot
         with pytest.raises(ValueError, match="dt or problem="):
             v.play(res)
+
+
+def _in_view(cam, points, width=W, height=H):
+    """Whether every point is in front of ``cam`` and inside its width x height image."""
+    uv, depth = cam.project(points, width, height)
+    return bool(np.all(depth > 0) and np.all((uv >= 0) & (uv <= [width, height])))
+
+
+def test_fit_camera_geometry():
+    """The fitted camera looks at the points' bounding-box centre from the front right
+    (+x, -y: y is left), slightly above, and sees every point."""
+    from rbdiff.viewer.geometry import fit_camera
+
+    pts = np.random.default_rng(0).uniform(-0.3, 0.3, size=(50, 3)) + [1.0, 2.0, 5.0]
+    cam = fit_camera(pts)
+    np.testing.assert_allclose(cam.look_at, 0.5 * (pts.min(0) + pts.max(0)))
+    d = np.subtract(cam.position, cam.look_at)
+    assert d[0] > 0 and d[1] < 0 and 0 < d[2] < min(d[0], -d[1])
+    assert _in_view(cam, pts)
+
+
+def test_camera_fits_the_shown_configuration():
+    """Without a camera given, display(q) refits it to q: a floating base shown 5 m up
+    is looked at there, not at the neutral configuration's origin; a given camera stays."""
+    inertial = ('<inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" '
+                'iyy="0.01" iyz="0" izz="0.01"/></inertial>')
+    model = rbd.load_urdf(
+        f'<robot name="r"><link name="base">{inertial}</link><link name="leg">{inertial}'
+        '</link><joint name="hip" type="continuous"><parent link="base"/><child '
+        'link="leg"/><origin xyz="0 0 -0.3"/><axis xyz="0 1 0"/></joint></robot>',
+        floating_base=True)
+    q = rbd.neutral(model)
+    q[2] = 5.0
+    pts = np.asarray(rbd.frame_placements(model, q))[1:, :3, 3]
+    with Viewer(model, ground=False, fast=True) as v:
+        assert abs(v.camera.look_at[2]) < 1.0      # fitted to the neutral one first
+        v.display(q)
+        assert v.camera.look_at[2] == pytest.approx(0.5 * (pts[:, 2].min() + pts[:, 2].max()))
+        assert v.camera.look_at[2] > 4.5 and _in_view(v.camera, pts)
+        v.show_com()                                # redraws: the camera stays
+        assert v.camera.look_at[2] > 4.5
+        np.testing.assert_allclose(v.server.initial_camera.look_at, v.camera.look_at)
+    fixed = Camera((3.0, -3.0, 2.0), (0.0, 0.0, 0.0))
+    with Viewer(model, ground=False, fast=True, camera=fixed) as v:
+        v.display(q)
+        assert v.camera is fixed
+
+
+def test_camera_sees_a_standing_go2():
+    """go2 displayed in its "standing" configuration (base 0.335 m up, not its neutral
+    one) is in view whole."""
+    model = _erd_robot("go2")
+    q = model.reference_configurations["standing"]
+    with Viewer(model, ground=False, fast=True) as v:
+        v.display(q)
+        assert _in_view(v.camera, np.asarray(rbd.frame_placements(model, q))[:, :3, 3])

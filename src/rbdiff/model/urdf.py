@@ -14,7 +14,9 @@ comes first. A link and a joint may share a name (different types).
 Each link's ``<visual>`` elements (box, cylinder, sphere, mesh; a material's colour given
 inline or by name at the robot level) are kept in ``model.visuals`` on the link's BODY
 frame, mesh file names as written (rbdiff.viewer resolves and loads them); collision
-geometry is not read.
+geometry is checked, not kept. A ``<visual>`` or ``<collision>`` element (or robot-level
+material) that can't be read is skipped with a warning naming its link, as urdfdom logs
+and skips it: the dynamics never depend on it.
 """
 
 from __future__ import annotations
@@ -74,8 +76,10 @@ def load_urdf(path_or_xml, floating_base=False, allow_singular=False, strict=Fal
     triangle inequality (xArm6, Mini Cheetah), blank lines before the XML declaration and
     a lower limit above the upper one load with a warning naming the link or joint;
     ``strict=True`` refuses them.
-    Raises ValueError for malformed or unsupported input, FileNotFoundError for a
-    missing file.
+    A ``<visual>`` or ``<collision>`` element that can't be read is skipped with a
+    warning naming the link and the element, whatever ``strict``.
+    Raises ValueError for malformed or unsupported input (links, joints, inertials),
+    FileNotFoundError for a missing file.
     """
     robot, path = _parse_xml(path_or_xml, strict)
     links, joints, root = _read_tree(robot)
@@ -192,7 +196,7 @@ def _parse_xml(src, strict=True):
 def _read_tree(robot):
     """Links and joints by name, child joints sorted by name, and the root link."""
     links = {}
-    materials = {m.get("name"): _read_rgba(m, None) for m in robot.findall("material")}
+    materials = _read_materials(robot)
     for el in robot.findall("link"):
         name = el.get("name")
         if not name:
@@ -291,34 +295,68 @@ def _read_inertial(link_el, name):
 
 def _read_visuals(link_el, name, materials):
     """The link's <visual> elements as (origin 4x4, shape, size, rgba or None, mesh file
-    name or None); an unknown geometry is skipped with a warning naming the link."""
+    name or None). A <visual> or <collision> element that can't be read (geometry,
+    origin, material) is skipped with one warning naming the link and the element, as
+    urdfdom does: the dynamics never depend on it. Collision elements are checked only."""
     out = []
-    for k, el in enumerate(link_el.findall("visual")):
-        where = f"link {name!r} visual {k}"
-        geom = el.find("geometry")
-        shape = None if geom is None or len(geom) == 0 else geom[0]
-        if shape is None or shape.tag not in ("box", "cylinder", "sphere", "mesh"):
-            warn_user(f"{where}: no box, cylinder, sphere or mesh geometry; not drawn")
-            continue
-        filename = None
-        if shape.tag == "box":
-            size = _vec(shape.get("size"), where, "box size", np.zeros(3))
-        elif shape.tag == "cylinder":
-            size = [_num(shape.get("radius"), where, "cylinder radius"),
-                    _num(shape.get("length"), where, "cylinder length")]
-        elif shape.tag == "sphere":
-            size = [_num(shape.get("radius"), where, "sphere radius")]
-        else:
-            filename = shape.get("filename")
-            if not filename:
-                raise ValueError(f"{where}: <mesh> has no filename")
-            size = _vec(shape.get("scale"), where, "mesh scale", np.ones(3))
-        mat = el.find("material")
-        rgba = None
-        if mat is not None:
-            rgba = _read_rgba(mat, where) or materials.get(mat.get("name"))
-        out.append((_read_origin(el.find("origin"), where), "mesh" if filename else
-                    shape.tag, size, rgba, filename))
+    for tag in ("visual", "collision"):
+        for k, el in enumerate(link_el.findall(tag)):
+            where = f"link {name!r} {tag} {k}"
+            try:
+                origin, shape, size, filename = _read_geometry(el, where)
+                rgba = _read_material(el, where, materials) if tag == "visual" else None
+            except ValueError as e:
+                warn_user(f"{e}; element skipped")
+                continue
+            if tag == "visual":
+                out.append((origin, shape, size, rgba, filename))
+    return out
+
+
+def _read_geometry(el, where):
+    """A <visual> or <collision>'s (origin 4x4, shape, size, mesh file name or None);
+    ValueError naming ``where`` for what can't be read."""
+    geom = el.find("geometry")
+    shape = None if geom is None or len(geom) == 0 else geom[0]
+    if shape is None:
+        raise ValueError(f"{where}: no <geometry> with a box, cylinder, sphere or mesh")
+    filename = None
+    if shape.tag == "box":
+        size = _vec(shape.get("size"), where, "box size", np.zeros(3))
+    elif shape.tag == "cylinder":
+        size = [_num(shape.get("radius"), where, "cylinder radius"),
+                _num(shape.get("length"), where, "cylinder length")]
+    elif shape.tag == "sphere":
+        size = [_num(shape.get("radius"), where, "sphere radius")]
+    elif shape.tag == "mesh":
+        filename = shape.get("filename")
+        if not filename:
+            raise ValueError(f"{where}: <mesh> has no filename")
+        size = _vec(shape.get("scale"), where, "mesh scale", np.ones(3))
+    else:
+        raise ValueError(f"{where}: unknown geometry <{shape.tag}> (expected box, "
+                         "cylinder, sphere or mesh)")
+    return _read_origin(el.find("origin"), where), shape.tag, size, filename
+
+
+def _read_material(el, where, materials):
+    """A <visual>'s colour: its <material>'s own rgba, else the robot-level material of
+    that name's, else None (the viewer's default)."""
+    mat = el.find("material")
+    if mat is None:
+        return None
+    return _read_rgba(mat, where) or materials.get(mat.get("name"))
+
+
+def _read_materials(robot):
+    """The robot-level <material> colours by name; one that can't be read is left out
+    with a warning (the visuals naming it get the viewer's default colour)."""
+    out = {}
+    for m in robot.findall("material"):
+        try:
+            out[m.get("name")] = _read_rgba(m, f"material {m.get('name')!r}")
+        except ValueError as e:
+            warn_user(f"{e}; material skipped")
     return out
 
 
@@ -330,8 +368,7 @@ def _read_rgba(material_el, where):
         return None
     parts = c.get("rgba").split()
     if len(parts) != 4:
-        raise ValueError(f"{where or 'material ' + repr(material_el.get('name'))}: color "
-                         f"rgba needs 4 numbers, got {c.get('rgba')!r}")
+        raise ValueError(f"{where}: color rgba needs 4 numbers, got {c.get('rgba')!r}")
     return tuple(_num(p, where, "color rgba") for p in parts)
 
 

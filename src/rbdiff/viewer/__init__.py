@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .geometry import model_parts
+from .geometry import Camera, fit_camera, frame_points, model_parts
 
 _EXTRA = "pip install 'rbdiff[viewer]'"
 _FORCE_RGB = (220, 30, 30)
@@ -54,34 +54,6 @@ def _viser():
     except ImportError as e:
         raise ImportError(f"rbdiff.viewer needs viser: {_EXTRA}") from e
     return viser
-
-
-@dataclass(frozen=True)
-class Camera:
-    """A pinhole camera: ``position`` and ``look_at`` (world, 3 each), ``up`` (world),
-    ``fov`` the vertical field of view in radians."""
-
-    position: tuple
-    look_at: tuple
-    up: tuple = (0.0, 0.0, 1.0)
-    fov: float = math.radians(45.0)
-
-    def rotation(self):
-        """R (3, 3): the camera's axes in the world (OpenCV's: x right, y down, z
-        forward), as viser reads a camera orientation."""
-        z = np.subtract(self.look_at, self.position).astype(float)
-        z /= np.linalg.norm(z)
-        x = np.cross(z, self.up)
-        x /= np.linalg.norm(x)
-        return np.column_stack([x, np.cross(z, x), z])
-
-    def project(self, points, width, height):
-        """Pixel coordinates (n, 2) (column, row from the top-left corner) of world
-        ``points`` (n, 3) in a ``width`` x ``height`` image, and their depth (n,)."""
-        p = (np.asarray(points, dtype=float) - np.asarray(self.position)) @ self.rotation()
-        f = 0.5 * height / math.tan(0.5 * self.fov)
-        uv = f * p[:, :2] / p[:, 2:3] + [0.5 * width, 0.5 * height]
-        return uv, p[:, 2]
 
 
 def _quiet(on):
@@ -110,10 +82,12 @@ class Viewer:
     own. ``ground`` draws a 1 m grid on z = 0. ``fast=True`` drops shadows and the
     environment map's lighting (software WebGL, as in a headless browser without a GPU,
     spends seconds on them). ``camera``: a :class:`Camera` for the page, the renders and
-    the exported HTML; None fits one to the model at its neutral configuration
-    (:attr:`camera`). ``browser``: a :class:`~rbdiff.viewer.browser.HeadlessPage` to
-    render with (one browser for several viewers; it is left open by :meth:`close`);
-    None starts one on the first render.
+    the exported HTML; None fits one (:attr:`camera`, front right, slightly above) to
+    each configuration or trajectory shown (:meth:`display`, :meth:`play`,
+    :meth:`export_html`, :meth:`render_gif`; a live page's view moves only on Reset
+    View). ``browser``: a :class:`~rbdiff.viewer.browser.HeadlessPage` to render with
+    (one browser for several viewers; it is left open by :meth:`close`); None starts one
+    on the first render.
     """
 
     def __init__(self, model, *, color=None, host="127.0.0.1", port=0, ground=True,
@@ -161,11 +135,11 @@ class Viewer:
         self._playing = threading.Lock()
         self.frame_index = None      # the trajectory knot shown last (play, the slider)
         self._traj = None
-        q0 = rbd.neutral(model)
         self._fast = bool(fast)
-        self._auto_camera = camera is None      # refitted to each trajectory played
-        self._set_camera(camera if camera is not None else self.fit_camera(q0))
-        self.display(q0)
+        self._auto_camera = camera is None      # refitted to whatever is shown
+        if camera is not None:
+            self._set_camera(camera)
+        self.display(rbd.neutral(model))
 
     def _set_camera(self, cam):
         """Make ``cam`` the renders' camera and the page's initial (and Reset View) one."""
@@ -198,19 +172,11 @@ class Viewer:
 
     def fit_camera(self, qs):
         """A :class:`Camera` that sees the robot's frames at configuration ``qs`` (nq,),
-        or over a trajectory (T, nq), from the front left, slightly above."""
+        or over a trajectory (T, nq), from the front right (+x, -y), slightly above
+        (:func:`~rbdiff.viewer.geometry.fit_camera`)."""
         qs = np.asarray(qs, dtype=float)
-        oMf = self._rbd.frame_placements(self.model, self._check_q(qs)) if qs.ndim == 1 \
-            else self._rbd.frame_placements(self.model, self._check_qs(qs))
-        pts = np.asarray(oMf)[..., :3, 3].reshape(-1, 3)
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        c = 0.5 * (lo + hi)
-        r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.25)
-        fov = math.radians(45.0)
-        d = np.array([1.0, -1.3, 0.6])
-        d /= np.linalg.norm(d)
-        eye = c + d * 0.95 * r / math.sin(0.5 * fov)
-        return Camera(tuple(map(float, eye)), tuple(map(float, c)), (0.0, 0.0, 1.0), fov)
+        qs = self._check_q(qs) if qs.ndim == 1 else self._check_qs(qs)
+        return fit_camera(frame_points(self._rbd.frame_placements(self.model, qs)))
 
     def _check_q(self, q):
         q = np.asarray(q, dtype=float)
@@ -234,11 +200,19 @@ class Viewer:
     # -- one configuration ------------------------------------------------------------
     def display(self, q):
         """Show configuration ``q`` (nq,) (with the frames, centre of mass and contacts
-        that are switched on)."""
+        that are switched on); without a camera of the user's, refit it to ``q``."""
         q = self._check_q(q)
         oMf = np.asarray(self._rbd.frame_placements(self.model, q))
+        if self._auto_camera:
+            self._set_camera(fit_camera(frame_points(oMf)))
         self._q = q
-        self._show(oMf, q, self._contacts)
+        self._redraw(oMf)
+
+    def _redraw(self, oMf=None):
+        """Pose everything again at the configuration shown; the camera stays."""
+        if oMf is None:
+            oMf = np.asarray(self._rbd.frame_placements(self.model, self._q))
+        self._show(oMf, self._q, self._contacts)
 
     def _show(self, oMf, q, contacts):
         """Pose every node from frame placements oMf (nframes, 4, 4)."""
@@ -271,7 +245,7 @@ class Viewer:
                     name = self.model.frames[k].name.replace("/", "_")
                     self._axes[k] = scene.add_frame(f"/frames/{name}_{k}", axes_length=length,
                                                     axes_radius=0.06 * length)
-        self.display(self._q)
+        self._redraw()
 
     def show_com(self, show=True, radius=0.03):
         """Draw (or remove) the centre of mass as a green sphere."""
@@ -282,7 +256,7 @@ class Viewer:
             if show:
                 self._com = self.server.scene.add_icosphere("/com", radius=radius,
                                                             color=_COM_RGB)
-        self.display(self._q)
+        self._redraw()
 
     def show_contacts(self, frames=(), forces=None, scale=None):
         """Mark contact points on ``frames`` (names or indices) at the configuration
@@ -297,7 +271,7 @@ class Viewer:
         if scale is not None:
             self._force_scale = float(scale)
         self._contacts = (ids, f)
-        self.display(self._q)
+        self._redraw()
 
     def _scale(self):
         if self._force_scale is None:
@@ -383,7 +357,7 @@ class Viewer:
         oMf = self._frames_of(tr)
         self._traj = (tr, oMf)
         if self._auto_camera:
-            self._set_camera(self.fit_camera(tr.qs))
+            self._set_camera(fit_camera(frame_points(oMf)))
         self._time_gui(tr)
         self._animate(speed, block)
 
@@ -451,7 +425,7 @@ class Viewer:
             if tr is not None:
                 oMf = self._frames_of(tr)
                 if self._auto_camera:
-                    self._set_camera(self.fit_camera(tr.qs))
+                    self._set_camera(fit_camera(frame_points(oMf)))
                 self._show_knot(tr, oMf, 0)
             rec = self.server.get_scene_serializer()
             if tr is not None:
@@ -529,9 +503,9 @@ class Viewer:
         if path.suffix.lower() != ".gif":
             raise ValueError(f"render_gif writes a .gif, got {path.name!r}")
         tr = self._trajectory(traj, dt, problem, contacts, forces)
-        cam = camera if camera is not None else \
-            self.fit_camera(tr.qs) if self._auto_camera else self.camera
         oMf = self._frames_of(tr)
+        cam = camera if camera is not None else \
+            fit_camera(frame_points(oMf)) if self._auto_camera else self.camera
         stride = max(1, int(math.ceil(speed / (fps * tr.dt))))
         knots = list(range(0, len(tr.qs), stride))
         if knots[-1] != len(tr.qs) - 1:

@@ -1,6 +1,6 @@
 """The shapes the viewer draws: a Model's visuals as triangle meshes (trimesh loads the
 files), resolved the way example-robot-data lays its packages out, and capsules between
-joint frames for a model without visuals.
+joint frames for a model without visuals; the camera that sees them (:func:`fit_camera`).
 
 Every shape becomes one or more ``Part``: a mesh (vertices (n, 3), faces (m, 3)) in the
 frame ``frame`` of the model at ``placement``, with one colour (RGB 0-255). A file with
@@ -12,6 +12,7 @@ glTF loads asynchronously, and a render could catch it half-loaded).
 from __future__ import annotations
 
 import functools
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,61 @@ from ..model.visuals import Visual
 from ..model.warn import warn_user
 
 DEFAULT_RGB = (190, 190, 205)       # a visual without a colour of its own
+
+
+@dataclass(frozen=True)
+class Camera:
+    """A pinhole camera: ``position`` and ``look_at`` (world, 3 each), ``up`` (world),
+    ``fov`` the vertical field of view in radians."""
+
+    position: tuple
+    look_at: tuple
+    up: tuple = (0.0, 0.0, 1.0)
+    fov: float = math.radians(45.0)
+
+    def rotation(self):
+        """R (3, 3): the camera's axes in the world (OpenCV's: x right, y down, z
+        forward), as viser reads a camera orientation."""
+        z = np.subtract(self.look_at, self.position).astype(float)
+        z /= np.linalg.norm(z)
+        x = np.cross(z, self.up)
+        x /= np.linalg.norm(x)
+        return np.column_stack([x, np.cross(z, x), z])
+
+    def project(self, points, width, height):
+        """Pixel coordinates (n, 2) (column, row from the top-left corner) of world
+        ``points`` (n, 3) in a ``width`` x ``height`` image, and their depth (n,)."""
+        p = (np.asarray(points, dtype=float) - np.asarray(self.position)) @ self.rotation()
+        f = 0.5 * height / math.tan(0.5 * self.fov)
+        uv = f * p[:, :2] / p[:, 2:3] + [0.5 * width, 0.5 * height]
+        return uv, p[:, 2]
+
+
+# where the fitted camera stands from what it looks at: in front (+x), to the right (-y;
+# y is left) and slightly above (+z) the robot, in the x-forward, z-up convention
+FIT_DIRECTION = (1.0, -1.3, 0.6)
+
+
+def frame_points(oMf):
+    """World positions (n, 3) of every frame but the universe in frame placements oMf
+    (..., nframes, 4, 4): the universe stays at the origin, where a floating base isn't."""
+    return np.asarray(oMf)[..., 1:, :3, 3].reshape(-1, 3)
+
+
+def fit_camera(points, fov=math.radians(45.0)):
+    """A :class:`Camera` (vertical field of view ``fov``) that sees world ``points``
+    (n, 3; none: the origin): it looks at the centre of their bounding box from
+    FIT_DIRECTION (front right, slightly above), at 0.95 of the distance where the box's
+    enclosing sphere (radius at least 0.25 m) just fits the vertical field of view."""
+    pts = np.asarray(points, dtype=float).reshape(-1, 3)
+    if len(pts) == 0:
+        pts = np.zeros((1, 3))
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    c = 0.5 * (lo + hi)
+    r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.25)
+    d = np.array(FIT_DIRECTION) / np.linalg.norm(FIT_DIRECTION)
+    eye = c + d * 0.95 * r / math.sin(0.5 * fov)
+    return Camera(tuple(map(float, eye)), tuple(map(float, c)), (0.0, 0.0, 1.0), fov)
 
 
 @dataclass(frozen=True, eq=False)
