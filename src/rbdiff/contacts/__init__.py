@@ -47,7 +47,10 @@ class Contact:
     refused, as Pinocchio does. ``gains=(kp, kd)``: Baumgarte gains on the position and
     velocity error, each a number >= 0 or one per row (3 for "3d", 6 for "6d"), in the
     contact frame; ``placement``: the reference placement (4x4 world pose of where the
-    contact frame should be; None: the identity, Pinocchio's default).
+    contact frame should be), which kp > 0 pulls the frame to: required then (the
+    frame's current placement, ``rbd.frame_placement(model, q, frame)``, holds it where
+    it stands); None only with kp = 0 (Pinocchio's default, the identity, would pull the
+    frame toward the world origin: pass ``placement=np.eye(4)`` for that).
 
     Pinocchio: ``RigidConstraintModel(CONTACT_3D | CONTACT_6D, model, frame.parentJoint,
     frame.placement, LOCAL | LOCAL_WORLD_ALIGNED)`` with joint2 the universe at
@@ -90,6 +93,11 @@ class Contact:
                 raise ValueError("Contact placement: expected a 4x4 homogeneous transform "
                                  "with a rotation block, or None")
             placement = tuple(float(x) for x in T[:3].ravel())
+        elif any(g[0]):       # an identity reference would pull the frame to the origin
+            raise ValueError("Contact: kp > 0 needs a placement: the reference the frame is "
+                             "pulled to; pass placement=..., e.g. the frame's current "
+                             "placement from rbd.frame_placement(model, q, frame) (or "
+                             "np.eye(4) to pull it to the world origin)")
         object.__setattr__(self, "frame", frame if isinstance(frame, str) else int(frame))
         object.__setattr__(self, "kind", k)
         object.__setattr__(self, "reference", ref)
