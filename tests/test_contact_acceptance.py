@@ -31,7 +31,8 @@ def robot(name):
 
 
 def feet(name, ref, gains=(0.0, 0.0)):
-    return tuple(rbd.Contact(f, "3d", ref, gains=gains) for f in FEET[name])
+    return tuple(rbd.Contact(f, "3d", ref, gains=gains, placement=np.eye(4))
+                 for f in FEET[name])
 
 
 @pytest.mark.parametrize("name,ref,gains", [("anymal", "local", (0.0, 0.0)),
@@ -81,7 +82,7 @@ def test_damping_matches_both_pinocchio_routes(name, kind, ref, gains):
     else:
         model, pm, _ = pair(name)
         names = SOLO_FEET if name == "solo12" else ("left_sole_link", "right_sole_link")
-        cs = tuple(rbd.Contact(f, kind, ref, gains=gains) for f in names)
+        cs = tuple(rbd.Contact(f, kind, ref, gains=gains, placement=np.eye(4)) for f in names)
     if name == "solo12":        # dependent rows: damping is what makes the forces unique
         cs = cs + cs[:1]
     q, v, tau = state(pm, 32)

@@ -65,7 +65,8 @@ def check_case(model, contacts, seed, damping=0.0):
 @pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
 def test_solo12_four_point_feet(reference):
     model, _ = robot_pair("solo12", True)
-    c = tuple(rbd.Contact(f, "3d", reference=reference, gains=(10.0, 2.0))
+    c = tuple(rbd.Contact(f, "3d", reference=reference, gains=(10.0, 2.0),
+                          placement=np.eye(4))
               for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
     check_case(model, c, 1)
 
@@ -74,7 +75,8 @@ def test_solo12_four_point_feet(reference):
 def test_talos_surface_feet(reference):
     model, _ = robot_pair("talos_full_v2", True)
     c = tuple(rbd.Contact(f, "6d", reference=reference, gains=(6.0 if reference == "local"
-                                                              else 0.0, 3.0))
+                                                              else 0.0, 3.0),
+                          placement=np.eye(4))
               for f in ("left_sole_link", "right_sole_link"))
     check_case(model, c, 2, damping=1e-3 if reference == "local" else 0.0)
 
@@ -82,7 +84,8 @@ def test_talos_surface_feet(reference):
 @pytest.mark.parametrize("reference", ["local", "local_world_aligned"])
 def test_iiwa14_end_effector(reference):
     model = rbd.load_robot("iiwa14")
-    c = (rbd.Contact("iiwa_link_ee", "3d", reference=reference, gains=(5.0, 1.5)),)
+    c = (rbd.Contact("iiwa_link_ee", "3d", reference=reference, gains=(5.0, 1.5),
+                     placement=np.eye(4)),)
     check_case(model, c, 3)
     c6 = (rbd.Contact("iiwa_link_ee", "6d", reference=reference, gains=(0.0, 1.5)),)
     check_case(model, c6, 4)
@@ -109,13 +112,15 @@ def test_random_tree_spherical_joints():
     assert 3 in {model.mi[j, 5] for j in range(1, model.njoints)}     # a spherical joint
     parents = model.frame_parents
     deep = max(range(len(model.frames)), key=lambda f: model.mi[parents[f], 3])
-    check_case(model, (rbd.Contact(deep, "3d", "local_world_aligned", gains=(4.0, 1.0)),), 5)
+    check_case(model, (rbd.Contact(deep, "3d", "local_world_aligned", gains=(4.0, 1.0),
+                                   placement=np.eye(4)),), 5)
     check_case(model, (rbd.Contact(deep, "3d", "local", gains=(0.0, 2.0)),), 6)
 
 
 def test_batch_equals_loop_bit_for_bit():
     model, _ = robot_pair("solo12", True)
-    c = tuple(rbd.Contact(f, "3d", reference="local_world_aligned", gains=(10.0, 2.0))
+    c = tuple(rbd.Contact(f, "3d", reference="local_world_aligned", gains=(10.0, 2.0),
+                          placement=np.eye(4))
               for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
     rng = np.random.default_rng(6)
     B = 5
@@ -133,7 +138,7 @@ def test_batch_equals_loop_bit_for_bit():
 
 def test_float32_close():
     model = rbd.load_robot("iiwa14")
-    c = (rbd.Contact("iiwa_link_ee", "3d", gains=(5.0, 1.5)),)
+    c = (rbd.Contact("iiwa_link_ee", "3d", gains=(5.0, 1.5), placement=np.eye(4)),)
     rng = np.random.default_rng(7)
     q = rbd.random_configuration(model, rng)
     v, tau, lam_a = rng.normal(size=(3, model.nv))
@@ -282,7 +287,8 @@ def test_impulse_batch_float32_and_bad_input():
 def test_adjoint_decomposition_of_the_contracted_hessian(reference):
     model, frame, kp, kd = rbd.load_robot("iiwa14"), "iiwa_link_ee", 10.0, 2.0
     n = model.nv
-    c = (rbd.Contact(frame, "3d", reference=reference, gains=(kp, kd)),)
+    c = (rbd.Contact(frame, "3d", reference=reference, gains=(kp, kd),
+                     placement=np.eye(4)),)
     rng = np.random.default_rng(0)
     q = rbd.random_configuration(model, rng)
     v, tau, lam = rng.normal(size=(3, n))

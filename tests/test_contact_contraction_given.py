@@ -44,7 +44,8 @@ def test_given_derivatives_equal_the_contraction(robot):
     model, _ = robot_pair(robot, True)
     kind, feet, gains = CASES[robot]
     refs = ("local_world_aligned", "local")
-    contacts = tuple(rbd.Contact(f, kind, reference=refs[i % 2], gains=gains)
+    contacts = tuple(rbd.Contact(f, kind, reference=refs[i % 2], gains=gains,
+                                 placement=np.eye(4))
                      for i, f in enumerate(feet))
     rng = np.random.default_rng(3)
     q = rbd.random_configuration(model, rng)

@@ -38,7 +38,7 @@ H = 1e-30
 
 def contacts(name, kind, ref, gains=(0.0, 0.0), repeat=False):
     names = SOLO_FEET if name == "solo12" else TALOS_SOLES
-    cs = tuple(rbd.Contact(f, kind, ref, gains=gains) for f in names)
+    cs = tuple(rbd.Contact(f, kind, ref, gains=gains, placement=np.eye(4)) for f in names)
     return cs + cs[:1] if repeat else cs     # repeat: dependent rows, unique only damped
 
 
@@ -226,7 +226,8 @@ def test_parallel_entries_equal_a_loop():
     cheapest to compile (each is the same prange over chunks of its serial twin): forced
     on, bit-equal to a loop of single calls, and a dependent item found and named."""
     model, pm, frames = pair("tree")
-    cs = (rbd.Contact(frames[-1], "3d", "local_world_aligned", gains=(1.0, 2.0)),
+    cs = (rbd.Contact(frames[-1], "3d", "local_world_aligned", gains=(1.0, 2.0),
+                      placement=np.eye(4)),
           rbd.Contact(frames[2], "3d"))
     states = [state(pm, 60 + b) for b in range(5)]
     Q, V, _ = (np.array(x) for x in zip(*states))

@@ -56,7 +56,7 @@ def contact_set(name, kind, ref, gains=(0.0, 0.0)):
         names = TALOS_SOLES
     else:       # the random tree: one contact on the deepest frame, one on a mid frame
         names = (frames[-1], frames[2]) if kind == "3d" else (frames[-1],)
-    return tuple(rbd.Contact(f, kind, ref, gains=gains) for f in names)
+    return tuple(rbd.Contact(f, kind, ref, gains=gains, placement=np.eye(4)) for f in names)
 
 
 def pin_constraints(model, pm, contacts, gains=True):
@@ -232,9 +232,10 @@ def test_batch_equals_loop_and_dtypes():
 def test_contact_description_and_bad_input():
     model, pm, _ = pair("solo12")
     q, v, tau = state(pm, 5)
-    c = rbd.Contact("FL_FOOT", "3D", "LOCAL", gains=(1, 2))
-    assert c == rbd.Contact("FL_FOOT", "3d", pin.LOCAL, gains=(1.0, [2.0] * 3))
-    assert hash(c) == hash(rbd.Contact("FL_FOOT", "3d", gains=(1, 2)))
+    eye = np.eye(4)
+    c = rbd.Contact("FL_FOOT", "3D", "LOCAL", gains=(1, 2), placement=eye)
+    assert c == rbd.Contact("FL_FOOT", "3d", pin.LOCAL, gains=(1.0, [2.0] * 3), placement=eye)
+    assert hash(c) == hash(rbd.Contact("FL_FOOT", "3d", gains=(1, 2), placement=eye))
     with pytest.raises(AttributeError):
         c.kind = "6d"
     with pytest.raises(ValueError, match="world"):
@@ -245,6 +246,12 @@ def test_contact_description_and_bad_input():
         rbd.Contact("FL_FOOT", "3d", gains=(-1.0, 0.0))
     with pytest.raises(ValueError, match="gains"):
         rbd.Contact("FL_FOOT", "6d", gains=([1.0] * 3, 0.0))
+    # kp > 0 pulls the frame to its placement: none given is refused, not the origin
+    with pytest.raises(ValueError, match=r"kp > 0 needs a placement.*frame_placement"):
+        rbd.Contact("FL_FOOT", "3d", gains=(10.0, 2.0))
+    with pytest.raises(ValueError, match="needs a placement"):
+        rbd.Contact("FL_FOOT", "6d", gains=([0.0] * 5 + [1.0], 0.0))
+    rbd.Contact("FL_FOOT", "3d", gains=(0.0, 2.0))          # kd alone needs none
     with pytest.raises(KeyError):
         rbd.contact_dynamics(model, q, v, tau, [rbd.Contact("NO_SUCH_FOOT")])
     with pytest.raises(ValueError, match="universe"):
@@ -265,3 +272,28 @@ def test_contact_description_and_bad_input():
         rbd.contact_dynamics(model, bad, v, tau, same[:2])
     with pytest.raises(ValueError, match="tau"):
         rbd.contact_dynamics(model, q, v, tau[:-1], same[:2])
+
+
+def test_baumgarte_at_the_current_placement_keeps_a_standing_robot_still():
+    """kp > 0 with the feet's current placements as references: no position error, so the
+    same accelerations as kp = 0 (an identity reference pulled a standing go2 at |qdd| 60)."""
+    model = rbd.load_robot("solo12")
+    q = np.array(model.reference_configurations["standing"])
+    v = np.zeros(model.nv)
+    feet = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+    J = np.vstack([rbd.frame_jacobian(model, q, f, "local_world_aligned")[:3] for f in feet])
+    S = np.eye(model.nv)[6:]
+    x = np.linalg.lstsq(np.hstack([S.T, J.T]), rbd.gravity(model, q), rcond=None)[0]
+    tau = S.T @ x[:12]                 # holds it still (README's standing example)
+    for ref in ("local", "local_world_aligned"):
+        free = tuple(rbd.Contact(f, "3d", ref, gains=(0.0, 2.0)) for f in feet)
+        held = tuple(rbd.Contact(f, "3d", ref, gains=(100.0, 2.0),
+                                 placement=rbd.frame_placement(model, q, f)) for f in feet)
+        want = rbd.contact_dynamics(model, q, v, tau, free).qdd
+        got = rbd.contact_dynamics(model, q, v, tau, held).qdd
+        assert np.abs(want).max() < 1e-9
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+        # the identity, the old default, pulls the feet toward the world origin
+        origin = tuple(rbd.Contact(f, "3d", ref, gains=(100.0, 2.0), placement=np.eye(4))
+                       for f in feet)
+        assert np.abs(rbd.contact_dynamics(model, q, v, tau, origin).qdd).max() > 1.0

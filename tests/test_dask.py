@@ -36,7 +36,8 @@ def _calls(model, q, v, a, fext):
     tau = rbd.rnea(model, q, v, a)
     frame = model.frames[-1].name
     q1 = rbd.integrate(model, q, 0.3 * v)
-    cs = (rbd.Contact("body6", "3d", "local_world_aligned", gains=(1.0, 2.0)),
+    cs = (rbd.Contact("body6", "3d", "local_world_aligned", gains=(1.0, 2.0),
+                      placement=np.eye(4)),
           rbd.Contact("body3", "6d"))
     return [("rnea", (q, v, a, fext), {}), ("aba", (q, v, tau), {"fext": fext}),
             ("crba", (q,), {}), ("minverse", (q,), {}),

@@ -19,7 +19,8 @@ from rbdiff.jax.configuration import retract as _retract  # noqa: E402
 
 MODEL = rbd.load_robot("solo12", floating_base=True)
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-CS = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0)) for f in FEET)
+CS = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0),
+                       placement=np.eye(4)) for f in FEET)
 
 
 def _state(seed=1, batch=None):

@@ -18,7 +18,8 @@ from rbdiff.torch._function import retract  # noqa: E402
 T64 = torch.float64
 MODEL = rbd.load_robot("solo12", floating_base=True)
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-CS = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0)) for f in FEET)
+CS = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0),
+                       placement=np.eye(4)) for f in FEET)
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
 
 

@@ -10,6 +10,8 @@ the cost in the controls; bad input is refused when the problem is built; and Cr
 computes the same cost and the same FDDP iterates where a compatible Crocoddyl is
 installed."""
 
+import re
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -387,3 +389,56 @@ def test_a_set_dependent_mid_solve_names_its_frames(solo):
         calls.contact_dynamics_derivatives(m, q, z, z, pack(m, c), c)
     with pytest.raises(rbd.DependentContacts, match=r"item 0: .*contact 1 .*'FL_FOOT'"):
         calls.impulse_dynamics_derivatives(m, q, z, pack(m, c), c)
+
+
+def _falling_pacing(m, x0):
+    """solo12 pacing (long, high steps) under Crocoddyl's quasi-static controls at x0:
+    the robot falls and the rollout diverges (|v| ~ 1e15 by knot 46)."""
+    from rbdiff.trajopt.gaits import Quadruped
+    gait = Quadruped(m, *FEET, reference=x0[:m.nq])
+    prob = gait.pacing(x0, 0.25, 0.15, 1e-2, 16, 16)
+    return prob, prob.quasi_static_controls(np.tile(x0[:m.nq], (prob.T + 1, 1)))
+
+
+def test_a_diverging_rollout_says_so_at_its_knot(solo):
+    m, x0 = solo
+    prob, us = _falling_pacing(m, x0)
+    for run in (lambda: prob.rollout(us), lambda: to.rollout_cost(prob, us)):
+        with pytest.raises(ValueError, match=r"the rollout diverged at knot \d+ of 66") as e:
+            run()
+        assert not isinstance(e.value, rbd.DependentContacts)
+        knot, v = re.search(r"knot (\d+) .*max \|v\| = (\S+) ", str(e.value)).groups()
+        assert 0 < int(knot) < prob.T and float(v) > 1e5
+    # the first diverged knot: a horizon ending there says so, one knot shorter rolls out
+    k = int(knot)
+    for T in (k, k - 1):
+        short = to.Problem(m, x0, T, prob.dt, contacts=prob.knot_contacts[:T],
+                           impulses={t: prob.knot_contacts[t] for t in prob.impulse_knots
+                                     if t < T})
+        if T == k:
+            with pytest.raises(ValueError, match=f"diverged at knot {k} of {k}"):
+                short.rollout(us[:T])
+        else:
+            q, v = short.rollout(us[:T])
+            assert np.isfinite(q).all() and np.abs(v).max() <= 1e5
+
+
+def test_dependent_rows_claimed_only_when_dependent(solo):
+    m, x0 = solo
+    q0, z = x0[:m.nq], np.zeros(m.nv)
+    with pytest.raises(rbd.DependentContacts, match=r"contact 1 .*'FL_FOOT'"):
+        rbd.contact_dynamics(m, q0, z, z, (rbd.Contact("FL_FOOT"), rbd.Contact("FL_FOOT")))
+    far = q0.copy()
+    far[:3] = [-1.3e9, 1.2e9, 2.7e8]        # the falling robot's base, 1e9 m away
+    with pytest.raises(ValueError, match="no evidence of dependent contact rows") as e:
+        rbd.contact_dynamics(m, far, z, z, _feet())
+    assert not isinstance(e.value, rbd.DependentContacts)
+
+
+def test_fddp_from_diverging_controls_rejects_the_diverged_trials(solo):
+    m, x0 = solo
+    prob, us = _falling_pacing(m, x0)
+    r = to.solve(prob, method="fddp", us=us, max_iter=2)       # warm start: x0 throughout
+    assert r.iterations == 2 and np.isfinite(r.cost)
+    assert r.history[0]["alpha"] < 1.0          # the full step diverged: rejected
+    assert r.history[-1]["cost"] < r.history[0]["cost"]

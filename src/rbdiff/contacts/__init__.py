@@ -26,6 +26,7 @@ from ..kernels.jit import native
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..results import (ContactDynamics, ContactDynamicsDerivatives, ImpulseDynamics,
                        ImpulseDynamicsDerivatives, reference_name)
+from ..validation import DIVERGED
 from ..validation import F64 as _F64
 
 __all__ = ["Contact", "DependentContacts", "contact_dynamics",
@@ -46,7 +47,10 @@ class Contact:
     refused, as Pinocchio does. ``gains=(kp, kd)``: Baumgarte gains on the position and
     velocity error, each a number >= 0 or one per row (3 for "3d", 6 for "6d"), in the
     contact frame; ``placement``: the reference placement (4x4 world pose of where the
-    contact frame should be; None: the identity, Pinocchio's default).
+    contact frame should be), which kp > 0 pulls the frame to: required then (the
+    frame's current placement, ``rbd.frame_placement(model, q, frame)``, holds it where
+    it stands); None only with kp = 0 (Pinocchio's default, the identity, would pull the
+    frame toward the world origin: pass ``placement=np.eye(4)`` for that).
 
     Pinocchio: ``RigidConstraintModel(CONTACT_3D | CONTACT_6D, model, frame.parentJoint,
     frame.placement, LOCAL | LOCAL_WORLD_ALIGNED)`` with joint2 the universe at
@@ -89,6 +93,11 @@ class Contact:
                 raise ValueError("Contact placement: expected a 4x4 homogeneous transform "
                                  "with a rotation block, or None")
             placement = tuple(float(x) for x in T[:3].ravel())
+        elif any(g[0]):       # an identity reference would pull the frame to the origin
+            raise ValueError("Contact: kp > 0 needs a placement: the reference the frame is "
+                             "pulled to; pass placement=..., e.g. the frame's current "
+                             "placement from rbd.frame_placement(model, q, frame) (or "
+                             "np.eye(4) to pull it to the world origin)")
         object.__setattr__(self, "frame", frame if isinstance(frame, str) else int(frame))
         object.__setattr__(self, "kind", k)
         object.__setattr__(self, "reference", ref)
@@ -225,7 +234,10 @@ def _number(x, name, message):
 def _dependent(model, q, contacts, damping=0.0):
     """DependentContacts naming the first contact row that depends on the rows before
     it (and the contacts those rows belong to); with ``damping`` > 0 that was too small
-    to lift the kernel's pivot threshold, the damping the kernel needs."""
+    to lift the kernel's pivot threshold, the damping the kernel needs. A plain
+    ValueError where the rows are not dependent: a configuration beyond
+    validation.DIVERGED (a diverged rollout) or J M^-1 J^T independent once recomputed
+    (the kernel's rounding-level pivot came from lost digits)."""
     from ..api import minverse
     from ..kinematics import frame_jacobian
     t = _as_tuple(contacts)
@@ -234,9 +246,15 @@ def _dependent(model, q, contacts, damping=0.0):
         for b in range(q.shape[0]):
             e = _dependent(model, q[b], t, damping)
             if e is not None:
-                return DependentContacts(f"item {b}: {e}")
+                return type(e)(f"item {b}: {e}")
         return None
     q = q.real.astype(float)
+    size = np.abs(q).max()
+    if not size <= DIVERGED:        # the matrix is noise there: no claim about its rows
+        return ValueError(f"contacts: J M^-1 J^T is singular at a configuration beyond "
+                          f"any robot's (max |q| = {size:.3g}, not finite or beyond "
+                          f"{DIVERGED:g}: a diverged rollout?), where the dynamics lose "
+                          "their digits: no evidence of dependent contact rows")
     rows, owner = [], []
     for k, c in enumerate(t):
         J = frame_jacobian(model, q, c.frame, "local")
@@ -255,15 +273,18 @@ def _dependent(model, q, contacts, damping=0.0):
     fix += " or fewer constraints (a point contact instead of a surface one, each frame once)"
     for r in range(1, len(owner) + 1):
         s = np.linalg.svd(W[:r, :r], compute_uv=False)
-        if s[-1] <= 1e-10 * scale:
+        if s[-1] <= 10 * SINGULAR_RTOL * scale:     # the kernel's pivot test, with margin
             k, i = owner[r - 1]
             before = sorted({owner[m][0] for m in range(r - 1)})
             return DependentContacts(
                 f"contacts: row {i} of contact {k} ({t[k]!r}) depends on the rows of the "
                 f"contacts before it ({', '.join(f'{m} ({t[m].frame!r})' for m in before)}): "
                 f"J M^-1 J^T is singular, so the contact forces are not unique. {fix}")
-    return DependentContacts(f"contacts: J M^-1 J^T is singular (dependent contact rows). "
-                             f"{fix}")
+    s = np.linalg.svd(W, compute_uv=False)
+    return ValueError(f"contacts: the Cholesky factorisation of J M^-1 J^T met a pivot at "
+                      f"rounding level, yet its rows are independent (condition number "
+                      f"{s[0] / s[-1]:.3g}, max |q| = {size:.3g}): digits lost in the "
+                      "dynamics, not dependent contact rows")
 
 
 def _raise_dependent(e, model, q, contacts, damping=0.0):

@@ -39,6 +39,7 @@ from ..cpu.scratch import single_call_scratch
 from ..cpu.trajopt_costs import euler_rows_batch
 from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
+from ..validation import DIVERGED as _DIVERGED
 from . import calls
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
@@ -336,12 +337,17 @@ class Problem:
         qn[0], vn[0] = self.x0[:nq], self.x0[nq:]
         fb = K_fb is not None
         m = self.model
-        closed_loop(m.mi, m.mf, m.frame_parents, m.frame_mf, self._ws,
-                    q if (fb or shoot) else qn, v if (fb or shoot) else vn, us, k_ff,
-                    K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt, self._lo,
-                    self._hi, fb, self.kind, self._cstart, self._cint, self._cflt,
-                    fs if fs is not None else np.zeros((T + 1, 2 * nv)), float(gap),
-                    shoot, qn, vn, un, qx, vx, forces, _NO_ACC if acc is None else acc)
+        t = closed_loop(m.mi, m.mf, m.frame_parents, m.frame_mf, self._ws,
+                        q if (fb or shoot) else qn, v if (fb or shoot) else vn, us, k_ff,
+                        K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt,
+                        self._lo, self._hi, fb, self.kind, self._cstart, self._cint,
+                        self._cflt, fs if fs is not None else np.zeros((T + 1, 2 * nv)),
+                        float(gap), shoot, qn, vn, un, qx, vx, forces,
+                        _NO_ACC if acc is None else acc)
+        if t >= 0:
+            raise ValueError(f"the rollout diverged at knot {t} of {T}: max |q| = "
+                             f"{np.abs(qn[t]).max():.3g}, max |v| = {np.abs(vn[t]).max():.3g} "
+                             f"(not finite, or beyond {_DIVERGED:g}: no robot's state)")
         return qn, vn, un, qx, vx, forces
 
     def rollout(self, us, acc=None):

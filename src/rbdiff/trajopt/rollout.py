@@ -16,7 +16,9 @@ so a problem without contacts never compiles them (they made this rollout's firs
 compile 14 s instead of a few). (-) is the manifold difference (difference_one: free flyers and
 spherical joints included). ``feedback`` False drops the K term (an open-loop rollout
 of the controls); ``shoot`` evaluates every knot at the given states x_bar_t instead
-(multiple shooting: the knots' x_next from the warm start, for FDDP's gaps).
+(multiple shooting: the knots' x_next from the warm start, for FDDP's gaps). A knot
+whose state is not finite or has an entry beyond validation.DIVERGED stops the rollout
+(the knot returned): the dynamics there are meaningless, their refusals misleading.
 """
 
 import numpy as np
@@ -26,6 +28,7 @@ from ..cpu.single import aba_one, difference_one, integrate_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.contact_dynamics import CI_DIM
 from ..kernels.jit import entry, helper
+from ..validation import DIVERGED
 
 FREE, CONTACT, IMPULSE = 0, 1, 2       # the knot kinds (Problem.kind)
 
@@ -39,6 +42,16 @@ def knot_rows(cint, s, e):
     return nc
 
 
+@helper
+def diverged(q, v):
+    """A state (q, v) with an entry not finite or beyond DIVERGED."""
+    for x in (q, v):
+        for i in range(x.shape[0]):
+            if not abs(x[i]) <= DIVERGED:
+                return True
+    return False
+
+
 @entry
 def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower, upper,
                 feedback, kind, cstart, cint, cflt, fs, gap, shoot, qn, vn, un, qnext,
@@ -50,7 +63,8 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
     kind (T,): FREE, CONTACT or IMPULSE; the contacts of knot t are the packed rows
     cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv) the gaps, used where gap != 0;
     lower / upper (nu,) bounds (+-inf for none).
-    Raises ValueError where the dynamics refuse a state (NaN, singular M, dependent
+    Returns -1, or the first knot t <= T whose state diverged (its dynamics not run);
+    raises ValueError where the dynamics refuse a state (singular M, dependent
     contacts)."""
     T, nu = us.shape
     nv = vn.shape[1]
@@ -77,6 +91,8 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
                 dq[i] = gap * fs[0, i]
                 vn[0, i] += gap * fs[0, nv + i]
             twin(integrate_one, (mi, qn[0].copy(), dq, qn[0]))
+        if diverged(qn[t], vn[t]):
+            return t
         if t == T:
             break
         if feedback:
@@ -110,3 +126,4 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
         if acc.shape[0] > 0:
             acc[t, :] = qdd
         twin(integrate_one, (mi, qn[t], dq, qnext[t]))
+    return -1

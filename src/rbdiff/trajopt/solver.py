@@ -191,7 +191,7 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
     try:
         q, v = prob.rollout(u, acc if ddp else None)
     except ValueError as e:
-        raise ValueError(f"the initial rollout diverges ({e}): give other initial "
+        raise ValueError(f"the initial rollout fails ({e}): give other initial "
                          "controls") from None
     J = prob.cost(q, v, u)
     if not np.isfinite(J):
