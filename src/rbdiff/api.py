@@ -8,10 +8,14 @@ Arrays on a CUDA device (``__cuda_array_interface__``: Numba, CuPy, PyTorch) are
 there by rbdiff.gpu and the results stay there (Numba device arrays).
 """
 
+from math import prod as _prod
+
 import numpy as np
 from numba.core.errors import TypingError
 
 from .cpu import batch, policy, single
+from .cpu.outputs import MIN_BYTES as _OUTPUTS_MIN_BYTES
+from .cpu.outputs import empty as _outputs
 from .cpu.scratch import HELD as _HELD
 from .cpu.scratch import HELD_F as _HELD_F
 from .declare import Function
@@ -53,6 +57,15 @@ _nonlinear_effects_one = native(single.nonlinear_effects_one, "_nonlinear_effect
                                 globals(), inputs=(2, 3))
 
 
+def _batch_out(shape):
+    """A batch's new output: np.empty's, or past cpu.outputs.MIN_BYTES a view of a kept
+    block (no page faults on every call)."""
+    if _prod(shape) < _OUT_MIN_ITEMS:
+        return _empty(shape)
+    return _outputs((shape,))[0]
+
+
+_OUT_MIN_ITEMS = _OUTPUTS_MIN_BYTES // 8
 _IN_QVA = (("q", "nq"), ("v", "nv"), ("a", "nv"))
 _IN_QVT = (("q", "nq"), ("v", "nv"), ("tau", "nv"))
 _NV, _NVNV = (("nv",),), (("nv", "nv"),)
@@ -86,7 +99,7 @@ def rnea(model, q, v, a, fext=None):
                 return tau
             if nd == 2 == v.ndim == a.ndim and type(q) is _ND:
                 n = len(q)
-                tau = _empty((n, model.nv))
+                tau = _batch_out((n, model.nv))
                 _run(model, *_RNEA_F, n,
                      (model.mi, model.mf, q, v, a, _no_forces(n), tau), (), _rnea_few)
                 return tau
@@ -110,7 +123,7 @@ def aba(model, q, v, tau, fext=None):
                 return qdd
             if nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
                 n = len(q)
-                qdd = _empty((n, model.nv))
+                qdd = _batch_out((n, model.nv))
                 _run(model, *_ABA_F, n,
                      (model.mi, model.mf, q, v, tau, _no_forces(n), qdd), (), _aba_few)
                 return qdd
@@ -129,7 +142,7 @@ def crba(model, q):
                 _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], M)
                 return M
             if q.ndim == 2 and type(q) is _ND:
-                M = _empty((q.shape[0],) + model._svv)
+                M = _batch_out((q.shape[0],) + model._svv)
                 _run(model, *_CRBA_F, q.shape[0], (model.mi, model.mf, q, M))
                 return M
     except _FAST_MISS:
@@ -147,7 +160,7 @@ def minverse(model, q):
                 _minverse_one(model.mi, model.mf, q, _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv)
                 return Minv
             if q.ndim == 2 and type(q) is _ND:
-                Minv = _empty((q.shape[0],) + model._svv)
+                Minv = _batch_out((q.shape[0],) + model._svv)
                 _run(model, *_MINV_F, q.shape[0], (model.mi, model.mf, q, Minv))
                 return Minv
     except _FAST_MISS:

@@ -28,7 +28,7 @@ float32 inputs).
 import numpy as np
 from numba import typeof
 
-from .cpu import policy
+from .cpu import outputs, policy
 from .cpu.scratch import single_call_scratch
 from .cpu import twin
 from .model.lookup import frame_index, joint_index
@@ -151,10 +151,15 @@ class Function:
     def _allocate(self, model, lead, dtype, given, sizes=None):
         shapes = self.shapes(model, sizes)
         if self.block:
-            whole = np.empty((len(shapes),) + lead + shapes[0], dtype)
+            whole = (outputs.empty(((len(shapes),) + lead + shapes[0],), dtype)[0] if lead
+                     else np.empty((len(shapes),) + lead + shapes[0], dtype))
             return tuple(whole[k] for k in range(len(shapes)))
-        return tuple(None if need is not None and need not in given
-                     else np.empty(lead + s, dtype) for s, need in zip(shapes, self.needs))
+        wanted = [need is None or need in given for need in self.needs]
+        if not lead:
+            return tuple(np.empty(s, dtype) if w else None for s, w in zip(shapes, wanted))
+        # a batch: large outputs from a kept block, without page faults (cpu/outputs.py)
+        new = iter(outputs.empty([lead + s for s, w in zip(shapes, wanted) if w], dtype))
+        return tuple(next(new) if w else None for w in wanted)
 
     def result_type(self, n):
         """The result type of ``n`` computed outputs (``result`` may map counts to types:

@@ -23,6 +23,7 @@ from .api import aba, rnea
 from .cpu import batch as cb
 from .cpu import policy
 from .cpu import single as cs
+from .cpu.outputs import empty as _outputs
 from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge_interpreted
 from .kernels.jit import native
 from .configuration import integrate
@@ -134,7 +135,7 @@ def _batch_into_new(model, batched, q, v, u, extra=()):
     names why)."""
     n = q.shape[0]
     s = (n,) + model._svv
-    outs = (np.empty(s), np.empty(s), np.empty(s))
+    outs = _outputs((s, s, s))       # large ones without page faults (cpu/outputs.py)
     try:
         policy.run(model, *batched, n, (model.mi, model.mf, q, v, u, no_forces(n), *outs),
                    extra)
