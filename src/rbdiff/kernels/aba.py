@@ -4,7 +4,7 @@ is shared with M^-1 (minverse.py)."""
 
 from ..model.layout import MF_ARM, MI_ARM_WORLD, MI_IV, MI_NV, MI_PARENT
 from .armature import world_armature_bias
-from .fk import init_universe, placement_pass_joint, velocity_joint, world_body_inertia
+from .fk import init_universe_at_base, placement_pass_joint, velocity_joint, world_body_inertia
 from .jit import helper, kernel
 from .spatial import (add6, add36, axpy6, copy6, dot6, force_act, force_cross,
                       inertia_dense, inertia_mul, mat6_vec, motion_cross, scale6,
@@ -65,8 +65,9 @@ def articulated_joint(mi, mf, i, ws):
 @kernel
 def aba_forward_pass(mi, mf, q, v, fext, ws):
     """Placements, S, v_i, bias acceleration c_i = v_parent x S_i qd_i, IA_i = Y_i and
-    pA_i = v_i x* Y_i v_i - X_i* fext_i."""
-    init_universe(mf, ws)
+    pA_i = v_i x* Y_i v_i - X_i* fext_i. World frame with its origin at the base
+    (init_universe_at_base): qdd does not depend on where the base is."""
+    init_universe_at_base(mi, mf, q, ws)
     for i in range(1, mi[0, 0] + 1):
         lam = mi[i, MI_PARENT]
         placement_pass_joint(mi, mf, i, q, ws)

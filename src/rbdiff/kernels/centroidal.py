@@ -19,8 +19,9 @@ velocity v_i and acceleration a_i (gravity excluded: the pass starts from a_0 = 
 
 from ..model.layout import (MF_ARM, MF_COM, MF_GRAVITY, MF_H, MF_IC, MF_MASS, MI_IV, MI_NV,
                             MI_PARENT)
-from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
-                 world_body_inertia, world_placement_joint)
+from .fk import (acceleration_joint, init_universe, init_universe_at_base,
+                 placement_pass_joint, velocity_joint, world_body_inertia,
+                 world_placement_joint)
 from .jit import helper, kernel
 from .kinematics_derivatives import store_column
 from .rnea_chain_rule import fcr, ld6, ld13, ymul
@@ -39,10 +40,22 @@ def init_motion(mf, ws):
 
 
 @helper
+def init_motion_at_base(mi, mf, q, ws):
+    """init_motion with the world origin at the root free flyer (init_universe_at_base),
+    for the results a translation of the world leaves alone (momenta about the com,
+    Jcom, kinetic energy): exact at any distance from the origin."""
+    init_universe_at_base(mi, mf, q, ws)
+    ws[0, W_A] = 0.0
+    ws[0, W_A + 1] = 0.0
+    ws[0, W_A + 2] = 0.0
+
+
+@helper
 def motion_pass(mi, mf, q, v, a, ws):
     """World placements, S, and, unless None (pruned at compile time), velocities and
-    accelerations without gravity."""
-    init_motion(mf, ws)
+    accelerations without gravity; the world origin at the base (the centroidal
+    derivatives do not depend on it)."""
+    init_motion_at_base(mi, mf, q, ws)
     for i in range(1, mi[0, 0] + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         if v is not None:
@@ -183,7 +196,7 @@ def com_jacobian(mi, mf, q, ws, J):
     """J (3, nv): column k of a dof of joint j = [IC_j S_k]_lin / M, with only the mass
     and first moment of each subtree accumulated (ws[j, W_Y:W_Y + 4])."""
     n = mi[0, 0]
-    init_motion(mf, ws)
+    init_motion_at_base(mi, mf, q, ws)
     m = 0.0 * mf[0, MF_MASS]
     for i in range(1, n + 1):
         placement_pass_joint(mi, mf, i, q, ws)
@@ -213,7 +226,7 @@ def centroidal_map(mi, mf, q, ws, Ag):
     """Ag (6, nv): column k of a dof of joint j = IC_j S_k about the com (composite
     inertias summed leaves to root, as CRBA's)."""
     n = mi[0, 0]
-    init_motion(mf, ws)
+    init_motion_at_base(mi, mf, q, ws)
     for i in range(1, n + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         world_body_inertia(mf, i, ws)
@@ -234,7 +247,7 @@ def centroidal_momentum(mi, mf, q, v, a, ws, hg, dhg):
     """hg (6,) = Ag v and, unless None (then a is None too), dhg (6,) = d hg / dt, both
     about the com: the sums hO, fO of the module docstring moved there."""
     n = mi[0, 0]
-    init_motion(mf, ws)
+    init_motion_at_base(mi, mf, q, ws)
     z = 0.0 * ws[0, W_R]
     h = (z, z, z, z, z, z)
     f = (z, z, z, z, z, z)
@@ -266,7 +279,7 @@ def centroidal_momentum(mi, mf, q, v, a, ws, hg, dhg):
 @kernel
 def kinetic_energy(mi, mf, q, v, ws):
     """0.5 sum_i v_i . Y_i v_i + 0.5 sum_k armature_k v_k^2 (= 0.5 v^T M(q) v)."""
-    init_motion(mf, ws)
+    init_motion_at_base(mi, mf, q, ws)
     e = 0.0 * v[0]
     for i in range(1, mi[0, 0] + 1):
         placement_pass_joint(mi, mf, i, q, ws)

@@ -56,7 +56,7 @@ from .contact_dynamics import (CF_KD, CF_KP, CI_DIM, CI_JOINT, CI_REF, CI_ROW, l
                                position_error, rot_t)
 from .contraction import (contraction_backward_pass, costate_pass, rnea_contraction,
                           zero4)
-from .fk import acceleration_joint, init_universe, placement_pass_joint
+from .fk import acceleration_joint, init_universe_at_base, placement_pass_joint, world_point
 from .frames import jacobian_column
 from .idsva import joint_dynamics
 from .impulse_dynamics import impulse_local_derivatives
@@ -396,8 +396,8 @@ def contact_pairs(mi, fmf, cint, cflt, k, ws, v, qdd, mu, nu, ell, floc, idx, C,
             if cflt[k, CF_KP + r] != 0.0:
                 kp6 = True
         if kp6:
-            A, AQA, rho = log6_hessian(cflt, k, R, p, pk, C)
-    perr = position_error(cflt, k, 3, R, p)
+            A, AQA, rho = log6_hessian(cflt, k, R, world_point(ws, p), pk, C)
+    perr = position_error(cflt, k, 3, R, world_point(ws, p))     # against a world placement
     pe = (perr[0], perr[1], perr[2])
     contact_dof_vectors(cint, cflt, k, d, idx, C, Vt, nv6, n0, n1, n2, nd, p0, p1, p2, pe,
                         kp6, A, AQA, rho, ell, floc, BF)
@@ -717,7 +717,7 @@ def impulse_rnea_contraction(mi, mf, q, dv, mu, fc, ws, sc, HQ, HV, HX, HD):
     joints: the contraction of r1 = M(q) dv - J^T Lambda. HV and HX (RNEA's v, held at 0
     here) are scratch."""
     zero4(HQ, HV, HX, HD)
-    init_universe(mf, ws)
+    init_universe_at_base(mi, mf, q, ws)     # as impulse_solve's placements: base-relative
     for c in range(6):
         ws[0, W_A + c] = 0.0
     for i in range(1, mi[0, 0] + 1):

@@ -51,7 +51,7 @@ from .aba_derivatives import neg_minv_mul_tree
 from .armature import armature_bias_jacobian
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .configuration import log_placement
-from .fk import acceleration_joint
+from .fk import acceleration_joint, world_point
 from .frame_motion import body_acceleration, classical, placed_acceleration_derivatives
 from .frames import jacobian_column, joint_frame_pose
 from .jit import helper, kernel
@@ -172,8 +172,8 @@ def contact_rows(mi, mf, fmf, cint, cflt, ws, J, rhs):
             acc = classical(acc, vel)
         for r in range(dim):
             rhs[r0 + r] = acc[r]
-        if has_gains(cflt, k):
-            perr = position_error(cflt, k, dim, R, p)
+        if has_gains(cflt, k):      # against a world placement: p in the world
+            perr = position_error(cflt, k, dim, R, world_point(ws, p))
             for r in range(dim):
                 rhs[r0 + r] += cflt[k, CF_KP + r] * perr[r] + cflt[k, CF_KD + r] * vel[r]
     contact_jacobian(mi, fmf, cint, ws, J)
@@ -374,7 +374,8 @@ def log_jacobian(cflt, k, R, p):
 @kernel
 def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
     """Rows of contact k in G[0] = J A_q + d(a_c - e)/dq and G[1] = J A_v + d(a_c - e)/dv,
-    D6 = the frame's LOCAL (dv_dq, da_dq, da_dv, da_da = J6) at qdd."""
+    D6 = the frame's LOCAL (dv_dq, da_dq, da_dv, da_da = J6) at qdd; oMc1 = (R, p) in the
+    world (the Baumgarte error's)."""
     nv = A_q.shape[0]
     dim = cint[k, CI_DIM]
     r0 = cint[k, CI_ROW]
@@ -580,7 +581,8 @@ def local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping
                                         1 if cint[k, CI_DIM] == 3 else 0, ws, D6[0],
                                         D6[1], D6[2], D6[3])
         R, p = contact_pose(ws, fmf, cint, k)
-        constraint_derivatives(mi, cint, cflt, k, R, p, D6, dqdd_dq, dqdd_dv, J, G)
+        constraint_derivatives(mi, cint, cflt, k, R, world_point(ws, p), D6, dqdd_dq,
+                               dqdd_dv, J, G)
     solve_rows(W, nc, G[0], -1.0, df_dq)
     solve_rows(W, nc, G[1], -1.0, df_dv)
     add_y_times(Yt, df_dq, dqdd_dq)

@@ -12,6 +12,16 @@ from .workspace import D_S, W_A, W_LP, W_LR, W_P, W_R, W_T, W_V, W_VJ, W_Y
 
 
 @helper
+def free_flyer_translation(mf, i, q, iq):
+    """p = p_tree + R_tree q[iq:iq+3], the translation of free flyer i's liMi."""
+    Rt = mf[i, MF_R:MF_R + 9]
+    pt = mf[i, MF_P:MF_P + 3]
+    return (pt[0] + q[iq] * Rt[0] + q[iq + 1] * Rt[1] + q[iq + 2] * Rt[2],
+            pt[1] + q[iq] * Rt[3] + q[iq + 1] * Rt[4] + q[iq + 2] * Rt[5],
+            pt[2] + q[iq] * Rt[6] + q[iq + 1] * Rt[7] + q[iq + 2] * Rt[8])
+
+
+@helper
 def joint_placement(mi, mf, i, q, R, p, Rj):
     """(R, p) = Xtree_i XJ(q_i), joint i's placement in its parent's frame (Rj: 9 scratch)."""
     t = mi[i, MI_TYPE]
@@ -31,9 +41,7 @@ def joint_placement(mi, mf, i, q, R, p, Rj):
     elif t == FREE_FLYER:
         rot_quat(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], Rj)
         mat3_mul(Rt, Rj, R)
-        x, y, z = x + q[iq] * Rt[0] + q[iq + 1] * Rt[1] + q[iq + 2] * Rt[2], \
-            y + q[iq] * Rt[3] + q[iq + 1] * Rt[4] + q[iq + 2] * Rt[5], \
-            z + q[iq] * Rt[6] + q[iq + 1] * Rt[7] + q[iq + 2] * Rt[8]
+        x, y, z = free_flyer_translation(mf, i, q, iq)
     else:   # prismatic: no rotation
         for k in range(9):
             R[k] = Rt[k]
@@ -56,6 +64,44 @@ def init_universe(mf, ws):
     ws[0, W_R + 8] = 1.0
     for k in range(3):
         ws[0, W_A + k] = -mf[0, MF_GRAVITY + k]
+
+
+@helper
+def root_free_flyer(mi):
+    """The first root joint (parent 0) that is a free flyer, or 0 when there is none."""
+    for i in range(1, mi[0, 0] + 1):
+        if mi[i, MI_PARENT] == 0 and mi[i, MI_TYPE] == FREE_FLYER:
+            return i
+    return 0
+
+
+@helper
+def origin_at_base(mi, mf, q, ws):
+    """oM0 = (I, -p), p the root free flyer's translation: every oMi placed after it
+    comes out relative to the base, exact at any distance from the origin, for the
+    results a translation of the world leaves alone (gravity, a pure linear
+    acceleration, is unchanged by it). A point x of this frame is x - ws[0, P] in the
+    world (world_point)."""
+    b = root_free_flyer(mi)
+    if b > 0:
+        x, y, z = free_flyer_translation(mf, b, q, mi[b, MI_IQ])
+        ws[0, W_P] = -x
+        ws[0, W_P + 1] = -y
+        ws[0, W_P + 2] = -z
+
+
+@helper
+def init_universe_at_base(mi, mf, q, ws):
+    """init_universe with the world origin at the root free flyer (origin_at_base)."""
+    init_universe(mf, ws)
+    origin_at_base(mi, mf, q, ws)
+
+
+@helper
+def world_point(ws, x):
+    """Point x of the workspace's frame in the world frame (x - oM0's translation: zero
+    after init_universe, -p_base after init_universe_at_base)."""
+    return (x[0] - ws[0, W_P], x[1] - ws[0, W_P + 1], x[2] - ws[0, W_P + 2])
 
 
 @helper
@@ -122,7 +168,9 @@ def world_body_inertia(mf, i, ws):
 
 @kernel
 def placement_pass(mi, mf, q, ws):
-    init_universe(mf, ws)
+    """Placements and S relative to the base (init_universe_at_base): M, M^-1 and the
+    impulse solve do not depend on where the base is."""
+    init_universe_at_base(mi, mf, q, ws)
     for i in range(1, mi[0, 0] + 1):
         placement_pass_joint(mi, mf, i, q, ws)
 

@@ -43,10 +43,12 @@ classical acceleration in LOCAL_WORLD_ALIGNED.
 Outputs are written whole (columns off the support zero)."""
 
 from ..model.layout import MF_GRAVITY, MI_IV, MI_NV, MI_PARENT
-from .fk import acceleration_joint, init_universe, placement_pass_joint, velocity_joint
+from .fk import (acceleration_joint, init_universe, origin_at_base, placement_pass_joint,
+                 velocity_joint)
 from .frames import jacobian_column, joint_frame_pose, on_support
 from .jit import helper, kernel
-from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED, at_point, store_column, xinv
+from .kinematics_derivatives import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, at_point, store_column,
+                                     xinv)
 from .rnea_chain_rule import ld6, mcr, st6, tadd, tsub
 from .workspace import D_S, W_A, W_V
 
@@ -54,10 +56,14 @@ from .workspace import D_S, W_A, W_V
 # ---- the pass over the support ---------------------------------------------------------
 
 @helper
-def support_motion(mi, mf, j, q, v, a, ws):
+def support_motion(mi, mf, j, q, v, a, reference, ws):
     """Placements, dof columns S and velocities (accelerations too unless a is None, a
-    branch pruned at compile time) of joint j and its ancestors, world frame."""
+    branch pruned at compile time) of joint j and its ancestors, world frame (its
+    origin at the base unless reference is WORLD: at the frame, the base's position
+    does not enter)."""
     init_universe(mf, ws)
+    if reference != WORLD:
+        origin_at_base(mi, mf, q, ws)
     for k in range(1, j + 1):
         if on_support(mi, k, j):
             placement_pass_joint(mi, mf, k, q, ws)
@@ -142,7 +148,7 @@ def zero_columns(out):
 def frame_velocity(mi, mf, fparent, fmf, q, v, frame, reference, ws, out):
     """out (6,): the frame's spatial velocity [linear, angular] in ``reference``."""
     j = fparent[frame]
-    support_motion(mi, mf, j, q, v, None, ws)
+    support_motion(mi, mf, j, q, v, None, reference, ws)
     R, p = joint_frame_pose(ws, j, fmf[frame])
     st6(jacobian_column(ws[j, W_V:W_V + 6], reference, R, p), out)
 
@@ -152,7 +158,7 @@ def frame_acceleration(mi, mf, fparent, fmf, q, v, a, frame, reference, classic,
     """out (6,): the frame's spatial acceleration (gravity excluded) in ``reference``, or
     its classical acceleration when ``classic``."""
     j = fparent[frame]
-    support_motion(mi, mf, j, q, v, a, ws)
+    support_motion(mi, mf, j, q, v, a, reference, ws)
     R, p = joint_frame_pose(ws, j, fmf[frame])
     acc = jacobian_column(body_acceleration(mf, ws, j), reference, R, p)
     if classic:
@@ -166,7 +172,7 @@ def frame_jacobian_time_variation(mi, mf, fparent, fmf, q, v, frame, reference, 
     n = mi[0, 0]
     j = fparent[frame]
     zero_columns(dJ)
-    support_motion(mi, mf, j, q, v, None, ws)
+    support_motion(mi, mf, j, q, v, None, reference, ws)
     R, p = joint_frame_pose(ws, j, fmf[frame])
     vj = ld6(ws[j, W_V:W_V + 6])
     pdot = at_point(p, vj)
@@ -186,7 +192,7 @@ def frame_jacobian_time_variation(mi, mf, fparent, fmf, q, v, frame, reference, 
 def frame_velocity_derivatives(mi, mf, fparent, fmf, q, v, frame, reference, ws,
                                dv_dq, dv_dv):
     """dv_dq, dv_dv (6, nv): the derivatives of frame_velocity's value."""
-    support_motion(mi, mf, fparent[frame], q, v, None, ws)
+    support_motion(mi, mf, fparent[frame], q, v, None, reference, ws)
     placed_velocity_derivatives(mi, fparent, fmf, frame, reference, ws, dv_dq, dv_dv)
 
 
@@ -216,7 +222,7 @@ def frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, a, frame, referen
     """dv_dq, da_dq, da_dv, da_da (6, nv): the derivatives of frame_velocity's and
     frame_acceleration's values (the classical acceleration's when ``classic``; dv_dq
     stays the spatial velocity's)."""
-    support_motion(mi, mf, fparent[frame], q, v, a, ws)
+    support_motion(mi, mf, fparent[frame], q, v, a, reference, ws)
     placed_acceleration_derivatives(mi, mf, fparent, fmf, frame, reference, classic, ws,
                                     dv_dq, da_dq, da_dv, da_da)
 

@@ -26,10 +26,10 @@ forward_kinematics (for a joint frame). Outputs are written whole (every entry).
 """
 
 from ..model.layout import FM_P, FM_R, MF_S, MI_IV, MI_NV, MI_NVSUB, MI_PARENT
-from .fk import placement_pass_joint, world_placement_joint
+from .fk import origin_at_base, placement_pass_joint, world_placement_joint
 from .jit import helper, kernel
-from .kinematics_derivatives import (LOCAL, LOCAL_WORLD_ALIGNED, at_point, store_column,
-                                     xinv)
+from .kinematics_derivatives import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, at_point,
+                                     store_column, xinv)
 from .rnea_chain_rule import mcr, st6, tadd
 from .spatial import set6
 from .workspace import D_S, W_LP, W_LR, W_P, W_R
@@ -141,6 +141,8 @@ def frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, J):
         for m in range(J.shape[1]):
             J[r, m] = 0.0
     init_placement(ws)
+    if reference != WORLD:      # at the frame: the base's position does not enter
+        origin_at_base(mi, mf, q, ws)
     for k in range(1, j + 1):
         if on_support(mi, k, j):
             placement_pass_joint(mi, mf, k, q, ws)

@@ -24,7 +24,7 @@ for ancestors).
 
 from ..model.layout import MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .armature import armature_bias_jacobian, armature_diagonal
-from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
+from .fk import (acceleration_joint, init_universe_at_base, placement_pass_joint, velocity_joint,
                  world_body_inertia)
 from .jit import helper, kernel
 from .spatial import (add6, add13, axpy6, force_act, force_cross, inertia_mul, inertia_rate,
@@ -156,8 +156,9 @@ def joint_dynamics(mi, mf, i, fext, ws):
 
 @kernel
 def idsva_forward_pass(mi, mf, q, v, a, fext, ws):
-    """World placements, S, v, a (with -gravity at the base), then joint_dynamics."""
-    init_universe(mf, ws)
+    """World placements, S, v, a (with -gravity at the base), then joint_dynamics; the
+    world origin at the base (init_universe_at_base): the derivatives do not depend on it."""
+    init_universe_at_base(mi, mf, q, ws)
     for i in range(1, mi[0, 0] + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         velocity_joint(mi, i, v, ws)

@@ -52,7 +52,7 @@ from .armature import armature_bias_jacobian
 from .aba_derivatives import neg_minv_mul_tree
 from .aza import neg_minv_mul_aza
 from .crba import crba
-from .fk import (acceleration_joint, init_universe, placement_pass_joint, velocity_joint,
+from .fk import (acceleration_joint, init_universe_at_base, placement_pass_joint, velocity_joint,
                  world_body_inertia)
 from .jit import helper, kernel
 from .minverse import minverse
@@ -268,8 +268,9 @@ def joint_chain_rule(mi, mf, i, a, fext, ws, G, off):
 @kernel
 def chain_rule_forward_pass(mi, mf, q, v, a, fext, ws, G, off):
     """Alg. 1 and 2 forward: placements, S, v, a (a_0 = -gravity), body forces and the
-    records of every body."""
-    init_universe(mf, ws)
+    records of every body; the world origin at the base (init_universe_at_base): the
+    derivatives do not depend on it."""
+    init_universe_at_base(mi, mf, q, ws)
     for i in range(1, mi[0, 0] + 1):
         placement_pass_joint(mi, mf, i, q, ws)
         velocity_joint(mi, i, v, ws)

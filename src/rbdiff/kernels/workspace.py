@@ -2,7 +2,9 @@
 universe) and rows N+1..N+nv for dofs. Column offsets are module constants.
 
 Joint rows:  R, P (world placement oMi), V, A (spatial velocity/acceleration), F (force),
-             all in the world frame except in RNEA, which keeps them in the joint frame;
+             all in the world frame except in RNEA, which keeps them in the joint frame
+             (the world origin at the root free flyer in the kernels whose results do
+             not depend on it: row 0's P is then -p_base, fk.init_universe_at_base);
              Y (world body or composite inertia, compact), LR, LP (placement in the parent
              frame), VJ (S qd), T (scratch), IA (articulated inertia 6x6),
              PA (articulated bias force), C (bias acceleration), D = S^T U and DINV
