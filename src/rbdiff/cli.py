@@ -137,6 +137,9 @@ def build_parser():
     _forward(sub, "bench-coldstart", "rbdiff.bench.coldstart",
              "seconds to the first call of each public function in a fresh process with "
              "an empty Numba cache; see bench-coldstart --help")
+    _forward(sub, "bench-batch", "rbdiff.bench.batch",
+             "batches against loops of single calls, idle and with the other cores busy "
+             "(iiwa14, hyq, talos; B = 4..1024); see bench-batch --help")
     _forward(sub, "bench", "rbdiff.bench.suite", "benchmark report: Table I, scaling, "
              "accuracy (report.md, PNGs, results.json); see bench --help")
     _forward(sub, "bench-gpu", "rbdiff.bench.gpu", "GPU aba_derivatives vs CPU batch, "

@@ -84,8 +84,12 @@ TARGETS = dict(robot="talos_full_v2", func=HEADLINE, B=256, loop=1.6, pin=2.0)
 # the targets of "First result in seconds, and batches that never lose to a loop", with
 # new output arrays (as a user calls them): loaded, batch / loop speed-up >= 1 at every
 # B; idle, >= 1.5 from B = idle_from; one thread, batch item / single-call kernel <= 1.1
-ISSUE = dict(robots=("iiwa14", "hyq"), funcs=("aba", "rnea_derivatives", "aba_derivatives"),
-             sizes=(4, 16, 64, 256), loaded=1.0, idle=1.5, idle_from=64, one_thread=1.1)
+ISSUE = dict(robots=("iiwa14", "hyq", "talos_full_v2"),
+             funcs=("aba", "rnea_derivatives", "aba_derivatives"),
+             sizes=(4, 16, 64, 256, 1024), loaded=1.0, idle=1.5, idle_from=64, one_thread=1.1)
+# "Safe to share, hard to misuse": fresh processes measuring the same points agree: the
+# loop / batch ratio within AGREE_PROCESSES (max / min - 1) at every point
+AGREE_PROCESSES = 0.20
 # environment variables that change how the batch's parallel calls behave (reported)
 ENV = ("NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
        "OMP_NUM_THREADS")
@@ -744,7 +748,13 @@ def main(argv=None):
     p.add_argument("--out", default="bench_batch_out", metavar="DIR")
     p.add_argument("--no-figures", action="store_true", help="no PNG (no matplotlib needed)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="run the measurement in N fresh processes, one after the other, "
+                   "and report how far their loop / batch ratios spread (each "
+                   "process's report in --out/processK)")
     args = p.parse_args(argv)
+    if args.processes > 1:
+        return _in_processes(list(argv if argv is not None else sys.argv[1:]), args)
     from rbdiff.model.robots import robot_names
     unknown = [r for r in (args.robots or []) if r not in robot_names()]
     if unknown:
@@ -766,6 +776,63 @@ def main(argv=None):
     print(f"wrote {args.out}/report.md, results.json and {len(out['files'])} figure(s) in "
           f"{time.perf_counter() - t0:.0f} s")
     return 0
+
+
+def _in_processes(argv, args):
+    """The same measurement in ``args.processes`` fresh processes (one after the other:
+    each has the machine to itself), then the spread of their loop / batch ratios."""
+    import json
+    rest, skip = [], False
+    for a in argv:                       # this run's own options stay here
+        if skip:
+            skip = False
+        elif a in ("--processes", "--out"):
+            skip = True
+        elif not a.startswith(("--processes=", "--out=")):
+            rest.append(a)
+    runs = []
+    for k in range(1, args.processes + 1):
+        out = os.path.join(args.out, f"process{k}")
+        print(f"process {k} of {args.processes} -> {out}", flush=True)
+        subprocess.run([sys.executable, "-m", "rbdiff.bench.batch", *rest, "--out", out],
+                       check=True)
+        with open(os.path.join(out, "results.json")) as f:
+            runs.append(json.load(f)["batch"])
+    lines = agreement(runs)
+    print("\n".join(lines))
+    with open(os.path.join(args.out, "agreement.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return 0
+
+
+def agreement(runs):
+    """Markdown: per (mode, robot, function, B), each process's loop / batch ratio and
+    their spread (max / min - 1) against AGREE_PROCESSES."""
+    rows, spreads = {}, []
+    for k, sec in enumerate(runs):
+        for mode in ("idle", "loaded"):
+            for p in _mode_points(sec, mode):
+                key = (mode, p["robot"], p["func"], p["B"])
+                rows.setdefault(key, [None] * len(runs))[k] = p
+    table = []
+    for (mode, robot, func, B), pts in rows.items():
+        if any(p is None for p in pts):
+            continue
+        r = [p["speedup_loop"] for p in pts]     # a ratio: the machine's drift cancels
+        spread = max(r) / min(r) - 1.0
+        spreads.append(spread)
+        table.append([mode, robot, func, str(B)]
+                     + [rp.fmt_ratio(p["speedup_loop"]) for p in pts]
+                     + [f"{100 * spread:.0f} %", _verdict(spread <= AGREE_PROCESSES)])
+    head = (["mode", "robot", "function", "B"]
+            + [f"loop / batch, process {k + 1}" for k in range(len(runs))]
+            + ["spread", f"<= {100 * AGREE_PROCESSES:.0f} %"])
+    bad = sum(s > AGREE_PROCESSES for s in spreads)
+    verdict = (f"**{'pass' if not bad else 'FAIL'}**: {len(spreads) - bad} of {len(spreads)} "
+               f"points within {100 * AGREE_PROCESSES:.0f} %"
+               + (f"; largest spread {100 * max(spreads):.0f} %" if spreads else ""))
+    return ([f"## {len(runs)} fresh processes: loop / batch, spread",
+             "", verdict, "", rp.md_table(head, table)])
 
 
 if __name__ == "__main__":
