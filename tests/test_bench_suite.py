@@ -374,7 +374,8 @@ def test_batch_section_tiny(tmp_path):
                  "single-call kernel", "batch / kernel", "| aba | 4 |"):
         assert word in text, word
     # B = 4 is below the idle target's B = 64: that verdict says what was not measured
-    assert "not measured in this run (needs robot iiwa14 or hyq and B >= 64)" in text
+    assert ("not measured in this run (needs robot iiwa14 or hyq or talos_full_v2 and "
+            "B >= 64)") in text
     assert "## 1." not in text and "## 7." not in text
     assert "](batch_throughput.png)" in text
     data = (tmp_path / "batch_throughput.png").read_bytes()
@@ -460,7 +461,7 @@ def test_batch_issue_targets_and_verdicts():
     assert sec_ba.issue_target("loaded", "iiwa14", "aba_derivatives", 4, 1.0) is True
     assert sec_ba.issue_target("one_thread", "hyq", "rnea_derivatives", 4, 1.1) is True
     assert sec_ba.issue_target("one_thread", "hyq", "rnea_derivatives", 4, 1.11) is False
-    assert sec_ba.issue_target("loaded", "talos_full_v2", "aba", 4, 0.5) is None
+    assert sec_ba.issue_target("loaded", "panda", "aba", 4, 0.5) is None
     assert sec_ba.issue_target("loaded", "iiwa14", "crba", 4, 0.5) is None
     assert sec_ba.issue_target("loaded", "iiwa14", "aba", 4, None) is None
 
@@ -476,11 +477,12 @@ def test_batch_issue_targets_and_verdicts():
                    pt("hyq", "aba", 16, "loaded", 1.1, speedup_worst_round=0.9)]))
     idle = sec_ba.issue_verdict(sec, "idle")
     assert idle.startswith("- **IDLE**") and "**FAIL**: 1 of 2 points pass" in idle
-    assert "lowest 1.40x (iiwa14, aba, B = 256)" in idle and "not measured: hyq" in idle
+    assert "lowest 1.40x (iiwa14, aba, B = 256)" in idle
+    assert "not measured: B = 1024, hyq, talos_full_v2" in idle
     loaded = sec_ba.issue_verdict(sec, "loaded")
     assert "**pass**: 2 of 2 points pass" in loaded and "1 CPU-bound process" in loaded
     assert "worst single round 0.70x (hyq + free-flyer, aba, B = 4)" in loaded
-    assert "not measured: B = 64, B = 256, iiwa14" in loaded
+    assert "not measured: B = 64, B = 256, B = 1024, iiwa14, talos_full_v2" in loaded
     assert "not measured (mode not run" in sec_ba.issue_verdict(sec, "one_thread")
 
 
