@@ -6,7 +6,7 @@ Two owners, by how the entry runs:
 - ``HELD[model._scratch_key]``: the float64 workspace of the fast entries that hold the
   GIL for the whole call (kernels.jit.fast_entry: rnea, aba, crba, frames, centroidal,
   ...). No two threads can be inside such an entry at once, so one workspace per model
-  size serves the process: one dictionary lookup, no cost on a ~1 us call.
+  size serves the process: one dictionary lookup (~10 ns on a ~1 us call).
   ``HELD_F``: the same for M^-1's force scratch.
 - :func:`thread_workspace`: the float64 workspace of the entries that release the GIL
   (kernels.jit.entry: contact, impulse and contraction calls run in parallel across
@@ -36,8 +36,13 @@ def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
     return (ws, np.empty((njoints, nv, 6), dtype)) if forces else (ws,)
 
 
+def scratch_key(njoints, nv):
+    """The key of a model size's workspaces in HELD, HELD_F and the per-thread ones."""
+    return njoints << 20 | nv
+
+
 def _sizes(key):
-    return key >> 20, key & ((1 << 20) - 1)      # Model._scratch_key: (njoints, nv)
+    return key >> 20, key & ((1 << 20) - 1)
 
 
 def _workspace(key):
@@ -50,17 +55,10 @@ def _forces(key):
     return np.empty((njoints, nv, 6))
 
 
-class _PerSize(dict):
-    """size key -> array, made on first use (process-wide: GIL-holding entries only)."""
-    __slots__ = ("make",)
-
-    def __init__(self, make):
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, key):
-        a = self[key] = self.make(key)
-        return a
+# plain dicts (CPython specialises their lookup: ~10 ns), filled when a model of a new
+# size is made (_register), so the fast paths never miss
+HELD = {}
+HELD_F = {}
 
 
 class _PerThreadSize:
@@ -82,9 +80,17 @@ class _PerThreadSize:
         return a
 
 
-HELD = _PerSize(_workspace)
-HELD_F = _PerSize(_forces)
 _THREAD = _PerThreadSize(_workspace)
+
+
+def _register(model):
+    """The model's scratch key, its size's HELD workspaces made if new (Model.cache: at
+    construction and unpickling, in the process that uses the model)."""
+    key = scratch_key(model.njoints, model.nv)
+    if key not in HELD:
+        HELD_F.setdefault(key, _forces(key))
+        HELD.setdefault(key, _workspace(key))
+    return key
 
 
 def thread_workspace(model):
@@ -93,4 +99,5 @@ def thread_workspace(model):
     return _THREAD[model._scratch_key]
 
 
+Model.cache("_scratch_key", _register)     # a constant: the key, not the scratch
 Model.cache("_sstate", lambda m: (m.njoints + m.nv, STATE_WIDTH))   # a kinematics state

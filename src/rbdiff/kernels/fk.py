@@ -2,8 +2,8 @@
 accelerations (the first pass of every recursive algorithm)."""
 
 from ..model.layout import (FREE_FLYER, MF_AXIS, MF_GRAVITY, MF_H, MF_IO, MF_MASS, MF_P,
-                            MF_R, MF_S, MI_IQ, MI_IV, MI_NV, MI_PARENT, MI_TYPE, REVOLUTE,
-                            REVOLUTE_UNBOUNDED, SPHERICAL)
+                            MF_R, MF_S, MI_IQ, MI_IV, MI_NV, MI_PARENT, MI_ROOT_FREE_FLYER,
+                            MI_TYPE, REVOLUTE, REVOLUTE_UNBOUNDED, SPHERICAL)
 from .jit import helper, kernel
 from .spatial import (add6, axpy6, inertia_act, mat3_mul, motion_act, motion_cross,
                       revolute_act, rot_mul_axis_angle, rot_quat, se3_mul, set6)
@@ -68,11 +68,9 @@ def init_universe(mf, ws):
 
 @helper
 def root_free_flyer(mi):
-    """The first root joint (parent 0) that is a free flyer, or 0 when there is none."""
-    for i in range(1, mi[0, 0] + 1):
-        if mi[i, MI_PARENT] == 0 and mi[i, MI_TYPE] == FREE_FLYER:
-            return i
-    return 0
+    """The first root joint (parent 0) that is a free flyer, or 0 when there is none
+    (found when the model is packed: no scan of the joints per call)."""
+    return mi[0, MI_ROOT_FREE_FLYER]
 
 
 @helper

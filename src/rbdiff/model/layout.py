@@ -52,6 +52,8 @@ MI_NVSUB = 6        # dofs in the subtree rooted at the joint (the joint's own i
 MI_RUN = 7          # revolute / prismatic joints i, i+1, ... in a row (0 for other types)
 MI_ARM_WORLD = 8    # 1: free flyer with MuJoCo's world-frame linear armature; row 0: how many
 MI_WIDTH = 9
+# row 0 (the universe) holds (njoints - 1, nq, nv) in its first columns, and:
+MI_ROOT_FREE_FLYER = 3   # the first root joint (parent 0) that is a free flyer, 0 for none
 
 # mf columns
 MF_GRAVITY = 0      # row 0 only

@@ -266,8 +266,6 @@ class Model:
         self._skd = (n + 1, 6, self.nv)
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
-        # the key of the per-size scratch the entries keep (cpu/scratch.py), not scratch
-        self._scratch_key = (n + 1) << 20 | self.nv
         self._digest = _content_digest(self.__dict__)
         self._hash = int.from_bytes(self._digest[:8], "little", signed=True)
         self._attach_caches()
@@ -278,6 +276,9 @@ class Model:
         mf = np.zeros((n + 1, L.MF_WIDTH))
         mi[0, :3] = (n, self.nq, self.nv)
         mi[0, L.MI_ARM_WORLD] = int(self.armature_world.sum())   # 0: kernels skip the term
+        mi[0, L.MI_ROOT_FREE_FLYER] = next(
+            (i for i in range(1, n + 1) if self.parents[i] == 0
+             and self.joint_types[i] == L.FREE_FLYER), 0)   # the kernels' base origin
         mf[0, L.MF_GRAVITY:L.MF_GRAVITY + 3] = self.gravity
         for i in range(1, n + 1):
             t = int(self.joint_types[i])
