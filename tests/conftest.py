@@ -130,3 +130,13 @@ def rollout_gradient(prob, us, h=1e-6):
         g[i] = (to.rollout_cost(prob, us + e.reshape(us.shape))
                 - to.rollout_cost(prob, us - e.reshape(us.shape))) / (2 * h)
     return g
+
+
+def in_threads(work, n=4):
+    """work(k) for k = 0..n-1, each on a thread of its own, all started, then joined."""
+    import threading
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
+from conftest import in_threads
 from rbdiff.cpu import policy
 
 
@@ -295,9 +296,8 @@ def test_fast_path_leaves_what_is_not_a_numpy_array():
 
 
 def test_threads_calling_one_model_keep_their_scratch(ff_model):
-    """Single calls reuse a workspace the model keeps: threads calling one model at once
-    must still get their own results."""
-    import threading
+    """Single calls reuse a workspace per model size (cpu/scratch.py): threads calling one
+    model at once must still get their own results."""
     states = [_state(ff_model, seed) for seed in range(4)]
     want = [(rbd.rnea(ff_model, *s), rbd.crba(ff_model, s[0]), rbd.minverse(ff_model, s[0]),
              rbd.aba(ff_model, *s)) for s in states]
@@ -312,11 +312,7 @@ def test_threads_calling_one_model_keep_their_scratch(ff_model):
                 bad.append(k)
                 return
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work)
     assert not bad
 
 

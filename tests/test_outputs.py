@@ -1,12 +1,11 @@
 """cpu/outputs.py: a large batch's new outputs come from a kept block, handed out again
 only once the caller holds no array of it; what the caller keeps is never overwritten."""
 
-import threading
-
 import numpy as np
 import pytest
 
 import rbdiff as rbd
+from conftest import in_threads
 from rbdiff.cpu import outputs
 
 
@@ -78,9 +77,5 @@ def test_threads_keep_their_outputs(model):
         if not all(np.array_equal(M, want[k]) for M in kept):
             bad.append(k)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work)
     assert not bad
