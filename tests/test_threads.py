@@ -262,9 +262,9 @@ def test_hash_is_stable_across_processes(solo):
     assert out == [str(hash(solo)), solo.fingerprint]
 
 
-def _snapshot(x):
-    """A deep copy of everything reachable from x's attributes, for comparison."""
-    return copy.deepcopy(x.__dict__)
+def _snapshot(model):
+    """A deep copy of every attribute of the model (slots included), for comparison."""
+    return copy.deepcopy(model._attributes())
 
 
 def _writable_arrays(obj, path="model", seen=None):
@@ -280,6 +280,7 @@ def _writable_arrays(obj, path="model", seen=None):
         found.append(path)
     items = (obj.items() if isinstance(obj, dict) else enumerate(obj)
              if isinstance(obj, (tuple, list)) else
+             obj._attributes().items() if isinstance(obj, rbd.Model) else
              vars(obj).items() if hasattr(obj, "__dict__") and not isinstance(obj, type)
              else ())
     for k, v in items:
