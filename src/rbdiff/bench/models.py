@@ -82,7 +82,8 @@ def with_gravity(model, gravity):
                  np.array(model.axes), np.array(model.masses), np.array(model.coms),
                  np.array(model.inertias), list(model.frames),
                  np.asarray(gravity, dtype=float), np.array(model.lower_limits),
-                 np.array(model.upper_limits))._freeze()
+                 np.array(model.upper_limits), effort_limits=model.effort_limits,
+                 velocity_limits=model.velocity_limits)._freeze()
 
 
 def robot_label(name):

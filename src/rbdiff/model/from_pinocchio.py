@@ -37,7 +37,10 @@ def _joint(jm):
 def from_pinocchio(pm, allow_singular=False) -> Model:
     """The rbdiff Model of Pinocchio model ``pm``: same joints, bodies, frames, armature,
     gravity and reference configurations; position limits for revolute and prismatic
-    joints (rbdiff keeps none for the others, as its URDF parser)."""
+    joints (rbdiff keeps none for the others, as its URDF parser); Pinocchio's
+    effortLimit / velocityLimit as ``effort_limits`` / ``velocity_limits``, its numeric
+    maximum (what a JointModelFreeFlyer root gets) read as +inf, as rbdiff's parsers
+    give a joint without limits."""
     names, parents, types, placements, axes = ["universe"], [0], [-1], [np.eye(4)], [np.zeros(3)]
     lower, upper = [], []
     for i in range(1, pm.njoints):
@@ -67,8 +70,16 @@ def from_pinocchio(pm, allow_singular=False) -> Model:
                   np.array(pm.gravity.linear),
                   np.concatenate(lower) if n else np.zeros(0),
                   np.concatenate(upper) if n else np.zeros(0),
-                  np.array(pm.armature), None, refs)._freeze()
+                  np.array(pm.armature), None, refs, effort_limits=_limits(pm.effortLimit),
+                  velocity_limits=_limits(pm.velocityLimit))._freeze()
     return check_singular(model, allow_singular)
+
+
+def _limits(values):
+    """Pinocchio's effort or velocity limits, its numeric maximum (no limit) as +inf."""
+    a = np.array(values, dtype=float)
+    a[a >= np.finfo(float).max] = np.inf
+    return a
 
 
 def _reference_configurations(pm):

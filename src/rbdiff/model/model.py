@@ -89,6 +89,16 @@ def _readonly(a, dtype=np.float64):
     return a
 
 
+def _dof_limits(values, nv, what):
+    """A read-only (nv,) array of non-negative limits (+inf: none) from ``values``
+    (None: all +inf)."""
+    a = _readonly(np.full(nv, np.inf) if values is None else values)
+    if a.shape != (nv,) or np.any(np.isnan(a)) or np.any(a < 0):
+        raise ValueError(f"{what}: expected {nv} non-negative values (one per velocity "
+                         f"coordinate, inf for none), got {values!r}")
+    return a
+
+
 def check_inertia(mass, com, inertia, where, strict=True):
     """Raise ValueError unless (mass, com, inertia about com) is a physical rigid body.
     ``strict=False`` lets principal moments that violate the triangle inequality through
@@ -184,7 +194,11 @@ class Model:
     Attributes: ``nq``, ``nv``, ``njoints`` (the universe included, as Pinocchio's),
     ``names`` (njoints), ``parents`` (njoints, parents[0] = 0), ``joint_types``, ``idx_q``, ``idx_v``,
     ``nqs``, ``nvs``, ``placements`` (njoints, 4, 4), ``axes``, ``masses``, ``coms``,
-    ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq), ``gravity``,
+    ``inertias`` (about the com), ``lower_limits``/``upper_limits`` (nq),
+    ``effort_limits``/``velocity_limits`` (nv: Pinocchio's ``effortLimit`` /
+    ``velocityLimit``, the largest joint torque or force and speed of each velocity
+    coordinate; +inf where the model states none: a free flyer, a joint without limits,
+    a model built by hand without them), ``gravity``,
     ``frames`` (a tuple of :class:`Frame`, Pinocchio's list for a URDF model: see
     ``load_urdf``), ``joint_of_dof`` (nv: the joint each velocity coordinate belongs to),
     ``armature`` (nv), ``armature_world`` (njoints, bool: True for a free flyer whose
@@ -209,7 +223,8 @@ class Model:
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
                  frames, gravity, lower, upper, armature=None, armature_world=None,
-                 reference_configurations=None, visuals=None):
+                 reference_configurations=None, visuals=None, effort_limits=None,
+                 velocity_limits=None):
         n = len(names) - 1                 # moving joints
         self.njoints = n + 1               # Pinocchio's: the universe counts
         self.names = tuple(names)
@@ -226,6 +241,8 @@ class Model:
                                                      and np.all(self.armature >= 0)):
             raise ValueError(f"armature: expected {self.nv} finite non-negative values "
                              f"(one per velocity coordinate), got {armature!r}")
+        self.effort_limits = _dof_limits(effort_limits, self.nv, "effort_limits")
+        self.velocity_limits = _dof_limits(velocity_limits, self.nv, "velocity_limits")
         self.armature_world = _readonly(np.zeros(n + 1, bool) if armature_world is None
                                         else armature_world, bool)
         _check_armature_world(self)
@@ -455,7 +472,8 @@ class Model:
                     gravity=self.gravity, lower=self.lower_limits, upper=self.upper_limits,
                     armature=self.armature, armature_world=self.armature_world,
                     reference_configurations=self._reference_configurations,
-                    visuals=self.visuals)
+                    visuals=self.visuals, effort_limits=self.effort_limits,
+                    velocity_limits=self.velocity_limits)
         args.update(changes)
         return Model(**args)._freeze()
 
@@ -567,6 +585,8 @@ class ModelBuilder:
         self._strict = bool(strict)
         self._armature = []
         self._armature_world = [False]
+        self._effort = []
+        self._velocity = []
         self._names = ["universe"]
         self._parents = [0]
         self._types = [-1]
@@ -592,7 +612,7 @@ class ModelBuilder:
 
     def add_joint(self, parent, joint_type, name, placement=None, axis=None,
                   lower=None, upper=None, parent_frame=None, armature=0.0,
-                  armature_world=False):
+                  armature_world=False, effort=None, velocity=None):
         """Add a joint under joint ``parent`` (0 = universe) and its JOINT frame; returns
         the joint's index.
 
@@ -608,6 +628,9 @@ class ModelBuilder:
         armature_world: free flyers only: the linear armature acts on the world-frame
         linear velocity, as MuJoCo's free joint (``Model.armature_world``); its three
         linear values must then be equal.
+        effort, velocity: the largest torque (force) and speed of the joint's dofs
+        (a scalar or one per dof; Pinocchio's ``effortLimit`` / ``velocityLimit``);
+        None: +inf, no limit.
         """
         if joint_type not in self._TYPES:
             raise ValueError(f"joint {name!r}: unsupported joint type {joint_type!r}; "
@@ -636,6 +659,18 @@ class ModelBuilder:
             raise ValueError(f"joint {name!r}: armature must be a finite non-negative "
                              f"scalar or {L.JOINT_NV[t]} values (one per dof), got "
                              f"{armature!r}")
+        dof_limits = []
+        for what, value in (("effort", effort), ("velocity", velocity)):
+            try:
+                lim = np.broadcast_to(np.asarray(np.inf if value is None else value,
+                                                 dtype=float), (L.JOINT_NV[t],)).copy()
+            except (TypeError, ValueError):
+                lim = np.full(1, np.nan)
+            if lim.shape != (L.JOINT_NV[t],) or np.any(np.isnan(lim)) or np.any(lim < 0):
+                raise ValueError(f"joint {name!r}: {what} limit must be a non-negative "
+                                 f"scalar or {L.JOINT_NV[t]} values (one per dof; inf: "
+                                 f"none), got {value!r}")
+            dof_limits.append(lim)
         if armature_world and (t != L.FREE_FLYER or not np.all(arm[:3] == arm[0])):
             raise ValueError(f"joint {name!r}: armature_world needs a free flyer with "
                              f"equal linear armatures, got {joint_type!r}, {armature!r}")
@@ -658,6 +693,8 @@ class ModelBuilder:
         self._bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
         self._armature.append(arm)
         self._armature_world.append(bool(armature_world))
+        self._effort.append(dof_limits[0])
+        self._velocity.append(dof_limits[1])
         self._lower.append(lo)
         self._upper.append(hi)
         j = self.njoints - 1
@@ -758,7 +795,10 @@ class ModelBuilder:
                      np.array([b[2] for b in self._bodies]), frames, self.gravity,
                      lower, upper,
                      np.concatenate(self._armature) if n else np.zeros(0),
-                     self._armature_world, visuals=self._visuals)._freeze()
+                     self._armature_world, visuals=self._visuals,
+                     effort_limits=np.concatenate(self._effort) if n else np.zeros(0),
+                     velocity_limits=np.concatenate(self._velocity) if n else np.zeros(0)
+                     )._freeze()
         return check_singular(model, allow_singular)
 
 

@@ -1,7 +1,8 @@
 """Model.reduced: a model with some joints locked, as Pinocchio's buildReducedModel.
 
 Pinocchio's algorithm, step for step, so that joints, bodies, frames (their order included)
-and reference configurations come out as Pinocchio's: joints are visited in order; a locked
+and reference configurations come out as Pinocchio's (the kept joints keep their position,
+effort and velocity limits and armature): joints are visited in order; a locked
 joint becomes a FIXED_JOINT frame placed at its parent placement times its motion at q_ref,
 its body is added to the nearest kept ancestor's, and the children of a locked joint hang
 from that ancestor at the locked frame's placement; the other frames are copied in their
@@ -75,6 +76,7 @@ class _Reduced:
         self.bodies = [(float(model.masses[0]), np.array(model.coms[0]),
                         np.array(model.inertias[0]))]
         self.lower, self.upper, self.armature, self.armature_world = [], [], [], [False]
+        self.effort, self.velocity = [], []
         self.frames = []
 
     def frame_id(self, name):
@@ -159,6 +161,8 @@ def reduced_model(model, joints_to_lock, q_ref=None):
             red.lower.append(model.lower_limits[iq:iq + int(model.nqs[j])])
             red.upper.append(model.upper_limits[iq:iq + int(model.nqs[j])])
             red.armature.append(model.armature[iv:iv + int(model.nvs[j])])
+            red.effort.append(model.effort_limits[iv:iv + int(model.nvs[j])])
+            red.velocity.append(model.velocity_limits[iv:iv + int(model.nvs[j])])
             red.armature_world.append(bool(model.armature_world[j]))
     for f in frames[k:]:
         if f is not frames[0]:
@@ -176,4 +180,6 @@ def reduced_model(model, joints_to_lock, q_ref=None):
                  np.concatenate(red.lower) if n else np.zeros(0),
                  np.concatenate(red.upper) if n else np.zeros(0),
                  np.concatenate(red.armature) if n else np.zeros(0), red.armature_world,
-                 refs, remap_visuals(model.visuals, model.frames, red.frames))._freeze()
+                 refs, remap_visuals(model.visuals, model.frames, red.frames),
+                 np.concatenate(red.effort) if n else np.zeros(0),
+                 np.concatenate(red.velocity) if n else np.zeros(0))._freeze()
