@@ -5,6 +5,15 @@ The joint order, ``nq``, ``nv`` and configuration layout are those of Pinocchio'
 joints of a link are visited sorted by joint name (urdfdom keeps joints in a
 ``std::map``). Fixed joints are merged into the moving joint they hang from.
 
+Each moving joint's ``<limit effort=... velocity=...>`` are ``model.effort_limits`` /
+``model.velocity_limits`` at its dofs, as Pinocchio's effortLimit / velocityLimit (for
+revolute, prismatic and continuous joints; a continuous joint's ``<limit>`` is optional).
+Where the file gives none (a continuous joint without ``<limit>``, a floating joint, the
+"root_joint" free flyer of ``floating_base``, a ``<limit>`` lacking the attribute, which
+urdfdom would refuse) the limit is +inf. Pinocchio gives +inf there too, except for the
+free flyer it adds itself (``buildModelFromUrdf(path, JointModelFreeFlyer())``), which
+gets its numeric maximum (1.797e308): rbdiff's is +inf, no limit, whatever made it.
+
 The frames are Pinocchio's too, in its order: "universe" (FIXED_JOINT), with a floating
 base the "root_joint" JOINT frame, then depth first as the joints are numbered, for each
 URDF joint its frame (JOINT for a moving joint, FIXED_JOINT at the child link's origin
@@ -58,6 +67,8 @@ class _Joint:
     axis: np.ndarray
     lower: float | None
     upper: float | None
+    effort: float | None = None         # <limit effort=...>; None: no limit (+inf)
+    velocity: float | None = None       # <limit velocity=...>
 
 
 def load_urdf(path_or_xml, floating_base=False, allow_singular=False, strict=False) -> Model:
@@ -98,7 +109,7 @@ def load_urdf(path_or_xml, floating_base=False, allow_singular=False, strict=Fal
             T = T @ jt.origin
             if jt.type != "fixed":
                 j = b.add_joint(j, _MOVING[jt.type], jt.name, T, jt.axis, jt.lower, jt.upper,
-                                parent_frame=pf)
+                                parent_frame=pf, effort=jt.effort, velocity=jt.velocity)
                 jnames.append(jt.name)
                 pf = b.nframes - 1      # the joint's JOINT frame
                 T = np.eye(4)
@@ -258,14 +269,30 @@ def _read_joint(el):
         if nrm < 1e-12:
             raise ValueError(f"{where}: axis must be non-zero, got {axis.tolist()}")
         axis = axis / nrm
-    lower = upper = None
+    lower = upper = effort = velocity = None
+    lim = el.find("limit")
     if jtype in _LIMITED:
-        lim = el.find("limit")
         if lim is None:
             raise ValueError(f"{where}: a {jtype} joint needs a <limit> element")
         lower = _num(lim.get("lower", "0"), where, "limit lower")
         upper = _num(lim.get("upper", "0"), where, "limit upper")   # ordered: add_joint
-    return _Joint(name, jtype, ends[0], ends[1], origin, axis, lower, upper)
+    if lim is not None and jtype in ("revolute", "continuous", "prismatic"):
+        effort, velocity = (_limit(lim, key, where) for key in ("effort", "velocity"))
+    return _Joint(name, jtype, ends[0], ends[1], origin, axis, lower, upper, effort,
+                  velocity)
+
+
+def _limit(lim, key, where):
+    """<limit>'s effort or velocity: a non-negative number, None when absent (urdfdom
+    refuses a <limit> without them; rbdiff loads it, the joint unlimited there)."""
+    text = lim.get(key)
+    if text is None:
+        return None
+    x = _num(text, where, f"limit {key}")
+    if x < 0:
+        raise ValueError(f"{where}: limit {key} must be non-negative, got {text!r} "
+                         "(Pinocchio refuses it too)")
+    return x
 
 
 def _read_inertial(link_el, name):
