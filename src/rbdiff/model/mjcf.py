@@ -26,6 +26,20 @@ kinematic tree maps one to one:
   ``model.armature_world`` (the linear armature then adds armature (w x v_lin) to the
   body-frame linear torques; kernels/armature.py), and their three linear armatures must
   be equal (MuJoCo's compiler makes them so; a hand-edited ``dof_armature`` is refused).
+- ``model.effort_limits`` (nv): the largest generalised force MuJoCo's actuators can
+  put on each hinge or slide dof (the upper end of the range, as Pinocchio's
+  effortLimit is its upperEffortLimit): for each actuator with a joint transmission on
+  it, gear times its ``forcerange`` when force-limited, else (a motor: fixed gain, no
+  bias, no activation dynamics) gear times gain times its ``ctrlrange`` when
+  control-limited, else no limit; the actuators on one joint add up, and the joint's
+  ``actuatorfrcrange`` (upper end) caps the sum. A dof that no actuator drives, and ball
+  and free joints, get +inf (no limit stated; rbdiff's Model carries no actuation
+  matrix, so an undriven joint is not marked 0). ``model.velocity_limits`` are all +inf:
+  MuJoCo has no joint speed limit (its ``range`` is a position range, kept in
+  ``lower_limits`` / ``upper_limits``). Pinocchio's buildModelFromMJCF (checked with
+  Pinocchio 4.1) reads only the joints' ``actuatorfrcrange`` upper end as effortLimit,
+  ignoring ``<actuator>``, and +inf velocityLimit: the two agree for a model whose
+  limits are all ``actuatorfrcrange``.
 - The geoms MuJoCo's viewer shows by default (groups 0-2, not fully transparent) are
   ``model.visuals`` on their body's BODY frame, as compiled (sizes, poses, a material's
   colour, mesh vertices and faces); height fields and SDFs are left out, a plane is a
@@ -133,12 +147,13 @@ def from_mujoco(mj_model, allow_singular=False) -> Model:
     in_joint = [np.eye(4)] * m.nbody             # each body's placement on that joint
     body_frame = [0] * m.nbody
     body_frame[0] = _add_body(b, m, 0, 0, np.eye(4), names["body"][0], 0)
+    effort = _effort_limits(m)
     for k in range(1, m.nbody):
         parent = int(m.body_parentid[k])
         j, T = int(joint_of[parent]), in_joint[parent] @ _pose(m.body_pos[k], m.body_quat[k])
         pf = body_frame[parent]
         for jid in range(m.body_jntadr[k], m.body_jntadr[k] + m.body_jntnum[k]):
-            j, T = _add_joint(b, m, jid, j, T, pf, names)
+            j, T = _add_joint(b, m, jid, j, T, pf, names, effort)
             pf = b.nframes - 1                   # the joint's JOINT frame
         joint_of[k], in_joint[k] = j, T
         body_frame[k] = _add_body(b, m, k, j, T, names["body"][k], pf)
@@ -161,7 +176,40 @@ def from_mujoco(mj_model, allow_singular=False) -> Model:
     return model
 
 
-def _add_joint(b, m, jid, parent, T, parent_frame, names):
+_TRN_JOINT, _TRN_JOINTINPARENT = 0, 1          # mujoco.mjtTrn
+_GAIN_FIXED, _BIAS_NONE, _DYN_NONE = 0, 0, 0     # mujoco.mjtGain, mjtBias, mjtDyn
+
+
+def _effort_limits(m):
+    """(njnt,) the upper end of the generalised force MuJoCo's actuators can put on each
+    hinge or slide joint (see the module docstring); +inf where none is stated."""
+    total = np.zeros(m.njnt)
+    driven = np.zeros(m.njnt, bool)
+    for a in range(m.nu):
+        j = int(m.actuator_trnid[a, 0])
+        if int(m.actuator_trntype[a]) not in (_TRN_JOINT, _TRN_JOINTINPARENT) or \
+                int(m.jnt_type[j]) not in (_HINGE, _SLIDE):
+            continue
+        g = float(m.actuator_gear[a, 0])
+        driven[j] = True
+        if g == 0.0:
+            continue
+        if m.actuator_forcelimited[a]:
+            lo, hi = m.actuator_forcerange[a]
+        elif (m.actuator_ctrllimited[a] and int(m.actuator_gaintype[a]) == _GAIN_FIXED
+              and int(m.actuator_biastype[a]) == _BIAS_NONE
+              and int(m.actuator_dyntype[a]) == _DYN_NONE):
+            lo, hi = float(m.actuator_gainprm[a, 0]) * m.actuator_ctrlrange[a]
+        else:
+            lo, hi = -np.inf, np.inf
+        total[j] += max(g * lo, g * hi)
+    total[~driven] = np.inf
+    capped = np.asarray(m.jnt_actfrclimited, bool)
+    total[capped] = np.minimum(total[capped], m.jnt_actfrcrange[capped, 1])
+    return np.maximum(total, 0.0)
+
+
+def _add_joint(b, m, jid, parent, T, parent_frame, names, effort):
     """Add MuJoCo joint ``jid`` on rbdiff joint ``parent``, where its body frame (as moved
     by the body's earlier joints) is at ``T``; returns (the new joint, the body frame's
     placement on it)."""
@@ -192,7 +240,8 @@ def _add_joint(b, m, jid, parent, T, parent_frame, names):
     j = b.add_joint(parent, _KIND[jtype], name, T @ _translation(p),
                     axis=np.array(m.jnt_axis[jid], dtype=float), lower=lower, upper=upper,
                     parent_frame=parent_frame,
-                    armature=m.dof_armature[adr:adr + _NV[jtype]])
+                    armature=m.dof_armature[adr:adr + _NV[jtype]],
+                    effort=effort[jid] if jtype in (_HINGE, _SLIDE) else None)
     return j, _translation(-p)
 
 
