@@ -245,3 +245,21 @@ def test_mjcf_gymnasium_humanoid_motors():
         expect[int(m.jnt_dofadr[j])] = abs(m.actuator_gear[a, 0]) * m.actuator_ctrlrange[a, 1]
     assert m.nu == 17 and np.isfinite(expect).sum() == 17
     np.testing.assert_allclose(model.effort_limits, expect, rtol=1e-15)
+
+
+def test_quadruped_state_bounds_default_to_the_models_velocity_limits():
+    """As Crocoddyl's SimpleQuadrupedalGaitProblem (its StateMultibody's bounds are
+    Pinocchio's velocityLimit); velocity_limits= still overrides them."""
+    from rbdiff.trajopt.gaits import Quadruped
+    m = rbd.load_robot("solo12")
+    feet = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+    nv = m.nv
+    lo, hi = Quadruped(m, *feet)._bounds.lower, Quadruped(m, *feet)._bounds.upper
+    np.testing.assert_array_equal(hi[nv + 6:], m.velocity_limits[6:])
+    np.testing.assert_array_equal(lo[nv + 6:], -m.velocity_limits[6:])
+    assert np.all(np.isinf(hi[nv:nv + 6])) and np.all(np.isfinite(hi[nv + 6:]))
+    given = Quadruped(m, *feet, velocity_limits=np.full(nv - 6, 20.0))._bounds.upper
+    np.testing.assert_array_equal(given[nv + 6:], 20.0)
+    np.testing.assert_array_equal(given[:nv], hi[:nv])      # position bounds unchanged
+    unbounded = m._copy(velocity_limits=np.full(nv, np.inf))
+    assert np.all(np.isinf(Quadruped(unbounded, *feet)._bounds.upper[nv:]))

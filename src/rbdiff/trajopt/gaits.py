@@ -171,8 +171,9 @@ class Quadruped(_Gait):
     """Crocoddyl's SimpleQuadrupedalGaitProblem on ``model`` (a free-flyer quadruped)
     with feet frames lf, rf, lh, rh. ``reference``: the state regularisation's
     configuration (default the model's "standing" reference configuration);
-    ``velocity_limits`` (nv - 6,): the joints' velocity limits of the state bounds (the
-    URDF's, which Crocoddyl reads from Pinocchio's model; None: unbounded velocities).
+    ``velocity_limits`` (nv - 6,): the joints' velocity limits of the state bounds; None:
+    the model's ``velocity_limits`` (the URDF's), as Crocoddyl's builder takes
+    Pinocchio's velocityLimit (its StateMultibody's bounds); +inf bounds nothing.
 
     Every knot: state regularisation (weights (0, 500, 0.01 | 10, 1)^2 on base position,
     base orientation, joints | base and joint velocities, weight 10), control
@@ -191,7 +192,8 @@ class Quadruped(_Gait):
         self.landing_order = self.feet
         self._right_front = rf
         super().__init__(model, self.feet, reference, "standing", mu)
-        lo, hi = StateBounds.limits(model, velocity_limits)
+        lo, hi = StateBounds.limits(model, model.velocity_limits if velocity_limits is None
+                                    else velocity_limits)
         self._bounds = StateBounds(lo, hi, 1e3)
 
     @staticmethod
