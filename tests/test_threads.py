@@ -242,7 +242,8 @@ def test_two_loads_are_equal_and_hash_alike(solo):
     again = rbd.load_robot("solo12", floating_base=True)
     assert again is not solo and again == solo and hash(again) == hash(solo)
     assert again.fingerprint == solo.fingerprint
-    assert pickle.loads(pickle.dumps(solo)) == solo
+    copy_ = pickle.loads(pickle.dumps(solo))
+    assert copy_ == solo and _writable_arrays(copy_) == []     # read-only after a pickle
     assert len({solo, again}) == 1
     fixed = rbd.load_robot("solo12", floating_base=False)
     assert fixed != solo and hash(fixed) != hash(solo)

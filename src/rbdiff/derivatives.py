@@ -129,6 +129,32 @@ def _fast_batch(q, v, u, fext):
     return None
 
 
+def _batch_into_out(model, batched, q, v, u, out, extra=()):
+    """The fast batch pair into the caller's ``out`` (three float64 C-contiguous writeable
+    (B, nv, nv) arrays, none overlapping another), checked by attribute reads (~2 us less
+    than the declared path's checks: the batch into out= lost to a loop at B = 4), or None:
+    the general path then names what is wrong."""
+    s = (q.shape[0],) + model._svv
+    if type(out) not in (tuple, list) or len(out) != 3:
+        return None
+    for o in out:
+        if (type(o) is not _ND or o.dtype is not _F64 or o.shape != s
+                or not o.flags.c_contiguous or not o.flags.writeable):
+            return None
+    a, b, c = out
+    if _may_share(a, b) or _may_share(a, c) or _may_share(b, c):
+        return None
+    try:
+        policy.run(model, *batched, s[0], (model.mi, model.mf, q, v, u, no_forces(s[0]),
+                                           a, b, c), extra)
+    except ValueError:
+        return None
+    return (a, b, c)
+
+
+_may_share = np.may_share_memory
+
+
 def _batch_into_new(model, batched, q, v, u, extra=()):
     """The three (B, nv, nv) outputs of the fast batch pair ``batched`` (policy.fast_pair)
     on checked-type inputs, or None when the entry refuses them (the general path then
@@ -226,8 +252,9 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
         except ValueError:
             pass
     declared, fast_b = (_RNEA_D, _RNEA_D_F) if idsva else (_RNEA_CR, _RNEA_CR_F)
-    if out is None and _fast_batch(q, v, a, fext) is not None:
-        outs = _batch_into_new(model, fast_b, q, v, a)
+    if _fast_batch(q, v, a, fext) is not None:
+        outs = (_batch_into_new(model, fast_b, q, v, a) if out is None
+                else _batch_into_out(model, fast_b, q, v, a, out))
         if outs is not None:
             return _new(RNEADerivatives, outs)
     if on_device(q, v, a, fext):
@@ -280,8 +307,9 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
         declared, fast_b, fast = _ABA_CR, _ABA_CR_F, "_aba_cr_one"
     extra = (code,)
     batch_extra = () if method == "idsva" else extra   # the idsva pairs are per product
-    if out is None and _fast_batch(q, v, tau, fext) is not None:
-        outs = _batch_into_new(model, fast_b, q, v, tau, batch_extra)
+    if _fast_batch(q, v, tau, fext) is not None:
+        outs = (_batch_into_new(model, fast_b, q, v, tau, batch_extra) if out is None
+                else _batch_into_out(model, fast_b, q, v, tau, out, batch_extra))
         if outs is not None:
             return _new(ABADerivatives, outs)
     if fast is not None and out is None and _fast(q, v, tau, fext):

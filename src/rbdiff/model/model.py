@@ -450,6 +450,7 @@ class Model:
 
     def __setstate__(self, state):
         for k, v in state.items():
+            _read_only(v)               # unpickled arrays come back writeable
             object.__setattr__(self, k, v)
         self._attach_caches()
 
@@ -530,6 +531,21 @@ def _feed(h, x):
             _feed(h, getattr(x, f.name))
     else:
         raise TypeError(f"Model digest: cannot hash a {type(x).__name__}")
+
+
+def _read_only(x):
+    """Make every array in x (containers, Frames, Visuals) read-only, in place."""
+    if isinstance(x, np.ndarray):
+        x.setflags(write=False)
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            _read_only(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _read_only(y)
+    elif dataclasses.is_dataclass(x):
+        for f in dataclasses.fields(x):
+            _read_only(getattr(x, f.name))
 
 
 def _content_digest(attrs):
