@@ -295,20 +295,29 @@ def test_fast_entries_take_only_float64_vectors():
     if fastargs.AVAILABLE:
         for bad in (q.astype(np.int64), q[None], q.astype(np.float32), list(q),
                     np.asmatrix(q), q.astype(">f8"), None, 3.0):
-            assert K._fk_fast(model.mi, model.mf, bad, v, a, HELD[model._scratch_key], *out) is False
-            assert K._fk_fast(model.mi, model.mf, q, bad, a, HELD[model._scratch_key], *out) is False
-            assert K._fk_fast(model.mi, model.mf, q, v, bad, HELD[model._scratch_key], *out) is False
+            assert K._fk_fast(model.mi, model.mf, bad, v, a,
+                              HELD[model._scratch_key], *out) is False
+            assert K._fk_fast(model.mi, model.mf, q, bad, a,
+                              HELD[model._scratch_key], *out) is False
+            assert K._fk_fast(model.mi, model.mf, q, v, bad,
+                              HELD[model._scratch_key], *out) is False
             assert K._frame_jacobian_fast(model.mi, model.mf, model.frame_parents,
-                                          model.frame_mf, bad, f, 0, HELD[model._scratch_key], Jo) is False
-        assert K._fk_fast(model.mi, model.mf, strided, v, a, HELD[model._scratch_key], *out) is True
+                                          model.frame_mf, bad, f, 0,
+                                          HELD[model._scratch_key], Jo) is False
+        assert K._fk_fast(model.mi, model.mf, strided, v, a,
+                          HELD[model._scratch_key], *out) is True
         for y, z in zip(out, fk):
             np.testing.assert_array_equal(y, z)
     for bad in (q.astype(np.int64), q[None]):             # the Python-checked fallbacks
-        assert K._fk_checked(model.mi, model.mf, bad, v, a, HELD[model._scratch_key], *out) is False
+        assert K._fk_checked(model.mi, model.mf, bad, v, a,
+                             HELD[model._scratch_key], *out) is False
         assert K._frame_jacobian_checked(model.mi, model.mf, model.frame_parents,
-                                         model.frame_mf, bad, f, 0, HELD[model._scratch_key], Jo) is False
-    assert K._fk_checked(model.mi, model.mf, strided, v, a, HELD[model._scratch_key], *out) is True
+                                         model.frame_mf, bad, f, 0,
+                                         HELD[model._scratch_key], Jo) is False
+    assert K._fk_checked(model.mi, model.mf, strided, v, a,
+                         HELD[model._scratch_key], *out) is True
     assert K._frame_jacobian_checked(model.mi, model.mf, model.frame_parents,
-                                     model.frame_mf, q, f, 0, HELD[model._scratch_key], Jo) is True
+                                     model.frame_mf, q, f, 0,
+                                     HELD[model._scratch_key], Jo) is True
     np.testing.assert_array_equal(out[2], fk[2])
     np.testing.assert_array_equal(Jo, J)

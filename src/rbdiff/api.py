@@ -157,7 +157,8 @@ def minverse(model, q):
         if q.dtype is _F64:
             if q.ndim == 1:
                 Minv = _empty(model._svv)
-                _minverse_one(model.mi, model.mf, q, _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv)
+                _minverse_one(model.mi, model.mf, q,
+                              _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv)
                 return Minv
             if q.ndim == 2 and type(q) is _ND:
                 Minv = _batch_out((q.shape[0],) + model._svv)

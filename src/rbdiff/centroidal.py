@@ -101,12 +101,14 @@ def center_of_mass(model, q, v=None, a=None):
             c = _empty(_S3)
             if v is None:
                 if a is None:
-                    _com_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], c, None, None)
+                    _com_q(model.mi, model.mf, q, None, None,
+                           _HELD[model._scratch_key], c, None, None)
                     return c
             elif v.dtype is _F64 and v.ndim == 1:
                 vc = _empty(_S3)
                 if a is None:
-                    _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], c, vc, None)
+                    _com_qv(model.mi, model.mf, q, v, None,
+                            _HELD[model._scratch_key], c, vc, None)
                     return _new(CenterOfMassVelocity, (c, vc))
                 if a.dtype is _F64 and a.ndim == 1:
                     ac = _empty(_S3)

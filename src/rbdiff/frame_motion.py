@@ -82,7 +82,8 @@ def frame_velocity(model, q, v, frame, reference="local"):
         if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
             out = _empty(_S6)
             _velocity(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
-                      model._frame_ids.get(frame, -1), _REF.get(reference, -1), _HELD[model._scratch_key],
+                      model._frame_ids.get(frame, -1), _REF.get(reference, -1),
+                      _HELD[model._scratch_key],
                       out)
             return out
     except _FAST_MISS:
@@ -147,7 +148,8 @@ def frame_velocity_derivatives(model, q, v, frame, reference="local"):
             dv_dq, dv_dv = _empty(s), _empty(s)
             _velocity_derivatives(model.mi, model.mf, model.frame_parents, model.frame_mf,
                                   q, v, model._frame_ids.get(frame, -1),
-                                  _REF.get(reference, -1), _HELD[model._scratch_key], dv_dq, dv_dv)
+                                  _REF.get(reference, -1), _HELD[model._scratch_key],
+                                  dv_dq, dv_dv)
             return _new(FrameVelocityDerivatives, (dv_dq, dv_dv))
     except _FAST_MISS:
         pass
@@ -179,7 +181,8 @@ def frame_acceleration_derivatives(model, q, v, a, frame, reference="local",
             _acceleration_derivatives(
                 model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, a,
                 model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                1 if classical is True else 0 if classical is False else -1, _HELD[model._scratch_key], *out)
+                1 if classical is True else 0 if classical is False else -1,
+                _HELD[model._scratch_key], *out)
             return _new(FrameAccelerationDerivatives, out)
     except _FAST_MISS:
         pass

@@ -109,13 +109,15 @@ def forward_kinematics(model, q, v=None, a=None):
             if v is None:
                 if a is None:
                     T = _empty(model._sT)
-                    _fk_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], T, None, None)
+                    _fk_q(model.mi, model.mf, q, None, None,
+                          _HELD[model._scratch_key], T, None, None)
                     return _new(Kinematics, (T, None, None))
             elif v.dtype is _F64 and v.ndim == 1:
                 if a is None:
                     T = _empty(model._sT)
                     V = _empty(model._sm)
-                    _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], T, V, None)
+                    _fk_qv(model.mi, model.mf, q, v, None,
+                           _HELD[model._scratch_key], T, V, None)
                     return _new(Kinematics, (T, V, None))
     except _FAST_MISS:
         pass
@@ -191,7 +193,8 @@ def frame_placement(model, q, frame):
         if q.dtype is _F64 and q.ndim == 1:
             T = _empty(_S44)
             _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
-                                 q, model._frame_ids.get(frame, -1), _HELD[model._scratch_key], T)
+                                 q, model._frame_ids.get(frame, -1),
+                                 _HELD[model._scratch_key], T)
             return T
     except _FAST_MISS:
         pass
@@ -280,7 +283,8 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
                 out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
                 _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
                                                   model._joint_ids.get(joint, -1),
-                                                  _REF.get(reference, -1), _HELD[model._scratch_key], *out)
+                                                  _REF.get(reference, -1),
+                                                  _HELD[model._scratch_key], *out)
                 return KinematicsDerivatives(*out)
     except _FAST_MISS:
         pass

@@ -13,8 +13,8 @@ from .model.layout import FREE_FLYER, REVOLUTE_UNBOUNDED, SPHERICAL
 ND = np.ndarray
 F64 = np.dtype(np.float64)
 SUPPORTED = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128))
-# a state entry beyond this (m, rad, m/s, rad/s) is no robot's: a diverged rollout, where
-# the world-frame dynamics have lost their digits (errors grow as eps |p|^2)
+# a state entry beyond this (m, rad, m/s, rad/s) is no robot's: a diverged rollout (its
+# dynamics mean nothing there, and their refusals would mislead)
 DIVERGED = 1e5
 
 

@@ -253,8 +253,8 @@ def _dependent(model, q, contacts, damping=0.0):
     if not size <= DIVERGED:        # the matrix is noise there: no claim about its rows
         return ValueError(f"contacts: J M^-1 J^T is singular at a configuration beyond "
                           f"any robot's (max |q| = {size:.3g}, not finite or beyond "
-                          f"{DIVERGED:g}: a diverged rollout?), where the dynamics lose "
-                          "their digits: no evidence of dependent contact rows")
+                          f"{DIVERGED:g}: a diverged rollout?): no evidence of "
+                          "dependent contact rows")
     rows, owner = [], []
     for k, c in enumerate(t):
         J = frame_jacobian(model, q, c.frame, "local")
@@ -475,7 +475,8 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0,
             if nc:
                 vout, imp = _empty(model.nv), _empty(nc)
                 _id_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                        cint, cflt, float(restitution), float(damping), _thread_ws(model), vout, imp)
+                        cint, cflt, float(restitution), float(damping),
+                        _thread_ws(model), vout, imp)
                 return _new(ImpulseDynamics, (vout, imp))
     except _FAST_MISS:
         pass
@@ -514,7 +515,8 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
                 nv = model.nv
                 res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
                 _idd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                         cint, cflt, float(restitution), float(damping), _thread_ws(model), *res)
+                         cint, cflt, float(restitution), float(damping),
+                         _thread_ws(model), *res)
                 return _new(ImpulseDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
