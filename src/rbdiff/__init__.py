@@ -7,6 +7,7 @@ twist, spatial vectors [linear, angular], fext in each joint's local frame.
 
 from . import metrics
 from . import mujoco
+from . import sim
 from .api import aba
 from .api import crba
 from .api import gravity
