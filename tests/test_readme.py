@@ -104,6 +104,7 @@ EXTRAS = {
     "dask.distributed": ("distributed", "dask"),
     "rbdiff.dask": ("distributed", "dask"),
     "mujoco": ("mujoco", "mujoco"), "rbdiff.mujoco": ("mujoco", "mujoco"),
+    "rbdiff.sim": ("mujoco", "sim"),
     "gymnasium": ("gymnasium", "gymnasium (MuJoCo assets)"),
     "rbdiff.viewer": ("viser", "viewer"),
 }
