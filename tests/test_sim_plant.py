@@ -217,3 +217,62 @@ def test_clear_errors(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_mujoco)
     with pytest.raises(ImportError, match=r"pip install 'rbdiff\[sim\]'"):
         rbd.sim.Plant(model, feet=FEET["solo12"])
+
+
+# a free body; a body with two hinges (one anchored off the origin: rbd.load_mjcf makes a
+# massless joint of the first, the plant puts both back in one body), a ball joint below
+# it, a slide; armature everywhere (the free joint's on its world-frame velocity)
+MJCF = """
+<mujoco>
+  <default><joint armature="0.02"/><geom type="capsule" size="0.04 0.1"/></default>
+  <worldbody>
+    <body name="torso" pos="0 0 1">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body name="thigh" pos="0.2 0.1 0" euler="0.3 0 0.2">
+        <joint name="hip_x" type="hinge" axis="1 0 0"/>
+        <joint name="hip_y" type="hinge" axis="0 1 0.2" pos="0 0.02 -0.01"/>
+        <geom fromto="0 0 0 0 0 -0.3"/>
+        <site name="knee_site" pos="0 0 -0.3"/>
+        <body name="shin" pos="0 0 -0.3">
+          <joint name="knee" type="ball"/>
+          <geom fromto="0 0 0 0.05 0 -0.3"/>
+          <site name="toe" pos="0.05 0 -0.3"/>
+        </body>
+      </body>
+      <body name="tail" pos="-0.2 0 0">
+        <joint name="tail_slide" type="slide" axis="-1 0 0.3" range="-0.1 0.1"/>
+        <geom fromto="0 0 0 -0.2 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_mjcf_model_with_joints_in_one_body_and_ball():
+    model = rbd.load_mjcf(MJCF)
+    assert model.masses[model.get_joint_id("hip_x")] == 0     # the chain load_mjcf made
+    plant = rbd.sim.Plant(model, feet=("toe",), foot_radius=0.03)
+    m = plant.mj_model
+    assert m.nbody == model.njoints - 1                        # hip_x, hip_y: one body
+    assert plant.nu == model.nv - 6 == m.nu
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q = rbd.random_configuration(model, rng)
+        v = rng.normal(size=model.nv)
+        plant.set_state(q, v)
+        q2, v2 = plant.state()
+        assert np.max(np.abs(q2 - q)) < 1e-15 and np.max(np.abs(v2 - v)) < 1e-14
+        T = velocity_map(plant, q)
+        M = full_inertia(m, plant.mj_data)
+        qacc = plant.to_mujoco(q, v, np.zeros(model.nv))[2]
+        assert rel(T.T @ M @ T, rbd.crba(model, q)) < TOL
+        assert rel(T.T @ (plant.mj_data.qfrc_bias + M @ qacc),
+                   rbd.nonlinear_effects(model, q, v)) < TOL
+        toe = rbd.frame_placement(model, q, model.get_frame_id("toe"))[:3, 3]
+        assert np.allclose(plant.foot_positions()[0], toe, rtol=0, atol=1e-12)
+    tau = rng.normal(size=plant.nu)              # the ball joint's three motors included
+    plant.step(tau)
+    assert np.allclose(T.T @ plant.mj_data.qfrc_actuator, np.r_[np.zeros(6), tau],
+                       rtol=0, atol=1e-12)
