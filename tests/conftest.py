@@ -140,3 +140,27 @@ def in_threads(work, n=4):
         t.start()
     for t in threads:
         t.join()
+
+
+def full_inertia(m, d):
+    """MuJoCo's dense mass matrix (nv, nv) of (m, d) after mj_forward, on MuJoCo 3 and 4."""
+    import mujoco
+    M = np.zeros((m.nv, m.nv))
+    try:
+        mujoco.mj_fullM(m, d, M)             # MuJoCo 4
+    except TypeError:
+        mujoco.mj_fullM(m, M, d.qM)          # MuJoCo 3
+    return M
+
+
+def hide_module(monkeypatch, module):
+    """Make ``import module`` raise ImportError for the rest of the test (an optional
+    dependency not installed)."""
+    import builtins
+    real_import = builtins.__import__
+
+    def hidden(name, *args, **kwargs):
+        if name == module:
+            raise ImportError(f"No module named {module!r}")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", hidden)

@@ -3,7 +3,6 @@ MuJoCo itself as the oracle: with everything but the rigid-body tree switched of
 mj_inverse == rnea, mj_fullM == crba and mj_forward == aba through the mapping, and
 frames == xpos/xmat, site_xpos/site_xmat after mj_kinematics."""
 
-import builtins
 import importlib.util
 from pathlib import Path
 
@@ -14,6 +13,7 @@ mujoco = pytest.importorskip("mujoco")
 
 import rbdiff as rbd  # noqa: E402
 from rbdiff import mujoco as rm  # noqa: E402
+from conftest import full_inertia, hide_module  # noqa: E402
 from rbdiff.model.model import FrameType  # noqa: E402
 
 TOL = 1e-10
@@ -144,15 +144,6 @@ def random_state(m, rng):
         if m.jnt_type[j] in (free, ball):
             qpos[a:a + 4] /= np.linalg.norm(qpos[a:a + 4])
     return qpos, rng.normal(size=m.nv), rng.normal(size=m.nv)
-
-
-def full_inertia(m, d):
-    M = np.zeros((m.nv, m.nv))
-    try:
-        mujoco.mj_fullM(m, d, M)             # MuJoCo 4
-    except TypeError:
-        mujoco.mj_fullM(m, M, d.qM)          # MuJoCo 3
-    return M
 
 
 def rel(x, y):
@@ -369,12 +360,6 @@ def test_free_joint_below_a_moving_body_is_refused():
 
 
 def test_missing_mujoco_names_the_extra(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_mujoco(name, *args, **kwargs):
-        if name == "mujoco":
-            raise ImportError("No module named 'mujoco'")
-        return real_import(name, *args, **kwargs)
-    monkeypatch.setattr(builtins, "__import__", no_mujoco)
+    hide_module(monkeypatch, "mujoco")
     with pytest.raises(ImportError, match=r"pip install 'rbdiff\[mujoco\]'"):
         rbd.load_mjcf(PENDULUM)

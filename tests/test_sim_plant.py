@@ -3,7 +3,6 @@
 map round-trips, solo12 stands on it under a PD (the noslip fix holds its feet), and bad
 input fails clearly."""
 
-import builtins
 import functools
 import math
 
@@ -13,6 +12,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import rbdiff as rbd  # noqa: E402
+from conftest import full_inertia, hide_module  # noqa: E402
 from rbdiff.model import robots  # noqa: E402
 
 TOL = 1e-10
@@ -41,15 +41,6 @@ def model_of(case):
 @functools.lru_cache(maxsize=None)
 def plant_of(case):
     return rbd.sim.Plant(model_of(case), feet=FEET[case.split("+")[0]])
-
-
-def full_inertia(m, d):
-    M = np.zeros((m.nv, m.nv))
-    try:
-        mujoco.mj_fullM(m, d, M)             # MuJoCo 4
-    except TypeError:
-        mujoco.mj_fullM(m, M, d.qM)          # MuJoCo 3
-    return M
 
 
 def velocity_map(plant, q):
@@ -208,13 +199,7 @@ def test_clear_errors(monkeypatch):
         plant.step(tau)
     with pytest.raises(ValueError, match="free flyer"):
         plant_of("iiwa14").push([1.0, 0, 0])
-    real_import = builtins.__import__
-
-    def no_mujoco(name, *args, **kwargs):
-        if name == "mujoco":
-            raise ImportError("No module named 'mujoco'")
-        return real_import(name, *args, **kwargs)
-    monkeypatch.setattr(builtins, "__import__", no_mujoco)
+    hide_module(monkeypatch, "mujoco")
     with pytest.raises(ImportError, match=r"pip install 'rbdiff\[sim\]'"):
         rbd.sim.Plant(model, feet=FEET["solo12"])
 
