@@ -136,6 +136,31 @@ def test_batch_equals_loop_bit_for_bit():
             assert np.array_equal(x[b], y)
 
 
+def test_parallel_entries_equal_a_loop():
+    """The contractions' parallel entries (make test's compile step skips them, so a
+    compile here): chunks on the serial twin without its checks, bit-equal to single
+    calls. contact_contraction_batch allocated qdd inside its checks, so the unchecked
+    twin wrote through an unset array: `rbdiff compile` crashed (SIGSEGV) in this job."""
+    from rbdiff.cpu import policy
+    model, pm = tree_pair(5, n=6, floating=True)
+    frames = [k for k, f in enumerate(model.frames) if f.parent > 0]
+    c = (rbd.Contact(frames[-1], "3d", "local_world_aligned"),)
+    rng = np.random.default_rng(8)
+    B = 3
+    q = np.stack([rbd.random_configuration(model, rng) for _ in range(B)])
+    v, tau, lam_a = rng.normal(size=(3, B, model.nv))
+    lam_f = rng.normal(size=(B, 3))
+    with policy.forced("parallel"):
+        got = rbd.contact_dynamics_contraction(model, q, v, tau, c, lam_a, lam_f)
+        imp = rbd.impulse_dynamics_contraction(model, q, v, c, lam_a, lam_f)
+    for b in range(B):
+        one = rbd.contact_dynamics_contraction(model, q[b], v[b], tau[b], c, lam_a[b],
+                                               lam_f[b])
+        assert all(np.array_equal(x[b], y) for x, y in zip(got, one))
+        one = rbd.impulse_dynamics_contraction(model, q[b], v[b], c, lam_a[b], lam_f[b])
+        assert all(np.array_equal(x[b], y) for x, y in zip(imp, one))
+
+
 def test_float32_close():
     model = rbd.load_robot("iiwa14")
     c = (rbd.Contact("iiwa_link_ee", "3d", gains=(5.0, 1.5), placement=np.eye(4)),)

@@ -114,7 +114,7 @@ def contact_contraction_batch(mi, mf, fparent, fmf, q, v, tau, lam_a, lam_f, HQ,
         batch_states_ok(mi, q, v, tau, None)
         contacts_ok(fparent, cint, cflt, nc, damping)
         batch_costates_ok(mi, q, lam_a, lam_f, nc)
-        qdd = np.empty(mi[0, 2], q.dtype)
+    qdd = np.empty(mi[0, 2], q.dtype)     # outside the checks: the parallel twin skips them
     forces = np.empty(nc, q.dtype)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
