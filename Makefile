@@ -15,8 +15,9 @@ demo: $(PY)
 
 # Compile the public entry points first (all cores; fills Numba's on-disk cache), then
 # run the tests on all cores (pytest-xdist; kernels/jit.py makes the shared cache safe).
-# (the contact functions' parallel entries are left out: no test runs them; a user's
-# `rbdiff compile` includes them)
+# (the contact functions' parallel entries are left out: the two tests that force some
+# (impulse dynamics, the contractions) compile theirs there, less than the job costs; a
+# user's `rbdiff compile` includes them)
 test: $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	$(PY) -m rbdiff compile --no-progress --skip 'contacts[parallel]'
