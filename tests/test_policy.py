@@ -82,7 +82,7 @@ def test_small_batches_stay_serial(monkeypatch, clock):
 def test_a_losing_parallel_run_backs_off(monkeypatch, clock):
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
-    serial, parallel, calls = _fakes(clock, 1e-3, 5e-3)        # parallel slower: it lost
+    serial, parallel, calls = _fakes(clock, 1e-3, 1.2e-3)      # parallel slower: it lost
     for _ in range(3):
         policy.run(m, serial, parallel, 64, ())
     p = policy.plan_of(m, parallel)
@@ -105,7 +105,8 @@ def test_a_single_loss_between_wins_never_backs_off(monkeypatch, clock):
     monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
     m = _Model()
     serial, _, calls = _fakes(clock, 20e-3, 0.0)
-    slow = [50e-3, 2e-3, 50e-3, 2e-3, 50e-3]             # lose, win, lose, win, lose
+    slow = [20.3e-3, 11e-3, 20.3e-3, 11e-3, 20.3e-3]     # lose, win, lose, win, lose
+    assert 0.3e-3 < policy.DESCHEDULED_S                  # mild losses (a wake-up)
 
     def parallel(*args):
         calls.append("parallel")
@@ -114,6 +115,33 @@ def test_a_single_loss_between_wins_never_backs_off(monkeypatch, clock):
         policy.run(m, serial, parallel, 64, ())
     p = policy.plan_of(m, parallel)
     assert calls == ["serial"] * 2 + ["parallel"] * 5 and p.serial_until == 0.0
+
+
+def test_one_costly_loss_backs_off_and_wins_reset_it_slowly(monkeypatch, clock):
+    """A parallel run that waited a time slice for a descheduled worker backs off at
+    once; the backoff resets only after WINS_TO_RESET wins in a row (under load most
+    runs win, and resetting on each let the losses cost more than the wins gained)."""
+    monkeypatch.setattr(policy, "get_num_threads", lambda: 2)
+    m = _Model()
+    serial, _, calls = _fakes(clock, 1e-3, 0.0)
+    slow = [5e-3]                                         # 4 ms over the estimate
+
+    def parallel(*args):
+        calls.append("parallel")
+        clock.now += slow.pop(0) if slow else 0.6e-3    # else wins
+    for _ in range(3):
+        policy.run(m, serial, parallel, 64, ())
+    p = policy.plan_of(m, parallel)
+    assert calls[-1] == "parallel" and p.serial_until > clock.now   # one loss: backed off
+    assert p.backoff == 2 * policy.BACKOFF_MIN_S
+    policy.run(m, serial, parallel, 64, ())
+    assert calls[-1] == "serial"
+    p.serial_until = 0.0
+    for k in range(policy.WINS_TO_RESET):
+        policy.run(m, serial, parallel, 64, ())
+        assert calls[-1] == "parallel"
+        assert p.backoff == (2 * policy.BACKOFF_MIN_S if k < policy.WINS_TO_RESET - 1
+                             else policy.BACKOFF_MIN_S)
 
 
 def test_one_thread_runs_serially(monkeypatch, clock):

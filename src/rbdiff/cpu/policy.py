@@ -10,14 +10,18 @@ module's ``_PLANS``, not on the Model: a plan is this process's timing state):
   batch entry are serial: the first one compiles; so is any batch whose estimated
   serial work is under ``PARALLEL_MIN_S``, too short to gain from threads; one under
   ``UNTIMED_S`` runs without the clock reads and leaves the estimate to larger ones);
-- when two parallel runs in a row took longer than the serial estimate (a descheduled
-  worker, or cores busy elsewhere), batches run serially for ``backoff`` seconds, then
-  parallel runs probe again; the backoff doubles up to ``BACKOFF_MAX_S`` while probes
-  keep losing and resets when one wins. Two, because the first parallel run after a
-  serial spell also wakes Numba's sleeping worker threads (tens of us on idle cores):
-  judged alone, it lost often enough to keep idle batches serial. A losing probe costs
-  at most two time slices per backoff period, so a loaded machine pays about 1 % for
-  the probes.
+- when two parallel runs in a row took longer than the serial estimate, or one took
+  ``DESCHEDULED_S`` longer (a worker that waited for a core busy elsewhere: a time
+  slice of milliseconds), batches run serially for ``backoff`` seconds, then parallel
+  runs probe again; the backoff doubles up to ``BACKOFF_MAX_S`` with each such loss and
+  resets after ``WINS_TO_RESET`` wins in a row. Two mild losses, because the first
+  parallel run after a serial spell also wakes Numba's sleeping worker threads (tens of
+  us on idle cores): judged alone, it lost often enough to keep idle batches serial.
+  One costly loss, because with another process on the cores most parallel runs still
+  win (the woken worker preempts it) while some wait a whole time slice: milliseconds
+  against tens of us gained on a 4-item talos aba_derivatives batch, which stayed 0.78x
+  a loop while every win reset the backoff. A losing probe costs at most a time slice
+  per backoff period, so a loaded machine pays about 1 % for the probes.
 
 ``policy.forced("serial" | "parallel")`` overrides the choice in a ``with`` block (tests
 run both paths; a user may pin one).
@@ -51,12 +55,15 @@ UNTIMED_S = 10e-6         # serial work below which a run leaves the estimate al
 LOSS = 0.9                # a parallel run slower than LOSS x the serial estimate lost
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 2.0
+DESCHEDULED_S = 0.5e-3    # a parallel run this much over the serial estimate waited for a
+                          # descheduled worker (a worker's wake-up costs tens of us)
+WINS_TO_RESET = 8         # parallel wins in a row that reset the backoff
 
 
 class Plan:
     """Timing state of one batch entry point on one model."""
     __slots__ = ("item_s", "untimed", "serial_runs", "serial_until", "backoff", "lost",
-                 "ready", "child")
+                 "wins", "ready", "child")
 
     def __init__(self):
         self.item_s = None          # serial seconds per item (None: not measured yet)
@@ -65,12 +72,13 @@ class Plan:
         self.serial_until = 0.0     # perf_counter() time before which batches run serially
         self.backoff = BACKOFF_MIN_S
         self.lost = False           # the last parallel run lost
+        self.wins = 0               # parallel runs won in a row
         self.ready = False          # the parallel entry is compiled (background.py)
         self.child = None           # its background compile (poll()), while it runs
 
     def __reduce__(self):
-        """A pickled or copied model starts with fresh plans: timings are this process's
-        (and a compiling child process cannot be pickled)."""
+        """A pickled or copied plan starts fresh: timings are this process's (and a
+        compiling child process cannot be pickled)."""
         return Plan, ()
 
 
@@ -162,8 +170,8 @@ def _estimate(p, item):
 def run(model, serial, parallel, batch, args, options=(), few=None):
     """serial(*args, *options, True), parallel(*args, *options, nchunks) or, for a batch
     too small to time, few(*args, *options, ws) where a fast path passes ``few`` (an
-    entry holding the GIL on scratch.HELD's single-call workspace, batch.aba_few), as the plan
-    decides (both check every item before computing any: a bad batch raises ValueError
+    entry holding the GIL on scratch.HELD's single-call workspace, batch.aba_few), as
+    the plan decides (both check every item before computing any: a bad batch raises ValueError
     with a cpu.checks code and writes nothing); ``args`` are the entry's (mi, mf,
     inputs..., outputs...), every input and output with leading axis ``batch``. Written
     flat: it is on every batch call's path."""
@@ -199,14 +207,20 @@ def run(model, serial, parallel, batch, args, options=(), few=None):
         return
     parallel(*args, *options, nch)
     took = perf_counter() - t0
-    if took > LOSS * p.item_s * batch:
-        if p.lost:                  # the second loss in a row: back off
+    est = p.item_s * batch
+    if took > LOSS * est:
+        p.wins = 0
+        if p.lost or took - est > DESCHEDULED_S:    # back off (the module docstring)
             p.serial_until = perf_counter() + p.backoff
             p.backoff = min(2 * p.backoff, BACKOFF_MAX_S)
-        p.lost = not p.lost
+            p.lost = False
+        else:
+            p.lost = True
     else:
         p.lost = False
-        p.backoff = BACKOFF_MIN_S
-        if took * n < p.item_s * batch:           # n x parallel time bounds the serial
+        p.wins += 1
+        if p.wins >= WINS_TO_RESET:
+            p.backoff = BACKOFF_MIN_S
+        if took * n < est:                        # n x parallel time bounds the serial
             p.item_s = took * n / batch
             p.untimed = UNTIMED_S / max(p.item_s, 1e-12)
