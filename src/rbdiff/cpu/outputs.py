@@ -4,7 +4,7 @@ A batch's outputs are fresh arrays the caller owns. Past glibc's mmap threshold
 (128 KiB, raised by each free up to the freed size; the heap is trimmed past twice that)
 a fresh multi-megabyte array is new memory: every 4 KiB page faults and is zeroed by the
 kernel on first write. Measured on hyq, rnea_derivatives, B = 256 (3 x 0.66 MB): 8.6 us
-an item with new arrays against 4.3 with ``out=`` on one thread, so the batch lost to a
+an item with new arrays against 4.3 with ``out=``, run serially, so the batch lost to a
 loop of single calls (whose small arrays malloc recycles).
 
 So the outputs of a large batch are views of one block that this module keeps (per thread,
@@ -16,8 +16,8 @@ False), and their contents are undefined until the entry writes them (as np.empt
 """
 
 import sys
-from math import prod
 import threading
+from math import prod
 
 import numpy as np
 
