@@ -54,17 +54,11 @@ import numpy as np
 
 from .model import layout as L
 from .model.configuration import quat_to_rot
+from .model.mjcf import _import_mujoco as import_mujoco
 
 _EXTRA = "pip install 'rbdiff[sim]'"
+_NEEDS = "rbdiff.sim's plant needs"
 _DEFAULT_FOOT_RADIUS = 0.02
-
-
-def _import_mujoco():
-    try:
-        import mujoco
-    except ImportError as e:
-        raise ImportError(f"rbdiff.sim's plant needs the mujoco package: {_EXTRA}") from e
-    return mujoco
 
 
 def _num(x):
@@ -94,7 +88,7 @@ class Plant:
 
     def __init__(self, model, feet=(), floor=True, timestep=1e-3, foot_radius=None,
                  mu=0.7, noslip_iterations=10, joint_limits=True, nominal_height=None):
-        mujoco = _import_mujoco()
+        mujoco = import_mujoco(_NEEDS, _EXTRA)
         self.model = model
         if isinstance(feet, str):
             feet = (feet,)
@@ -491,7 +485,7 @@ def _vec(x, n, what):
 
 def _mat2quat(R):
     """MuJoCo's [w, x, y, z] of a rotation matrix."""
-    mujoco = _import_mujoco()
+    mujoco = import_mujoco(_NEEDS, _EXTRA)
     out = np.zeros(4)
     mujoco.mju_mat2Quat(out, np.ascontiguousarray(R, dtype=float).ravel())
     return out

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..cpu import contacts as cc
+from ..cpu.scratch import model_table
 from ..cpu.scratch import thread_workspace as _thread_ws
 from ..declare import Function, caller_outputs, frame_index
 from ..kernels.contact_dynamics import (CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH,
@@ -151,11 +152,11 @@ class DependentContacts(ValueError):
 
 # ---- packing -----------------------------------------------------------------------------
 
-# _PACKS[model digest] = ({id(contacts): (contacts, packed)} for the objects the fast
-# paths see again and again (a caller's tuple or Contact, immutable, kept alive here so
-# its id is not reused), {contacts tuple: packed} by value for every other sequence of
-# equal contacts): a memo of constants, here and not on the Model (which stays as loaded)
-_PACKS = {}
+# per model (cpu.scratch.model_table): {id(contacts): (contacts, packed)} for the objects
+# the fast paths see again and again (a caller's tuple or Contact, immutable, kept alive
+# here so its id is not reused), and {contacts tuple: packed} by value for every other
+# sequence of equal contacts: memos of constants, not on the Model (it stays as loaded)
+_BY_ID, _BY_VALUE = {}, {}
 _PACKS_MAX = 1024       # models remembered (then forgotten all at once)
 _BY_ID_MAX = 64         # objects remembered by id per model (then by value only)
 
@@ -177,16 +178,12 @@ def _as_tuple(contacts):
 def pack(model, contacts):
     """(cint, cflt, nc) of ``contacts`` (a Contact or a sequence) on ``model``, cached:
     by the object's id first (one dictionary lookup: the fast paths), then by value."""
-    memo = _PACKS.get(model._digest)
-    if memo is None:
-        if len(_PACKS) >= _PACKS_MAX:
-            _PACKS.clear()
-        memo = _PACKS.setdefault(model._digest, ({}, {}))
-    by_id, by_value = memo
+    by_id = model_table(_BY_ID, model, _PACKS_MAX)
     hit = by_id.get(id(contacts))
     if hit is not None and hit[0] is contacts:
         return hit[1]
     t = _as_tuple(contacts)
+    by_value = model_table(_BY_VALUE, model, _PACKS_MAX)
     got = by_value.get(t)
     if got is None:
         got = by_value[t] = _pack(model, t)
@@ -280,7 +277,7 @@ def _dependent(model, q, contacts, damping=0.0):
                 f"contacts: row {i} of contact {k} ({t[k]!r}) depends on the rows of the "
                 f"contacts before it ({', '.join(f'{m} ({t[m].frame!r})' for m in before)}): "
                 f"J M^-1 J^T is singular, so the contact forces are not unique. {fix}")
-    s = np.linalg.svd(W, compute_uv=False)
+    # s: the whole W's singular values (the loop's last r)
     return ValueError(f"contacts: the Cholesky factorisation of J M^-1 J^T met a pivot at "
                       f"rounding level, yet its rows are independent (condition number "
                       f"{s[0] / s[-1]:.3g}, max |q| = {size:.3g}): digits lost in the "

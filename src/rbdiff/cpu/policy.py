@@ -47,7 +47,7 @@ import numpy as np
 
 from ..kernels.jit import native
 from . import background
-from .scratch import HELD
+from .scratch import HELD, model_table
 
 PARALLEL_MIN_S = 40e-6    # serial work below which a parallel region cannot pay off
 UNTIMED_S = 10e-6         # serial work below which a run leaves the estimate alone (the
@@ -119,11 +119,7 @@ def forced(mode):
 def plan_of(model, parallel):
     """The plan of the batch pair with parallel entry ``parallel`` on ``model`` (made on
     first use)."""
-    plans = _PLANS.get(model._digest)
-    if plans is None:
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        plans = _PLANS.setdefault(model._digest, {})
+    plans = model_table(_PLANS, model, _PLANS_MAX)
     p = plans.get(parallel)
     if p is None:
         p = plans.setdefault(parallel, Plan())

@@ -36,14 +36,6 @@ def single_call_scratch(njoints, nv, dtype=np.float64, forces=True):
     return (ws, np.empty((njoints, nv, 6), dtype)) if forces else (ws,)
 
 
-def _workspace(njoints, nv):
-    return np.empty((njoints + nv, W_WIDTH))
-
-
-def _forces(njoints, nv):
-    return np.empty((njoints, nv, 6))
-
-
 # lists indexed by a model's _scratch_key (a small int per model size, given when a model
 # of a new size is made: _register), so the fast paths never miss: a list index costs
 # ~5 ns, a dict lookup ~35 ns (measured in frame_placement's fast path)
@@ -51,28 +43,7 @@ HELD = []
 HELD_F = []
 SIZES = []          # key -> (njoints, nv)
 _KEYS = {}          # (njoints, nv) -> key
-
-
-class _PerThreadSize:
-    """size key -> this thread's array, made on first use."""
-    __slots__ = ("make", "local")
-
-    def __init__(self, make):
-        self.make = make
-        self.local = threading.local()
-
-    def __getitem__(self, key):
-        try:
-            return self.local.arrays[key]
-        except AttributeError:
-            self.local.arrays = {}
-        except KeyError:
-            pass
-        a = self.local.arrays[key] = self.make(*SIZES[key])
-        return a
-
-
-_THREAD = _PerThreadSize(_workspace)
+_LOCAL = threading.local()      # .arrays: key -> this thread's workspace
 
 
 def _register(model):
@@ -84,8 +55,9 @@ def _register(model):
         with _LOCK:             # models may be made on several threads at once
             key = _KEYS.get(size)
             if key is None:
-                HELD.append(_workspace(*size))
-                HELD_F.append(_forces(*size))
+                ws, F = single_call_scratch(*size)
+                HELD.append(ws)
+                HELD_F.append(F)
                 SIZES.append(size)
                 key = _KEYS[size] = len(SIZES) - 1
     return key
@@ -97,7 +69,27 @@ _LOCK = threading.Lock()
 def thread_workspace(model):
     """This thread's float64 workspace (njoints + nv, W_WIDTH) for ``model``'s size, for
     entries that release the GIL."""
-    return _THREAD[model._scratch_key]
+    key = model._scratch_key
+    try:
+        return _LOCAL.arrays[key]
+    except AttributeError:
+        _LOCAL.arrays = {}
+    except KeyError:
+        pass
+    ws = _LOCAL.arrays[key] = single_call_scratch(*SIZES[key], forces=False)[0]
+    return ws
+
+
+def model_table(tables, model, most):
+    """``tables[model's content digest]``, a dict made on first use: a memo of what the
+    layers above derive per model (batch plans, packed contact tables), kept here and not
+    on the Model; past ``most`` models all are forgotten at once."""
+    table = tables.get(model._digest)
+    if table is None:
+        if len(tables) >= most:
+            tables.clear()
+        table = tables.setdefault(model._digest, {})
+    return table
 
 
 Model.cache("_scratch_key", _register)     # a constant: the key, not the scratch

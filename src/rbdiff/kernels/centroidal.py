@@ -19,7 +19,7 @@ velocity v_i and acceleration a_i (gravity excluded: the pass starts from a_0 = 
 
 from ..model.layout import (MF_ARM, MF_COM, MF_GRAVITY, MF_H, MF_IC, MF_MASS, MI_IV, MI_NV,
                             MI_PARENT)
-from .fk import (acceleration_joint, init_universe, init_universe_at_base,
+from .fk import (acceleration_joint, init_universe, origin_at_base,
                  placement_pass_joint, velocity_joint, world_body_inertia,
                  world_placement_joint)
 from .jit import helper, kernel
@@ -41,13 +41,11 @@ def init_motion(mf, ws):
 
 @helper
 def init_motion_at_base(mi, mf, q, ws):
-    """init_motion with the world origin at the root free flyer (init_universe_at_base),
+    """init_motion with the world origin at the root free flyer (fk.origin_at_base),
     for the results a translation of the world leaves alone (momenta about the com,
     Jcom, kinetic energy): exact at any distance from the origin."""
-    init_universe_at_base(mi, mf, q, ws)
-    ws[0, W_A] = 0.0
-    ws[0, W_A + 1] = 0.0
-    ws[0, W_A + 2] = 0.0
+    init_motion(mf, ws)
+    origin_at_base(mi, mf, q, ws)
 
 
 @helper

@@ -101,11 +101,12 @@ def _readonly(a, dtype=None):
     return a
 
 
-def _import_mujoco():
+def _import_mujoco(who="MJCF models need", extra=_EXTRA):
+    """The mujoco module, or ImportError saying who needs it and the extra to install."""
     try:
         import mujoco
     except ImportError as e:
-        raise ImportError(f"MJCF models need the mujoco package: {_EXTRA}") from e
+        raise ImportError(f"{who} the mujoco package: {extra}") from e
     return mujoco
 
 
