@@ -37,6 +37,7 @@ parallel test workers and ``rbdiff compile`` can fill one cache (:func:`harden_c
 
 import hashlib
 import os
+import re
 import sys
 
 import numba
@@ -185,19 +186,64 @@ def _cached(fn, **opts):
     return numba.njit(**dict(opts, cache=False))(fn)
 
 
-def _sources_digest():
-    """SHA-256 of every rbdiff source file an entry point can compile (the package
-    without bench/), in path order."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.sha256()
+# rooms that hold no compiled code and that no compiled code imports (the layers above
+# the kernels): an edit there must not recompile every entry (tests/test_cache_digest.py)
+UNCOMPILED_ROOMS = ("bench", "mpc", "viewer", "__pycache__", "sim.py", "cli.py",
+                    "__main__.py")
+# the package whose compiled modules sit beside pure-Python ones (the problem, the
+# solver's loop, the costs' glue): only the compiled ones and what they import count
+MIXED_ROOMS = ("trajopt",)
+_COMPILES = re.compile(r"^from \S*(kernels\.|\.)jit import|numba\.(njit|cfunc|jit)\b|"
+                       r"^from numba import .*\b(njit|cfunc|jit|prange)\b|cached_njit\(",
+                       re.MULTILINE)
+
+
+def compiles(text):
+    """Whether a module's source ``text`` defines compiled code (imports kernels.jit's
+    decorators or Numba's)."""
+    return _COMPILES.search(text) is not None
+
+
+def _relative_imports(text):
+    """The sibling modules ``text`` imports as ``from .name import``."""
+    return {line.split()[1][1:] for line in text.splitlines()
+            if line.startswith("from .") and not line.startswith("from ..")}
+
+
+def compiled_sources(root=None):
+    """The rbdiff source files an entry point can compile (relative paths, sorted): all
+    but the UNCOMPILED_ROOMS, and in a MIXED_ROOM only the modules that compile (they
+    import kernels.jit, or name njit or cfunc) and the siblings they import."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in ("bench", "__pycache__"))
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                h.update(os.path.relpath(path, root).encode())
-                with open(path, "rb") as f:
-                    h.update(f.read())
+        rel = os.path.relpath(folder, root)
+        dirs[:] = sorted(d for d in dirs if rel != "." or d not in UNCOMPILED_ROOMS)
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        names = sorted(f for f in files if f.endswith(".py")
+                       and (rel != "." or f not in UNCOMPILED_ROOMS))
+        if rel in MIXED_ROOMS:
+            texts = {f[:-3]: open(os.path.join(folder, f)).read() for f in names}
+            keep = {m for m, t in texts.items() if compiles(t)}
+            todo = list(keep)
+            while todo:
+                for m in _relative_imports(texts[todo.pop()]) & set(texts) - keep:
+                    keep.add(m)
+                    todo.append(m)
+            names = [f for f in names if f[:-3] in keep]
+        out += [os.path.normpath(os.path.join(rel, f)) for f in names]
+    return sorted(out)
+
+
+def _sources_digest(root=None):
+    """SHA-256 of every rbdiff source file an entry point can compile
+    (:func:`compiled_sources`), in path order."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for rel in compiled_sources(root):
+        h.update(rel.encode())
+        with open(os.path.join(root, rel), "rb") as f:
+            h.update(f.read())
     return h.hexdigest()
 
 
@@ -209,7 +255,7 @@ def harden_cache(dispatcher):
 
     Stale: Numba invalidates a cached entry when the entry's own source file changes,
     not when a kernel it calls (in another file) does; so the index's stamp here also
-    carries a digest of all rbdiff sources (:func:`_sources_digest`), and any edit or
+    carries a digest of the rbdiff sources an entry can reach (:func:`_sources_digest`), and any edit or
     upgrade recompiles.
 
     Shared: Numba saves a new specialisation by reading the function's index file,
