@@ -168,6 +168,7 @@ def _stacked(term, terms, name):
     stacked (K, ...): one term for knots that share everything else (their key)."""
     out = _copy(term)
     setattr(out, name, np.stack([getattr(t, name) for t in terms]))
+    out._stacked_from = (name, list(terms))     # Problem.restack refreshes it in place
     return out
 
 

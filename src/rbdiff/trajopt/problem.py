@@ -280,6 +280,17 @@ class Problem:
                   for i in range(1, self.model.njoints))
         return not lie and self.actuation == "full" and (self.kind == FREE).all()
 
+    def restack(self):
+        """Copy the knots' cost targets into the problem's stacked terms, in place: after
+        a change to a knot term's target (FrameTranslation.target, StateRegularization
+        .x_ref, ...) the problem solves for the new ones without being built again (model
+        predictive control moves its references every tick). A target's shape may not
+        change."""
+        for group in self.cost_groups:
+            name, terms = getattr(group[2], "_stacked_from", (None, None))
+            if name is not None:
+                np.stack([getattr(t, name) for t in terms], out=getattr(group[2], name))
+
     def with_x0(self, x0):
         """The same problem from another initial state (model predictive control)."""
         return Problem(self.model, x0, self.T, self.dt, self._running_arg, self.terminal,

@@ -68,6 +68,10 @@ class Result:
     history: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     forces: np.ndarray = None       # FDDP: each knot's contact forces / impulses (T, ncmax)
+    # FDDP: the last backward pass's feedback gains (T, nu, 2 nv), at the iterate it was
+    # taken at (before that iteration's step, as Crocoddyl's solver.K): the policy
+    # u = us[t] + gains[t] (x (-) xs[t]) of an MPC's inner loop
+    gains: np.ndarray = None
 
     def shift(self):
         """(xs, us) warm start for the next MPC step: drop the first knot, repeat the last
@@ -274,10 +278,12 @@ def _add(timings, t, c):
         timings["compile"] += compiling
 
 
-def _result(prob, q, v, u, J, it, converged, method, history, timings, forces=None):
+def _result(prob, q, v, u, J, it, converged, method, history, timings, forces=None,
+            gains=None):
     return Result(np.concatenate([q, v], axis=1), u.copy(), float(J), it, converged, method,
                   list(history), dict(timings),
-                  None if forces is None else forces.copy())
+                  None if forces is None else forces.copy(),
+                  None if gains is None else gains.copy())
 
 
 # ---- FDDP ------------------------------------------------------------------------------
@@ -333,7 +339,7 @@ def _quadratic(a, M, b):
 
 
 def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None,
-               second_order=False, costate=False):
+               second_order=False, costate=False, local=False):
     """Crocoddyl's feasibility-driven DDP (SolverFDDP::solve, Mastalli et al. 2020), step
     for step: the knots of the warm start (xs, us) are shot one by one (multiple
     shooting), their gaps fs closed by the forward pass (x_t = x_next (+) (alpha - 1) fs_t
@@ -362,7 +368,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     positive definite the iteration takes FDDP's Gauss-Newton pass instead (as ddp on
     simple problems does), whose own failure raises reg, and the next 1, 2, 4, 4, ...
     iterations (BACKOFF_MAX; by consecutive failures, reset by a success) take it without
-    trying; ``history[i]["second_order"]`` says which."""
+    trying; ``history[i]["second_order"]`` says which. ``local``: the warm start is
+    already in the local phase (an MPC tick from the previous tick's solution): the
+    exact curvature from the first iteration.
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
@@ -394,7 +402,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     curved = second_order and prob.curved
     H = np.zeros((T + 1, nv, nv)) if curved else None
     backoff = wait = 0
-    stop = np.inf
+    stop = 0.0 if local else np.inf
     for it in range(1, max_iter + 1):
         t0, c0 = time.perf_counter(), compile_seconds()
         # the exact model only in the local phase: far from the optimum it is mostly
@@ -498,4 +506,4 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         if was_feasible and stop < tol:
             converged = True
             break
-    return _result(prob, q, v, u, J, it, converged, name, history, timings, forces)
+    return _result(prob, q, v, u, J, it, converged, name, history, timings, forces, K_fb)

@@ -1,0 +1,236 @@
+"""The closed loop: an MPC against a MuJoCo plant (rbdiff.sim.Plant).
+
+The plant steps at its timestep (1 kHz by default); the controller ticks at ``rate``
+(Hz) on the measured state; between ticks the inner loop applies the tick's policy
+u = us[k] + K[k] (x (-) xs[k]) at every physics step (k the knot the time falls in),
+clipped to the effort limits by the plant. The simulation waits for the controller
+(the ticks' compute times are logged, not slept through): ``realtime_factor`` is the
+simulated seconds over the wall seconds of the whole run.
+
+A run stops cleanly when the robot falls (plant.fallen: base below half its height or
+tilted beyond 45 degrees) or when a tick fails (a solver error is logged as the reason),
+never with a stack trace from inside the loop.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model.configuration import quat_to_rot
+from .controller import yaw_of
+
+
+def piecewise(spec, what="schedule"):
+    """A schedule t -> value from a number, a list of (t, value) pairs, or a string
+    "v" or "t0:v0,t1:v1,..." (the value from each time on; before the first time, the
+    first value). Raises ValueError for a malformed one."""
+    if callable(spec):
+        return spec
+    if isinstance(spec, (int, float)):
+        pairs = [(0.0, float(spec))]
+    elif isinstance(spec, str):
+        pairs = []
+        try:
+            for part in spec.split(","):
+                if ":" in part:
+                    a, b = part.split(":")
+                    pairs.append((float(a), float(b)))
+                else:
+                    pairs.append((0.0, float(part)))
+        except ValueError:
+            raise ValueError(f"{what}: expected 'value' or 't:value,t:value,...', got "
+                             f"{spec!r}") from None
+    else:
+        pairs = [(float(a), float(b)) for a, b in spec]
+    if not pairs or not all(math.isfinite(a) and math.isfinite(b) for a, b in pairs):
+        raise ValueError(f"{what}: expected finite times and values, got {spec!r}")
+    pairs.sort()
+    times = np.array([p[0] for p in pairs])
+    values = np.array([p[1] for p in pairs])
+
+    def at(t):
+        i = int(np.searchsorted(times, t, side="right")) - 1
+        return float(values[max(i, 0)])
+
+    return at
+
+
+def parse_pushes(specs):
+    """Pushes from "t:dvx,dvy,dvz" strings (or (t, (dvx, dvy, dvz)) pairs): a list of
+    (t, dv (3,)) sorted by time; dv is a change of the base's world-frame velocity."""
+    out = []
+    for s in specs or ():
+        if isinstance(s, str):
+            try:
+                t, dv = s.split(":")
+                dv = [float(c) for c in dv.split(",")]
+                t = float(t)
+            except ValueError:
+                raise ValueError(f"push: expected 't:dvx,dvy,dvz', got {s!r}") from None
+        else:
+            t, dv = s
+        dv = np.array(dv, dtype=float)
+        if dv.shape != (3,) or not np.isfinite(dv).all() or not math.isfinite(t):
+            raise ValueError(f"push: expected a time and 3 velocity components, got {s!r}")
+        out.append((float(t), dv))
+    return sorted(out, key=lambda p: p[0])
+
+
+@dataclass
+class Run:
+    """A closed-loop run's log (one row per physics step unless said): t (N,), q (N, nq),
+    v (N, nv), u (N, nu) the applied (clipped) torques, command (N, 3), feet (N, nfeet, 3)
+    the feet's positions, forces (N, nfeet, 3) the feet's contact forces (world),
+    tick_t (M,), tick_ms (M,) the ticks' times and compute times, fell, reason,
+    seconds (simulated), wall (s), pushes, and ``summary()``."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    u: np.ndarray
+    command: np.ndarray
+    feet: np.ndarray
+    forces: np.ndarray
+    tick_t: np.ndarray
+    tick_ms: np.ndarray
+    fell: bool
+    reason: str
+    seconds: float
+    wall: float
+    pushes: list = field(default_factory=list)
+    nominal_height: float = 0.0
+
+    def base_velocity_world(self):
+        """(N, 3) the base's linear velocity in the world frame."""
+        out = np.empty((len(self.t), 3))
+        for n in range(len(self.t)):
+            out[n] = quat_to_rot(self.q[n, 3:7]) @ self.v[n, :3]
+        return out
+
+    def summary(self):
+        """The run in numbers: fell, seconds, distance (m, along the commanded heading's
+        integral), mean_speed (m/s), lateral_drift (m), max_abs_roll, max_abs_pitch
+        (rad), min_base_height (m), ticks, tick_ms_p50, tick_ms_p99, realtime_factor."""
+        q = self.q
+        yaw0 = yaw_of(q[0]) if len(q) else 0.0
+        d = q[-1, :2] - q[0, :2] if len(q) else np.zeros(2)
+        # the commanded heading: integrate the commanded yaw rate from the start
+        dt = np.diff(self.t, prepend=self.t[0]) if len(self.t) else np.zeros(0)
+        heading = yaw0 + np.cumsum(self.command[:, 2] * dt) if len(self.t) else np.zeros(0)
+        # along / across the commanded velocity's direction, integrated
+        along = lateral = 0.0
+        if len(q) > 1:
+            vcmd = self.command[:, :2]
+            dirs = np.arctan2(vcmd[:, 1], vcmd[:, 0]) + heading
+            dp = np.diff(q[:, :2], axis=0)
+            c, s = np.cos(dirs[1:]), np.sin(dirs[1:])
+            along = float(np.sum(c * dp[:, 0] + s * dp[:, 1]))
+            lateral = float(np.sum(-s * dp[:, 0] + c * dp[:, 1]))
+        rp = np.array([_roll_pitch(qn) for qn in q]) if len(q) else np.zeros((1, 2))
+        ms = self.tick_ms if len(self.tick_ms) else np.zeros(1)
+        return dict(fell=bool(self.fell), reason=self.reason, seconds=float(self.seconds),
+                    distance=along, mean_speed=along / max(self.seconds, 1e-9),
+                    lateral_drift=abs(lateral),
+                    displacement=[float(d[0]), float(d[1])],
+                    max_abs_roll=float(np.abs(rp[:, 0]).max()),
+                    max_abs_pitch=float(np.abs(rp[:, 1]).max()),
+                    min_base_height=float(q[:, 2].min()) if len(q) else 0.0,
+                    nominal_height=float(self.nominal_height),
+                    ticks=int(len(self.tick_ms)),
+                    tick_ms_p50=float(np.percentile(ms, 50)),
+                    tick_ms_p99=float(np.percentile(ms, 99)),
+                    tick_ms_max=float(ms.max()),
+                    realtime_factor=float(self.seconds / max(self.wall, 1e-9)))
+
+
+def _roll_pitch(q):
+    R = quat_to_rot(q[3:7])
+    return math.atan2(R[2, 1], R[2, 2]), math.asin(max(-1.0, min(1.0, -R[2, 0])))
+
+
+def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=50.0,
+        x0=None, progress=False, on_tick=None):
+    """Run ``mpc`` (an rbdiff.mpc.MPC) against ``plant`` (an rbdiff.sim.Plant of the same
+    model and feet) for ``seconds`` of simulated time: the controller at ``rate`` Hz,
+    the physics at the plant's timestep; speed / lateral / turn: the command's vx, vy
+    (m/s) and yaw rate (rad/s), each a number or a schedule (:func:`piecewise`); pushes:
+    (t, dv (3,)) or "t:dvx,dvy,dvz"; x0: the initial state (default the MPC's standing
+    configuration at rest). progress: a tqdm bar. on_tick(tick): called after each tick.
+    Returns a :class:`Run`."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"seconds: expected > 0, got {seconds}")
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate: expected > 0 Hz, got {rate}")
+    speed, lateral, turn = (piecewise(speed, "speed"), piecewise(lateral, "lateral"),
+                            piecewise(turn, "turn"))
+    pushes = parse_pushes(pushes)
+    model = mpc.model
+    h = float(plant.mj_model.opt.timestep)
+    per_tick = max(int(round(1.0 / (rate * h))), 1)
+    steps = int(round(seconds / h))
+    if x0 is None:
+        x0 = np.concatenate([mpc.q_ref, np.zeros(model.nv)])
+    plant.set_state(x0[:model.nq], x0[model.nq:])
+    mpc.reset()
+    nf = len(mpc.feet)
+    log_t, log_q, log_v, log_u, log_c, log_f, log_p = [], [], [], [], [], [], []
+    tick_t, tick_ms = [], []
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=steps, unit="step", desc="mpc", leave=False)
+        except ImportError:
+            bar = None
+    fell, reason = False, ""
+    tick = None
+    pending = list(pushes)
+    wall0 = time.perf_counter()
+    n = 0
+    for n in range(steps):
+        t = n * h
+        while pending and pending[0][0] <= t + 1e-12:
+            plant.push(pending.pop(0)[1])
+        q, v = plant.state()
+        x = np.concatenate([q, v])
+        cmd = (speed(t), lateral(t), turn(t))
+        if n % per_tick == 0:
+            try:
+                tick = mpc.step(t, x, cmd)
+            except (ValueError, np.linalg.LinAlgError, FloatingPointError) as e:
+                fell, reason = True, f"the controller failed at t = {t:.3f} s: {e}"
+                break
+            tick_t.append(t)
+            tick_ms.append(tick.timings["total"])
+            if on_tick is not None:
+                on_tick(tick)
+        u = tick.control(x, t)
+        if not np.isfinite(u).all():
+            fell, reason = True, f"the controller's torques are not finite at t = {t:.3f} s"
+            break
+        applied = plant.clip(u)
+        log_t.append(t)
+        log_q.append(q)
+        log_v.append(v)
+        log_u.append(applied)
+        log_c.append(cmd)
+        log_p.append(plant.foot_positions())
+        log_f.append(plant.foot_forces())
+        plant.step(applied)
+        if plant.fallen():
+            fell, reason = True, f"fell at t = {t + h:.3f} s"
+            break
+        if bar is not None and n % 100 == 0:
+            bar.update(min(100, steps - bar.n))
+    if bar is not None:
+        bar.close()
+    wall = time.perf_counter() - wall0
+    arr = np.array
+    return Run(arr(log_t), arr(log_q).reshape(-1, model.nq), arr(log_v).reshape(-1, model.nv),
+               arr(log_u).reshape(-1, mpc.nu), arr(log_c).reshape(-1, 3),
+               arr(log_p).reshape(-1, nf, 3), arr(log_f).reshape(-1, nf, 3),
+               arr(tick_t), arr(tick_ms), fell, reason or "ran to the end",
+               float(len(log_t) * h), wall, pushes, mpc.z0)
