@@ -370,7 +370,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     iterations (BACKOFF_MAX; by consecutive failures, reset by a success) take it without
     trying; ``history[i]["second_order"]`` says which. ``local``: the warm start is
     already in the local phase (an MPC tick from the previous tick's solution): the
-    exact curvature from the first iteration.
+    exact curvature from the first iteration."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
