@@ -125,7 +125,8 @@ class MPC:
 
     def __init__(self, model, feet, gait="trot", horizon=50, dt=0.01, method="fddp",
                  iterations=1, q_ref=None, step_height=None, period=None, duty=None,
-                 start=0.2, weights=None, lag=0.1, mu=0.7, floor=0.0, foot_radius=0.0):
+                 start=0.2, weights=None, lag=0.1, mu=0.7, floor=0.0, foot_radius=0.0, touchdown_depth=0.01,
+                 feasible_warm_start=True):
         if not (model.njoints > 1 and model.nqs[1] == 7):
             raise ValueError("MPC: expected a model with a free-flyer root joint")
         self.model = model
@@ -172,6 +173,8 @@ class MPC:
         reach = self.z0 - self._ground
         self.step_height = float(min(0.4 * reach, 0.08) if step_height is None
                                  else step_height)
+        self.touchdown_depth = float(touchdown_depth)
+        self.feasible_warm_start = bool(feasible_warm_start)
         self._contacts = tuple(Contact(f, "3d", "local_world_aligned", gains=(0.0, 50.0))
                                for f in self.feet)
         self._state_weights = self._weight_vector(w)
@@ -319,7 +322,10 @@ class MPC:
                                     s * self._nominal[i, 0] + c * self._nominal[i, 1]])
                 cmd = np.array([c * vx - s * vy, s * vx + c * vy])
                 land = path[j] + nominal + 0.5 * stance * cmd + k_fb * (v_world[:2] - cmd)
-                end = np.array([land[0], land[1], self._ground])
+                # aimed below the floor: a foot late on its way down touches it by the
+                # knot the plan puts it in contact (a plan's contact on a foot still in
+                # the air is a support that is not there)
+                end = np.array([land[0], land[1], self._ground - self.touchdown_depth])
                 if lo <= t:
                     self._landing[i] = end
                 k0 = max(int(math.ceil((lo - t) / dt - 1e-9)), 0)
@@ -361,7 +367,7 @@ class MPC:
         res = solve_fddp(prob, xs, us, max_iter=self.iterations, tol=0.0,
                          second_order=self.method == "ddp", local=True)
         t2 = time.perf_counter()
-        self._prev = (t, res.xs, res.us)
+        self._prev = (t, res.xs, res.us, res.gains)
         timings = {k: 1e3 * res.timings.get(k, 0.0)
                    for k in ("derivatives", "backward", "line_search")}
         timings.update(references=1e3 * (t1 - t0), solve=1e3 * (t2 - t1),
@@ -379,10 +385,20 @@ class MPC:
             xs[:, 2] = np.maximum(xs[:, 2], 0.0)
             us = prob.quasi_static_controls(xs[:, :self.nq])
             return xs, us
-        t_prev, xs_p, us_p = self._prev
+        t_prev, xs_p, us_p, K_p = self._prev
         m = min(max(int(round((t - t_prev) / self.dt)), 0), T)
         xs = np.concatenate([xs_p[m:], np.repeat(xs_p[-1:], m, axis=0)])
         us = np.concatenate([us_p[m:], np.repeat(us_p[-1:], m, axis=0)])
+        if self.feasible_warm_start:
+            K = np.concatenate([K_p[m:], np.repeat(K_p[-1:], m, axis=0)])
+            nq = self.nq
+            try:        # the previous policy rolled out from the measured state: no gaps
+                q, v, u = prob.closed_loop(np.ascontiguousarray(xs[:, :nq]),
+                                           np.ascontiguousarray(xs[:, nq:]), us,
+                                           np.zeros_like(us), K, 0.0)
+                return np.concatenate([q, v], axis=1), u
+            except ValueError:
+                pass
         xs[0] = x
         return xs, us
 
