@@ -131,6 +131,9 @@ def build_parser():
     _forward(sub, "compile", "rbdiff.precompile",
              "compile every public function ahead of use into Numba's on-disk cache "
              "(Docker images, CI, clusters); see compile --help")
+    _forward(sub, "mpc", "rbdiff.mpc.cli",
+             "a legged robot under model-predictive control in MuJoCo (trot, walk, "
+             "pushes; summary, JSON, GIF, figure); see mpc --help")
     _forward(sub, "bench-core", "rbdiff.bench.core",
              "rbdiff vs Pinocchio single-call times per robot (rnea, crba, aba, "
              "minverse); see bench-core --help")

@@ -226,6 +226,27 @@ class MPC:
         n = int(round(g.period / self.dt))
         return int(round((t - g.start) / self.dt)) % max(n, 1)
 
+    def prepare(self, rate=None, progress=False):
+        """Build the problems of every phase of the gait now (each tick then only
+        updates one), and of the standing lead-in ticks at ``rate`` Hz; a first tick
+        of a phase would otherwise build its problem (tens of ms). Returns self."""
+        g, dt = self.gait, self.dt
+        times = [g.start] if g.duty >= 1.0 else \
+            [g.start + k * dt for k in range(max(int(round(g.period / dt)), 1))]
+        if rate and g.start > 0 and g.duty < 1.0:
+            times += list(np.arange(0.0, g.start - 1e-9, 1.0 / rate))
+        x = np.concatenate([self.q_ref, np.zeros(self.nv)])
+        it = times
+        if progress:
+            try:
+                from tqdm.auto import tqdm
+                it = tqdm(times, desc="mpc problems", leave=False)
+            except ImportError:
+                pass
+        for t in it:
+            self._problem(self._phase_key(t), t, x)
+        return self
+
     def _problem(self, key, t, x):
         """The kept problem of the phase ``key`` (built at its first tick)."""
         if key in self._problems:

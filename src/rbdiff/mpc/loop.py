@@ -26,8 +26,8 @@ from .controller import yaw_of
 
 def piecewise(spec, what="schedule"):
     """A schedule t -> value from a number, a list of (t, value) pairs, or a string
-    "v" or "t0:v0,t1:v1,..." (the value from each time on; before the first time, the
-    first value). Raises ValueError for a malformed one."""
+    "v" or "t0:v0,t1:v1,..." (each value from its time on; 0 before the first time).
+    Raises ValueError for a malformed one."""
     if callable(spec):
         return spec
     if isinstance(spec, (int, float)):
@@ -54,7 +54,7 @@ def piecewise(spec, what="schedule"):
 
     def at(t):
         i = int(np.searchsorted(times, t, side="right")) - 1
-        return float(values[max(i, 0)])
+        return float(values[i]) if i >= 0 else 0.0
 
     return at
 

@@ -1,0 +1,123 @@
+"""``python -m rbdiff mpc``: a robot under MPC in MuJoCo, from the command line.
+
+    python -m rbdiff mpc --robot solo12 --gait trot --speed 0.3 --seconds 10 \\
+        --push 4:0,0.5,0 --gif trot.gif --json run.json --plot trot.png
+
+prints a one-screen summary; ``--json`` writes it as one object (loop.Run.summary);
+``--speed``, ``--lateral`` and ``--turn`` take a number or a schedule "t:value,...".
+Exit status 0 when the robot did not fall, 1 when it did, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m rbdiff mpc",
+                                description="Model-predictive control of a legged robot "
+                                            "simulated in MuJoCo (rbdiff.mpc).")
+    p.add_argument("--robot", default="solo12",
+                   help="any name rbd.load_robot knows (default solo12)")
+    p.add_argument("--feet", default=None,
+                   help="comma-separated foot frames (default: found by name)")
+    p.add_argument("--gait", default="trot",
+                   help="stand, walk, trot, pace or bound (default trot)")
+    p.add_argument("--speed", default="0.3",
+                   help="forward speed m/s, or a schedule 't:v,...' (default 0.3)")
+    p.add_argument("--lateral", default="0", help="lateral speed m/s or a schedule")
+    p.add_argument("--turn", default="0", help="yaw rate rad/s or a schedule")
+    p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds")
+    p.add_argument("--push", action="append", default=[],
+                   help="t:dvx,dvy,dvz: a base velocity change (m/s, world) at time t; "
+                        "repeatable")
+    p.add_argument("--rate", type=float, default=100.0, help="controller Hz (default 100)")
+    p.add_argument("--horizon", type=int, default=50, help="knots (default 50)")
+    p.add_argument("--dt", type=float, default=0.01, help="knot seconds (default 0.01)")
+    p.add_argument("--method", default="fddp", help="fddp or ddp")
+    p.add_argument("--iterations", type=int, default=1, help="solver iterations a tick")
+    p.add_argument("--period", type=float, default=None, help="gait period (s)")
+    p.add_argument("--duty", type=float, default=None, help="gait duty factor")
+    p.add_argument("--gif", default=None, help="write the run as an animated GIF")
+    p.add_argument("--html", default=None, help="write the run as a self-contained HTML")
+    p.add_argument("--json", default=None, help="write the summary as JSON")
+    p.add_argument("--plot", default=None,
+                   help="write a figure: velocity vs command, foot heights, forces")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _summary_lines(robot, args, s):
+    ok = "no fall" if not s["fell"] else f"FELL ({s['reason']})"
+    return [
+        f"{robot} {args.gait} for {s['seconds']:.2f} s of {args.seconds:g}: {ok}",
+        f"  distance {s['distance']:.3f} m, mean speed {s['mean_speed']:.3f} m/s, "
+        f"lateral drift {s['lateral_drift']:.3f} m",
+        f"  max |roll| {s['max_abs_roll']:.3f} rad, max |pitch| {s['max_abs_pitch']:.3f} "
+        f"rad, min base height {s['min_base_height']:.3f} m (nominal "
+        f"{s['nominal_height']:.3f})",
+        f"  {s['ticks']} ticks at {args.rate:g} Hz: p50 {s['tick_ms_p50']:.2f} ms, p99 "
+        f"{s['tick_ms_p99']:.2f} ms; real-time factor {s['realtime_factor']:.2f}",
+    ]
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    import rbdiff as rbd
+    from .controller import MPC
+    from .loop import parse_pushes, piecewise, run
+    from .robots import default_feet
+    try:
+        for name in ("speed", "lateral", "turn"):
+            piecewise(getattr(args, name), name)
+        pushes = parse_pushes(args.push)
+        model = rbd.load_robot(args.robot)
+        feet = tuple(args.feet.split(",")) if args.feet else default_feet(model)
+        from ..sim import Plant
+        plant = Plant(model, feet=feet)
+        mpc = MPC(model, feet, args.gait, horizon=args.horizon, dt=args.dt,
+                  method=args.method, iterations=args.iterations, period=args.period,
+                  duty=args.duty, foot_radius=float(plant.foot_radius.min()))
+    except (ValueError, KeyError, ImportError) as e:
+        print(f"python -m rbdiff mpc: {e}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    mpc.prepare(args.rate, progress=not args.no_progress)
+    built = time.perf_counter() - t0
+    r = run(mpc, plant, args.seconds, speed=args.speed, lateral=args.lateral,
+            turn=args.turn, pushes=pushes, rate=args.rate,
+            progress=not args.no_progress)
+    s = r.summary()
+    s.update(robot=args.robot, gait=args.gait, rate_hz=args.rate, method=args.method,
+             iterations=args.iterations, horizon=args.horizon, dt=args.dt,
+             problems_built_s=built)
+    for line in _summary_lines(args.robot, args, s):
+        print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(s, f, indent=1)
+        print(f"  summary: {args.json}")
+    if args.plot:
+        from .plots import plot_run
+        plot_run(r, args.plot, feet=list(feet))
+        print(f"  figure: {args.plot}")
+    if args.gif or args.html:
+        _render(model, r, args)
+    return 1 if s["fell"] else 0
+
+
+def _render(model, r, args):
+    from ..viewer import Viewer
+    stride = max(int(round(0.02 / (r.t[1] - r.t[0]))), 1) if len(r.t) > 1 else 1
+    qs = r.q[::stride]
+    dt = stride * (r.t[1] - r.t[0]) if len(r.t) > 1 else 0.02
+    with Viewer(model) as viz:
+        if args.html:
+            viz.export_html(args.html, qs, dt)
+            print(f"  html: {args.html}")
+        if args.gif:
+            viz.render_gif(args.gif, qs, dt, fps=25)
+            print(f"  gif: {args.gif}")
