@@ -1,0 +1,157 @@
+"""rbdiff.mpc: the controller's tick (warm start, feedback law), the closed loop against
+MuJoCo (solo12 trotting), the command line and its errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+import rbdiff as rbd
+from rbdiff.mpc.controller import MPC
+from rbdiff.mpc.loop import piecewise, run
+
+mujoco = pytest.importorskip("mujoco", reason="the MuJoCo plant needs the sim extra")
+from rbdiff.sim import Plant  # noqa: E402
+
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+
+
+@pytest.fixture(scope="module")
+def solo():
+    return rbd.load_robot("solo12")
+
+
+def _standing(mpc):
+    return np.concatenate([mpc.q_ref, np.zeros(mpc.nv)])
+
+
+def test_closed_loop_trot_in_mujoco(solo):
+    """2 simulated seconds of a 0.3 m/s trot: no fall, forward progress at about the
+    command, little drift, and a lateral push of 0.5 m/s at 1.2 s absorbed."""
+    plant = Plant(solo, feet=FEET)
+    mpc = MPC(solo, FEET, "trot", foot_radius=float(plant.foot_radius.min())).prepare(100)
+    r = run(mpc, plant, 2.0, speed=0.3, rate=100, pushes=["1.2:0,0.5,0"])
+    s = r.summary()
+    assert not s["fell"], s["reason"]
+    assert s["seconds"] == pytest.approx(2.0)
+    # the first 0.2 s stand still (the gait's start), then 0.3 m/s: ~0.54 m
+    assert 0.4 < s["distance"] < 0.7
+    assert s["lateral_drift"] < 0.1
+    assert s["max_abs_roll"] < 0.3 and s["max_abs_pitch"] < 0.3
+    assert s["min_base_height"] > 0.7 * mpc.z0
+    # the push shows in the log: the base's lateral velocity jumps by ~0.5 m/s
+    vw = r.base_velocity_world()
+    k = int(np.searchsorted(r.t, 1.2))
+    assert vw[k, 1] - vw[k - 1, 1] > 0.4
+    # the feet leave the floor in turn (a trot, not a shuffle)
+    lifted = (r.feet[:, :, 2] > mpc._ground + 0.5 * mpc.step_height).any(axis=0)
+    assert lifted.all()
+
+
+def test_warm_start_is_the_previous_solution_moved_on(solo):
+    mpc = MPC(solo, FEET, "trot", horizon=30, iterations=1)
+    x = _standing(mpc)
+    first = mpc.step(0.25, x, (0.3, 0.0, 0.0))
+    assert first.iterations == 1
+    m = 2                                   # two knots later, at the predicted state
+    prob = mpc._problem(mpc._phase_key(0.25 + m * mpc.dt), 0.25 + m * mpc.dt, x)[0]
+    prob.x0[:] = first.xs[m]
+    xs, us = mpc._warm_start(prob, 0.25 + m * mpc.dt, first.xs[m])
+    T = mpc.T
+    # the previous policy rolled out from its own predicted state is the plan moved on
+    # (to rounding: the rollout repeats the plan's own arithmetic)
+    scale = np.abs(first.xs).max()
+    assert np.abs(xs[:T + 1 - m] - first.xs[m:]).max() < 1e-9 * scale
+    assert np.abs(us[:T - m] - first.us[m:]).max() < 1e-9 * np.abs(first.us).max()
+    mpc.feasible_warm_start = False         # the plain shift: exactly the old knots
+    xs2, us2 = mpc._warm_start(prob, 0.25 + m * mpc.dt, first.xs[m])
+    assert np.array_equal(xs2[1:T + 1 - m], first.xs[m + 1:])
+    assert np.array_equal(xs2[0], first.xs[m])
+    assert np.array_equal(us2[:T - m], first.us[m:])
+    # the knots past the old horizon repeat its last control and state
+    assert np.array_equal(us2[T - m:], np.repeat(first.us[-1:], m, axis=0))
+    assert np.array_equal(xs2[T + 1 - m:], np.repeat(first.xs[-1:], m, axis=0))
+
+
+def test_feedback_gain_is_the_derivative_of_the_control(solo):
+    """At a converged DDP tick, u0(x) changes with the measured state as K0 says: central
+    differences on the manifold (integrate for q). Exactly only with the exact
+    curvature: FDDP's Gauss-Newton gain is off by ~5 % here (measured: 0.07-0.14 on
+    gains of ~1.5), DDP's by ~2e-7 relative (the finite difference's own error)."""
+    def tick(x):
+        mpc = MPC(solo, FEET, "stand", horizon=12, iterations=15, method="ddp")
+        return mpc.step(0.0, x)
+
+    mpc = MPC(solo, FEET, "stand", horizon=12)
+    x = _standing(mpc)
+    x[mpc.nq + 6:] = 0.05                    # joints moving: a non-trivial optimum
+    base = tick(x)
+    nq, nv = solo.nq, solo.nv
+    rng = np.random.default_rng(0)
+    eps = 1e-5
+    for _ in range(3):
+        d = rng.standard_normal(2 * nv)
+        d[:6] = 0.0                         # the base's position / attitude: the feet's
+        d /= np.linalg.norm(d)
+
+        def moved(s):
+            y = x.copy()
+            y[:nq] = rbd.integrate(solo, x[:nq], s * d[:nv])
+            y[nq:] = x[nq:] + s * d[nv:]
+            return tick(y).u
+
+        fd = (moved(eps) - moved(-eps)) / (2 * eps)
+        predicted = base.K @ d
+        err = np.abs(fd - predicted).max()
+        assert err < 1e-5 * np.abs(predicted).max(), (err, np.abs(predicted).max())
+
+
+def test_schedules_and_bad_input(solo):
+    at = piecewise("0:0.3,3:0.5")
+    assert (at(0.0), at(2.99), at(3.0), at(10.0)) == (0.3, 0.3, 0.5, 0.5)
+    assert piecewise("5:0.5")(1.0) == 0.0 and piecewise(0.2)(7.0) == 0.2
+    with pytest.raises(ValueError, match="t:value"):
+        piecewise("fast")
+    with pytest.raises(ValueError, match="unknown gait 'gallop'"):
+        MPC(solo, FEET, "gallop")
+    with pytest.raises(ValueError, match="shorter than the gait's swing"):
+        MPC(solo, FEET, "trot", horizon=5)
+    with pytest.raises(ValueError, match="unknown method"):
+        MPC(solo, FEET, "trot", method="sqp")
+    with pytest.raises(KeyError):
+        MPC(solo, ("FL_FOOT", "FR_FOOT", "HL_FOOT", "nose"), "trot")
+    with pytest.raises(ValueError, match="free-flyer"):
+        MPC(rbd.load_robot("iiwa14"), ("iiwa_link_7",), "stand")
+    mpc = MPC(solo, FEET, "trot", horizon=30)
+    x = _standing(mpc)
+    x[20] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        mpc.step(0.0, x)
+    with pytest.raises(ValueError, match="command"):
+        mpc.step(0.0, _standing(mpc), (0.3, np.inf, 0.0))
+
+
+def test_a_fall_is_reported_not_raised(solo):
+    plant = Plant(solo, feet=FEET)
+    mpc = MPC(solo, FEET, "trot", horizon=30, foot_radius=float(plant.foot_radius.min()))
+    r = run(mpc, plant, 1.0, speed=0.3, rate=50, pushes=["0.1:0,6,0"])
+    s = r.summary()
+    assert s["fell"] and s["seconds"] < 1.0
+    assert "fell at" in s["reason"] or "failed" in s["reason"]
+
+
+def test_command_line(tmp_path, capsys):
+    from rbdiff.mpc.cli import main
+    out = tmp_path / "run.json"
+    status = main(["--robot", "solo12", "--gait", "trot", "--seconds", "0.4", "--horizon",
+                   "30", "--json", str(out), "--no-progress"])
+    assert status == 0
+    s = json.loads(out.read_text())
+    for key in ("fell", "seconds", "distance", "mean_speed", "lateral_drift",
+                "max_abs_roll", "max_abs_pitch", "min_base_height", "ticks", "tick_ms_p50",
+                "tick_ms_p99", "realtime_factor"):
+        assert key in s, key
+    assert s["ticks"] == 40 and not s["fell"]
+    assert "no fall" in capsys.readouterr().out
+    assert main(["--robot", "solo12", "--gait", "gallop", "--no-progress"]) == 2
+    assert "unknown gait" in capsys.readouterr().err
