@@ -134,6 +134,10 @@ def build_parser():
     _forward(sub, "mpc", "rbdiff.mpc.cli",
              "a legged robot under model-predictive control in MuJoCo (trot, walk, "
              "pushes; summary, JSON, GIF, figure); see mpc --help")
+    _forward(sub, "bench-mpc", "rbdiff.bench.mpc",
+             "the MPC tick: rbdiff fddp / ddp against MuJoCo finite differences and "
+             "Crocoddyl on the same problem, and fddp vs ddp in closed loop; see "
+             "bench-mpc --help")
     _forward(sub, "bench-core", "rbdiff.bench.core",
              "rbdiff vs Pinocchio single-call times per robot (rnea, crba, aba, "
              "minverse); see bench-core --help")

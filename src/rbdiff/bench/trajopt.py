@@ -52,7 +52,11 @@ def crocoddyl_problem(prob, pin_model):
     same frames, reference, gains and reference placement), or an
     ActionModelImpulseFwdDynamics (an impulse knot: ImpulseModel3D / 6D, r_coeff 0, its
     costs impulse_costs); the terminal one an Euler model with dt 0. Contact gains must be
-    the same on every row (Crocoddyl's are two numbers)."""
+    the same on every row (Crocoddyl's are two numbers). Per-knot costs (``running`` a
+    list of T lists: the MPC's problems) give each knot a model of its own;
+    per-coordinate weights become ActivationModelWeightedQuad, a FrictionCone a
+    ResidualModelContactFrictionCone and a StateBounds a ResidualModelState, each with
+    ActivationModelQuadraticBarrier on the same bounds."""
     import crocoddyl
     import pinocchio as pin
     from rbdiff.trajopt.rollout import CONTACT, IMPULSE
@@ -67,20 +71,41 @@ def crocoddyl_problem(prob, pin_model):
         return pin_model.getFrameId(prob.model.frames[
             rbd.kinematics._frame_id(prob.model, frame)].name)
 
+    def weighted(t):
+        w = getattr(t, "weights", None)
+        return None if w is None else crocoddyl.ActivationModelWeightedQuad(np.asarray(w))
+
+    def barrier(lower, upper):
+        return crocoddyl.ActivationModelQuadraticBarrier(
+            crocoddyl.ActivationBounds(np.asarray(lower, float), np.asarray(upper, float)))
+
     def costs(terms, nu):
         cm = crocoddyl.CostModelSum(state, nu)
         for k, t in enumerate(terms):
+            act = None
             if isinstance(t, to.FrameTranslation):
                 r = crocoddyl.ResidualModelFrameTranslation(state, fid(t.frame), t.target,
                                                             nu)
             elif isinstance(t, to.StateRegularization):
                 r = crocoddyl.ResidualModelState(state, t.x_ref, nu)
+                act = weighted(t)
             elif isinstance(t, to.ControlRegularization):
                 r = crocoddyl.ResidualModelControl(state, nu) if t.u_ref is None else \
                     crocoddyl.ResidualModelControl(state, t.u_ref)
+                act = weighted(t)
+            elif isinstance(t, to.FrictionCone):
+                mu, R, nf, inner, fmin, fmax = t.cone
+                cone = crocoddyl.FrictionCone(R, mu, nf, inner, fmin, fmax)
+                r = crocoddyl.ResidualModelContactFrictionCone(state, fid(t.frame), cone, nu)
+                act = barrier(cone.lb, cone.ub)
+            elif isinstance(t, to.StateBounds):
+                r = crocoddyl.ResidualModelState(state, t.x_ref, nu)
+                act = barrier(t.lower, t.upper)
             else:
                 raise TypeError(f"no Crocoddyl twin for {type(t).__name__}")
-            cm.addCost(f"c{k}", crocoddyl.CostModelResidual(state, r), t.weight)
+            cost = crocoddyl.CostModelResidual(state, r) if act is None else \
+                crocoddyl.CostModelResidual(state, act, r)
+            cm.addCost(f"c{k}", cost, t.weight)
         return cm
 
     def placement(c):
@@ -131,7 +156,23 @@ def crocoddyl_problem(prob, pin_model):
                 cache[key] = crocoddyl.IntegratedActionModelEuler(dam, prob.dt)
         return cache[key]
 
-    running = [knot(int(prob.kind[t]), prob.knot_contacts[t]) for t in range(prob.T)]
+    if prob.running or not prob.T:
+        running = [knot(int(prob.kind[t]), prob.knot_contacts[t]) for t in range(prob.T)]
+    else:                       # per-knot costs: a model of each knot's own
+        running = []
+        for t in range(prob.T):
+            kind, contacts = int(prob.kind[t]), prob.knot_contacts[t]
+            if kind == IMPULSE:
+                running.append(crocoddyl.ActionModelImpulseFwdDynamics(
+                    state, impulse_model(contacts), costs(prob.knot_costs[t], 0), 0.0,
+                    0.0, True))
+                continue
+            cm = costs(prob.knot_costs[t], actuation.nu)
+            dam = (crocoddyl.DifferentialActionModelContactFwdDynamics(
+                state, actuation, contact_model(contacts), cm, 0.0, True)
+                if kind == CONTACT else
+                crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, cm))
+            running.append(crocoddyl.IntegratedActionModelEuler(dam, prob.dt))
     terminal = crocoddyl.IntegratedActionModelEuler(
         crocoddyl.DifferentialActionModelFreeFwdDynamics(
             state, actuation, costs(prob.terminal, actuation.nu)), 0.0)

@@ -384,6 +384,7 @@ class MPC:
         prob.x0[:] = x
         prob.restack()
         xs, us = self._warm_start(prob, t, x)
+        self.last = (prob, xs, us)          # what this tick solved from (bench-mpc)
         t1 = time.perf_counter()
         res = solve_fddp(prob, xs, us, max_iter=self.iterations, tol=0.0,
                          second_order=self.method == "ddp", local=True)

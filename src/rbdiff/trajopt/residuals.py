@@ -456,6 +456,9 @@ class FrictionCone(_ForceTerm):
         self.frame = frame
         self.A, self.lower, self.upper = friction_cone_matrix(
             mu, rotation, nf, inner_appr, min_nforce, max_nforce)
+        # the cone's parameters (Crocoddyl's FrictionCone of the same cone: bench-mpc)
+        self.cone = (mu, np.eye(3) if rotation is None else np.asarray(rotation, float),
+                     int(nf), bool(inner_appr), float(min_nforce), float(max_nforce))
         self.weight = _weight(weight)
 
     def key(self):

@@ -1,0 +1,251 @@
+"""``python -m rbdiff bench-mpc``: the MPC tick, measured.
+
+1. A trot of ``--record`` seconds under the MPC in MuJoCo gives the ticks' measured
+   states; they are replayed, tick by tick and interleaved, through:
+   - rbdiff's tick with fddp and with ddp (``--iterations`` each): total, and its
+     derivatives / backward pass / line search;
+   - MuJoCo's finite differences of the same horizon (``mujoco.mjd_transitionFD`` at
+     each knot's state and control, forward differences, eps 1e-6, the plant's model
+     at the knot's timestep: Zhang et al. 2025's derivatives), against rbdiff's
+     derivatives of the horizon (dynamics and costs);
+   - Crocoddyl's FDDP on the same problem (each tick's Problem converted term for term,
+     bench/trajopt.py's crocoddyl_problem; the same warm start and iterations; one
+     thread), where a compatible Crocoddyl is installed (the trajopt-bench extra, its own
+     environment: Crocoddyl 3.2 needs pin 4.0.x). The cost of the warm start in both
+     is printed: the same problem gives the same number.
+2. Closed loop: fddp against ddp at ``--iterations`` per tick, a trot with a lateral push:
+   tracking (RMS of the forward-speed error after the start), drift, tilt, tick times.
+
+Timings are per tick (ms), medians and 99th percentiles over the replayed ticks; one
+thread (NUMBA_NUM_THREADS is left to the caller; the MPC's batches are small enough to
+run serially).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+
+def _pct(a, p):
+    return float(np.percentile(np.asarray(a, dtype=float), p)) if len(a) else float("nan")
+
+
+def record(model, feet, gait, seconds, rate, horizon, dt, speed):
+    """The measured states (t, x) of each tick of a closed-loop run."""
+    from ..mpc.controller import MPC
+    from ..mpc.loop import run
+    from ..sim import Plant
+    plant = Plant(model, feet=feet)
+    mpc = MPC(model, feet, gait, horizon=horizon, dt=dt,
+              foot_radius=float(plant.foot_radius.min())).prepare(rate)
+    ticks = []
+    r = run(mpc, plant, seconds, speed=speed, rate=rate,
+            on_tick=lambda tk: ticks.append((tk.t, tk.xs[0].copy())))
+    if r.fell:
+        raise RuntimeError(f"bench-mpc: the recording run fell ({r.reason})")
+    return ticks, float(plant.foot_radius.min())
+
+
+def mujoco_fd(model, feet, dt):
+    """A function (xs, us) -> seconds of mjd_transitionFD over the horizon's knots."""
+    import mujoco
+
+    from ..sim import Plant
+    plant = Plant(model, feet=feet, timestep=dt)
+    m, d = plant.mj_model, plant.mj_data
+    nx, nu = 2 * m.nv + (m.na if hasattr(m, "na") else 0), m.nu
+    A, B = np.zeros((nx, nx)), np.zeros((nx, nu))
+
+    def horizon(xs, us):
+        t0 = time.perf_counter()
+        for k in range(us.shape[0]):
+            q, v = xs[k, :model.nq], xs[k, model.nq:]
+            plant.set_state(q, v)
+            d.ctrl[:] = np.clip(us[k][plant._ctrl_tau], plant._ctrl_lo, plant._ctrl_hi)
+            mujoco.mjd_transitionFD(m, d, 1e-6, 0, A, B, None, None)
+        return time.perf_counter() - t0
+
+    return horizon
+
+
+def replay(model, feet, gait, ticks, horizon, dt, iterations, radius, speed, croc=None):
+    """Each recorded tick through rbdiff fddp, rbdiff ddp, MuJoCo FD and (when given)
+    Crocoddyl, interleaved; per-tick rows of ms."""
+    from ..mpc.controller import MPC
+    mpcs = {m: MPC(model, feet, gait, horizon=horizon, dt=dt, method=m,
+                   iterations=iterations, foot_radius=radius) for m in ("fddp", "ddp")}
+    for m in mpcs.values():
+        m.prepare()
+    fd = mujoco_fd(model, feet, dt)
+    rows = []
+    for t, x in ticks:
+        row = {}
+        for name, mpc in mpcs.items():
+            tk = mpc.step(t, x, (speed, 0.0, 0.0))
+            row[name] = tk.timings
+            if name == "fddp":
+                row["fddp_cost"] = tk.cost
+                prob, xs0, us0 = mpc.last
+                row["mujoco_fd"] = 1e3 * fd(tk.xs, tk.us)
+                if croc is not None:
+                    row["crocoddyl"] = croc(prob, xs0, us0, iterations)
+        rows.append(row)
+    return rows
+
+
+def crocoddyl_solver(model_name):
+    """A function (prob, xs, us, iterations) -> {"solve": ms, "cost0": the warm start's
+    cost in Crocoddyl, "cost0_rbdiff": in rbdiff}: Crocoddyl FDDP, one thread, on the
+    converted problem (the conversion not timed); None where Crocoddyl is missing."""
+    from .trajopt import crocoddyl_ok, crocoddyl_problem
+    if not crocoddyl_ok():
+        return None
+    import crocoddyl
+
+    from .anchor import pin_model
+    pm = pin_model(model_name, True)
+
+    def solve(prob, xs, us, iterations):
+        cp = crocoddyl_problem(prob, pm)
+        solver = crocoddyl.SolverFDDP(cp)
+        xs_l, us_l = [np.array(x) for x in xs], [np.array(u) for u in us]
+        cost0 = cp.calc(xs_l, us_l)
+        t0 = time.perf_counter()
+        solver.solve(xs_l, us_l, iterations, False, 1e-9)
+        ms = 1e3 * (time.perf_counter() - t0)
+        # rbdiff's cost of the same (infeasible: gaps allowed) warm start
+        q, v = np.ascontiguousarray(xs[:, :prob.nq]), np.ascontiguousarray(xs[:, prob.nq:])
+        _, _, forces = prob.shoot(q, v, us)
+        return dict(solve=ms, cost0=float(cost0),
+                    cost0_rbdiff=float(prob.cost(q, v, us, forces)))
+
+    return solve
+
+
+def closed_loop(model, feet, gait, seconds, rate, horizon, dt, iterations, speed, push):
+    """fddp against ddp in closed loop: a summary per method, plus the RMS of the
+    forward-speed error after the gait's start."""
+    from ..mpc.controller import MPC, yaw_of
+    from ..mpc.loop import run
+    from ..sim import Plant
+    out = {}
+    for method in ("fddp", "ddp"):
+        plant = Plant(model, feet=feet)
+        mpc = MPC(model, feet, gait, horizon=horizon, dt=dt, method=method,
+                  iterations=iterations, foot_radius=float(plant.foot_radius.min()))
+        mpc.prepare(rate)
+        r = run(mpc, plant, seconds, speed=speed, rate=rate, pushes=[push])
+        s = r.summary()
+        vw = r.base_velocity_world()
+        yaw = np.array([yaw_of(q) for q in r.q])
+        fwd = np.cos(yaw) * vw[:, 0] + np.sin(yaw) * vw[:, 1]
+        late = r.t > mpc.gait.start + 0.5
+        s["speed_rms_error"] = float(np.sqrt(np.mean((fwd[late] - speed) ** 2))) \
+            if late.any() else float("nan")
+        out[method] = s
+    return out
+
+
+def report(res):
+    lines = [f"# bench-mpc: {res['robot']} {res['gait']}, horizon {res['horizon']} x "
+             f"{res['dt'] * 1e3:g} ms, {res['iterations']} iteration(s) a tick, "
+             f"{res['ticks']} replayed ticks ({res['date']})", "",
+             "| per tick (ms) | p50 | p99 |", "|---|---|---|"]
+    for key, label in (("fddp", "rbdiff fddp tick"), ("ddp", "rbdiff ddp tick")):
+        lines.append(f"| {label} | {res[key]['p50']:.2f} | {res[key]['p99']:.2f} |")
+        for part in ("derivatives", "backward", "line_search", "references"):
+            lines.append(f"| &nbsp; {part} | {res[key][part]:.2f} | |")
+    lines.append(f"| MuJoCo FD of the horizon (mjd_transitionFD) | "
+                 f"{res['mujoco_fd']['p50']:.2f} | {res['mujoco_fd']['p99']:.2f} |")
+    if "crocoddyl" in res:
+        c = res["crocoddyl"]
+        lines.append(f"| Crocoddyl FDDP, same problem and warm start | {c['p50']:.2f} | "
+                     f"{c['p99']:.2f} |")
+    lines += ["", f"rbdiff's derivatives of the horizon: {res['fd_ratio']:.1f}x faster than "
+              "MuJoCo's finite differences of it (median per tick)."]
+    if "crocoddyl" in res:
+        lines.append(f"rbdiff's fddp solve / Crocoddyl's: {res['croc_ratio']:.2f}x (median per "
+                     f"tick; warm start's cost agrees to {res['cost_agreement']:.1e} "
+                     "relative)")
+    cl = res.get("closed_loop")
+    if cl:
+        lines += ["", f"closed loop, {cl['seconds']} s at {res['speed']} m/s with a push "
+                  f"{cl['push']}:", "", "| method | fell | speed RMS error (m/s) | mean "
+                  "speed | lateral drift (m) | max roll | max pitch | tick p50 | tick p99 |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for m in ("fddp", "ddp"):
+            s = cl[m]
+            lines.append(f"| {m} | {s['fell']} | {s['speed_rms_error']:.3f} | "
+                         f"{s['mean_speed']:.3f} | {s['lateral_drift']:.3f} | "
+                         f"{s['max_abs_roll']:.3f} | {s['max_abs_pitch']:.3f} | "
+                         f"{s['tick_ms_p50']:.2f} | {s['tick_ms_p99']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m rbdiff bench-mpc", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--robot", default="solo12")
+    p.add_argument("--gait", default="trot")
+    p.add_argument("--speed", type=float, default=0.3)
+    p.add_argument("--record", type=float, default=1.5, help="seconds of ticks to replay")
+    p.add_argument("--rate", type=float, default=100.0)
+    p.add_argument("--horizon", type=int, default=50)
+    p.add_argument("--dt", type=float, default=0.01)
+    p.add_argument("--iterations", type=int, default=1)
+    p.add_argument("--closed-loop", type=float, default=5.0,
+                   help="seconds of the fddp / ddp closed loop (0: skip)")
+    p.add_argument("--push", default="2.5:0,0.5,0")
+    p.add_argument("--out", default="bench-mpc", help="folder for report.md, results.json")
+    args = p.parse_args(argv)
+    import rbdiff as rbd
+
+    from ..mpc.loop import parse_pushes
+    from ..mpc.robots import default_feet
+    model = rbd.load_robot(args.robot)
+    feet = default_feet(model)
+    ticks, radius = record(model, feet, args.gait, args.record, args.rate, args.horizon,
+                           args.dt, args.speed)
+    croc = crocoddyl_solver(args.robot)
+    if croc is None:
+        print("Crocoddyl: not installed with pin 4.0.x here (pip install "
+              "'rbdiff[trajopt-bench]' in an environment of its own); its row is left out")
+    rows = replay(model, feet, args.gait, ticks, args.horizon, args.dt, args.iterations,
+                  radius, args.speed, croc)
+    res = dict(robot=args.robot, gait=args.gait, horizon=args.horizon, dt=args.dt,
+               iterations=args.iterations, ticks=len(rows), speed=args.speed,
+               date=time.strftime("%Y-%m-%d"))
+    for m in ("fddp", "ddp"):
+        tot = [r[m]["total"] for r in rows]
+        res[m] = dict(p50=_pct(tot, 50), p99=_pct(tot, 99),
+                      **{k: _pct([r[m][k] for r in rows], 50)
+                         for k in ("derivatives", "backward", "line_search", "references",
+                                   "solve")})
+    fd = [r["mujoco_fd"] for r in rows]
+    res["mujoco_fd"] = dict(p50=_pct(fd, 50), p99=_pct(fd, 99))
+    res["fd_ratio"] = res["mujoco_fd"]["p50"] / res["fddp"]["derivatives"]
+    if croc is not None:
+        cs = [r["crocoddyl"]["solve"] for r in rows]
+        res["crocoddyl"] = dict(p50=_pct(cs, 50), p99=_pct(cs, 99))
+        res["croc_ratio"] = res["fddp"]["solve"] / res["crocoddyl"]["p50"]
+        res["cost_agreement"] = max(abs(r["crocoddyl"]["cost0"] - r["crocoddyl"]["cost0_rbdiff"])
+                                    / abs(r["crocoddyl"]["cost0"]) for r in rows)
+    if args.closed_loop > 0:
+        push = parse_pushes([args.push])[0]
+        cl = closed_loop(model, feet, args.gait, args.closed_loop, args.rate, args.horizon,
+                         args.dt, args.iterations, args.speed, push)
+        cl.update(seconds=args.closed_loop, push=args.push)
+        res["closed_loop"] = cl
+    text = report(res)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, default=float)
+    return 0
