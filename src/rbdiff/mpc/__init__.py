@@ -6,3 +6,12 @@ controllers (stance.py).
 
 Importing rbdiff.mpc imports neither mujoco nor the plant; running a loop does.
 """
+
+from .controller import DEFAULT_WEIGHTS, MPC, Tick
+from .gaits import GAITS, Gait, gait
+from .loop import Run, parse_pushes, piecewise, run
+from .plots import plot_run
+from .robots import default_feet
+
+__all__ = ["MPC", "Tick", "DEFAULT_WEIGHTS", "Gait", "gait", "GAITS", "run", "Run",
+           "piecewise", "parse_pushes", "plot_run", "default_feet"]
