@@ -56,18 +56,23 @@ def test_warm_start_is_the_previous_solution_moved_on(solo):
     m = 2                                   # two knots later, at the predicted state
     prob = mpc._problem(mpc._phase_key(0.25 + m * mpc.dt), 0.25 + m * mpc.dt, x)[0]
     prob.x0[:] = first.xs[m]
-    xs, us = mpc._warm_start(prob, 0.25 + m * mpc.dt, first.xs[m])
+    xs, us, shot = mpc._warm_start(prob, 0.25 + m * mpc.dt, first.xs[m])
     T = mpc.T
     # the previous policy rolled out from its own predicted state is the plan moved on
     # (to rounding: the rollout repeats the plan's own arithmetic)
     scale = np.abs(first.xs).max()
     assert np.abs(xs[:T + 1 - m] - first.xs[m:]).max() < 1e-9 * scale
     assert np.abs(us[:T - m] - first.us[m:]).max() < 1e-9 * np.abs(first.us).max()
+    # the rollout's successors are the next knots (no gaps) and the forces Problem.shoot's
+    qx, vx, f = shot
+    assert np.array_equal(qx, xs[1:, :solo.nq]) and np.array_equal(vx, xs[1:, solo.nq:])
+    q, v = np.ascontiguousarray(xs[:, :solo.nq]), np.ascontiguousarray(xs[:, solo.nq:])
+    assert np.allclose(prob.shoot(q, v, us)[2], f, rtol=1e-12, atol=1e-12)
     mpc.feasible_warm_start = False         # the plain shift: exactly the old knots
-    xs2, us2 = mpc._warm_start(prob, 0.25 + m * mpc.dt, first.xs[m])
+    xs2, us2, shot2 = mpc._warm_start(prob, 0.25 + m * mpc.dt, first.xs[m])
     assert np.array_equal(xs2[1:T + 1 - m], first.xs[m + 1:])
     assert np.array_equal(xs2[0], first.xs[m])
-    assert np.array_equal(us2[:T - m], first.us[m:])
+    assert np.array_equal(us2[:T - m], first.us[m:]) and shot2 is None
     # the knots past the old horizon repeat its last control and state
     assert np.array_equal(us2[T - m:], np.repeat(first.us[-1:], m, axis=0))
     assert np.array_equal(xs2[T + 1 - m:], np.repeat(first.xs[-1:], m, axis=0))

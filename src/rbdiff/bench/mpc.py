@@ -158,7 +158,8 @@ def report(res):
              "| per tick (ms) | p50 | p99 |", "|---|---|---|"]
     for key, label in (("fddp", "rbdiff fddp tick"), ("ddp", "rbdiff ddp tick")):
         lines.append(f"| {label} | {res[key]['p50']:.2f} | {res[key]['p99']:.2f} |")
-        for part in ("derivatives", "backward", "line_search", "references"):
+        for part in ("references", "warm_start", "solve", "derivatives", "backward",
+                     "line_search"):
             lines.append(f"| &nbsp; {part} | {res[key][part]:.2f} | |")
     lines.append(f"| MuJoCo FD of the horizon (mjd_transitionFD) | "
                  f"{res['mujoco_fd']['p50']:.2f} | {res['mujoco_fd']['p99']:.2f} |")
@@ -225,7 +226,7 @@ def main(argv=None):
         res[m] = dict(p50=_pct(tot, 50), p99=_pct(tot, 99),
                       **{k: _pct([r[m][k] for r in rows], 50)
                          for k in ("derivatives", "backward", "line_search", "references",
-                                   "solve")})
+                                   "warm_start", "solve")})
     fd = [r["mujoco_fd"] for r in rows]
     res["mujoco_fd"] = dict(p50=_pct(fd, 50), p99=_pct(fd, 99))
     res["fd_ratio"] = res["mujoco_fd"]["p50"] / res["fddp"]["derivatives"]

@@ -75,8 +75,9 @@ class Tick:
     """One MPC tick's answer. t (s); u (nu,) the first control; K (nu, 2 nv) its feedback
     gain; xs (T+1, nq+nv), us (T, nu), gains (T, nu, 2 nv) the predicted trajectory and
     the horizon's policy; support (T, nfeet) the knots' supporting feet; forces (T,
-    ncmax) the predicted contact forces; cost, iterations; timings (ms): "references",
-    "solve" and the solver's "derivatives", "backward", "line_search", "total"."""
+    ncmax) the predicted contact forces; cost, iterations; timings (ms): "references"
+    (the problem's targets), "warm_start" (the previous policy rolled out), "solve" and
+    within it the solver's "derivatives", "backward", "line_search"; "total"."""
     t: float
     dt: float
     u: np.ndarray
@@ -351,15 +352,12 @@ class MPC:
                     self._landing[i] = end
                 k0 = max(int(math.ceil((lo - t) / dt - 1e-9)), 0)
                 k1 = min(int(math.ceil((td - t) / dt - 1e-9)), T)
-                for k in range(k0, k1):
-                    if support[k, i]:
-                        continue
-                    tau = min(max((t + k * dt - lo) / (td - lo), 0.0), 1.0)
-                    s3 = tau * tau * (3.0 - 2.0 * tau)
-                    targets[k, i, :2] = start[:2] + (end[:2] - start[:2]) * s3
-                    targets[k, i, 2] = (start[2] + (end[2] - start[2]) * s3
-                                        + 0.5 * self.step_height
-                                        * (1.0 - math.cos(2.0 * math.pi * tau)))
+                k = np.arange(k0, k1)
+                k = k[~support[k, i]]
+                tau = np.clip((t + k * dt - lo) / (td - lo), 0.0, 1.0)
+                s3 = (tau * tau * (3.0 - 2.0 * tau))[:, None]
+                targets[k, i] = start + (end - start) * s3
+                targets[k, i, 2] += 0.5 * self.step_height * (1.0 - np.cos(2 * np.pi * tau))
                 start = end
 
     # ---- the tick ----------------------------------------------------------------------
@@ -383,17 +381,18 @@ class MPC:
         self._t_prev = t
         prob.x0[:] = x
         prob.restack()
-        xs, us = self._warm_start(prob, t, x)
+        tw = time.perf_counter()
+        xs, us, shot = self._warm_start(prob, t, x)
         self.last = (prob, xs, us)          # what this tick solved from (bench-mpc)
         t1 = time.perf_counter()
         res = solve_fddp(prob, xs, us, max_iter=self.iterations, tol=0.0,
-                         second_order=self.method == "ddp", local=True)
+                         second_order=self.method == "ddp", local=True, shot=shot)
         t2 = time.perf_counter()
         self._prev = (t, res.xs, res.us, res.gains)
         timings = {k: 1e3 * res.timings.get(k, 0.0)
                    for k in ("derivatives", "backward", "line_search")}
-        timings.update(references=1e3 * (t1 - t0), solve=1e3 * (t2 - t1),
-                       total=1e3 * (t2 - t0))
+        timings.update(references=1e3 * (tw - t0), warm_start=1e3 * (t1 - tw),
+                       solve=1e3 * (t2 - t1), total=1e3 * (t2 - t0))
         return Tick(t, self.dt, res.us[0].copy(), res.gains[0].copy(), res.xs, res.us,
                     res.gains, support.copy(), res.forces, res.cost, res.iterations,
                     timings, self.model)
@@ -406,7 +405,7 @@ class MPC:
             xs = np.tile(x, (T + 1, 1))
             xs[:, 2] = np.maximum(xs[:, 2], 0.0)
             us = prob.quasi_static_controls(xs[:, :self.nq])
-            return xs, us
+            return xs, us, None
         t_prev, xs_p, us_p, K_p = self._prev
         m = min(max(int(round((t - t_prev) / self.dt)), 0), T)
         xs = np.concatenate([xs_p[m:], np.repeat(xs_p[-1:], m, axis=0)])
@@ -415,14 +414,14 @@ class MPC:
             K = np.concatenate([K_p[m:], np.repeat(K_p[-1:], m, axis=0)])
             nq = self.nq
             try:        # the previous policy rolled out from the measured state: no gaps
-                q, v, u = prob.closed_loop(np.ascontiguousarray(xs[:, :nq]),
-                                           np.ascontiguousarray(xs[:, nq:]), us,
-                                           np.zeros_like(us), K, 0.0)
-                return np.concatenate([q, v], axis=1), u
+                q, v, u, qx, vx, f = prob._run(np.ascontiguousarray(xs[:, :nq]),
+                                               np.ascontiguousarray(xs[:, nq:]), us,
+                                               np.zeros_like(us), K, 0.0)
+                return np.concatenate([q, v], axis=1), u, (qx, vx, f)
             except ValueError:
                 pass
         xs[0] = x
-        return xs, us
+        return xs, us, None
 
     def reset(self):
         """Forget the warm start and the references' memory (a new run)."""

@@ -339,7 +339,7 @@ def _quadratic(a, M, b):
 
 
 def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None,
-               second_order=False, costate=False, local=False):
+               second_order=False, costate=False, local=False, shot=None):
     """Crocoddyl's feasibility-driven DDP (SolverFDDP::solve, Mastalli et al. 2020), step
     for step: the knots of the warm start (xs, us) are shot one by one (multiple
     shooting), their gaps fs closed by the forward pass (x_t = x_next (+) (alpha - 1) fs_t
@@ -370,7 +370,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     iterations (BACKOFF_MAX; by consecutive failures, reset by a success) take it without
     trying; ``history[i]["second_order"]`` says which. ``local``: the warm start is
     already in the local phase (an MPC tick from the previous tick's solution): the
-    exact curvature from the first iteration."""
+    exact curvature from the first iteration. ``shot``: (q' (T, nq), v' (T, nv), forces
+    (T, ncmax)) of the warm start's knots (Problem.shoot's), when the caller has them
+    from the rollout that made xs (an MPC's warm start): not computed again."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
@@ -381,7 +383,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
                 curvature._needed(label)
     q, v, u = _warm_start(prob, xs, us)
     try:
-        qx, vx, forces = prob.shoot(q, v, u)
+        qx, vx, forces = prob.shoot(q, v, u) if shot is None else shot
     except ValueError as e:
         raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / "
                          "us") from None
