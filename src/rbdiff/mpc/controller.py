@@ -40,7 +40,7 @@ from ..kinematics import _frame_id
 from ..model.configuration import quat_to_rot
 from ..trajopt.costs import ControlRegularization, FrameTranslation, StateRegularization
 from ..trajopt.problem import Problem
-from ..trajopt.residuals import FrictionCone, StateBounds
+from ..trajopt.residuals import FramePlacement, FrictionCone, StateBounds, WrenchCone
 from ..trajopt.solver import solve_fddp
 from .gaits import Gait, gait as _preset
 
@@ -119,7 +119,10 @@ class MPC:
     lowest foot is at ``floor`` + ``foot_radius``); step_height (m, default 40 % of the
     foot's height below the base... at most 8 cm); period / duty / start change the
     gait's; weights: DEFAULT_WEIGHTS overrides; lag (m): how far the carrot may lead the
-    measured base; mu: the friction cone's coefficient.
+    measured base; mu: the friction cone's coefficient; contact: "3d" (point feet,
+    Baumgarte (0, 50), the linearised friction cone; the default for four feet) or "6d"
+    (soles, (0, 30), Crocoddyl's wrench cone on a ``sole`` (length, width) box, the swing
+    soles level; the default for two feet).
 
     Raises ValueError for a model without a free flyer, an unknown gait or method, a
     horizon shorter than a swing, a bad weight; KeyError for a missing foot frame."""
@@ -127,7 +130,7 @@ class MPC:
     def __init__(self, model, feet, gait="trot", horizon=50, dt=0.01, method="fddp",
                  iterations=1, q_ref=None, step_height=None, period=None, duty=None,
                  start=0.2, weights=None, lag=0.1, mu=0.7, floor=0.0, foot_radius=0.0, touchdown_depth=0.01,
-                 feasible_warm_start=True):
+                 feasible_warm_start=True, contact=None, sole=(0.1, 0.05)):
         if not (model.njoints > 1 and model.nqs[1] == 7):
             raise ValueError("MPC: expected a model with a free-flyer root joint")
         self.model = model
@@ -176,7 +179,13 @@ class MPC:
                                  else step_height)
         self.touchdown_depth = float(touchdown_depth)
         self.feasible_warm_start = bool(feasible_warm_start)
-        self._contacts = tuple(Contact(f, "3d", "local_world_aligned", gains=(0.0, 50.0))
+        # point feet (3D, Crocoddyl's quadruped gains) or soles (6D, its biped's)
+        self.contact = contact or ("6d" if len(self.feet) == 2 else "3d")
+        if self.contact not in ("3d", "6d"):
+            raise ValueError(f"MPC contact: expected '3d' or '6d', got {contact!r}")
+        self.sole = tuple(float(a) for a in sole)
+        gains = (0.0, 50.0) if self.contact == "3d" else (0.0, 30.0)
+        self._contacts = tuple(Contact(f, self.contact, "local_world_aligned", gains=gains)
                                for f in self.feet)
         self._state_weights = self._weight_vector(w)
         self._problems = {}
@@ -258,7 +267,13 @@ class MPC:
         xref = np.zeros((T + 1, nx))                  # the knots' targets are views
         targets = np.zeros((T, len(self.feet), 3))
         ctrl = ControlRegularization(w["control"])
-        cones = [FrictionCone(f, self.mu, np.eye(3), 4, False, w["cone"]) for f in self.feet]
+        placements = np.tile(np.eye(4), (T, len(self.feet), 1, 1))
+        if self.contact == "3d":
+            cones = [FrictionCone(f, self.mu, np.eye(3), 4, False, w["cone"])
+                     for f in self.feet]
+        else:       # the sole's centre of pressure inside its box (Crocoddyl's biped)
+            cones = [WrenchCone(f, self.mu, self.sole, np.eye(3), 4, True, w["cone"])
+                     for f in self.feet]
         lo, hi = StateBounds.limits(self.model, self.model.velocity_limits)
         bounds = StateBounds(lo, hi, w["bounds"]) if np.isfinite(hi).any() else None
         running, contacts, swing = [], [], []
@@ -272,14 +287,16 @@ class MPC:
                     cs.append(self._contacts[i])
                     terms.append(cones[i])
                 else:
-                    terms.append(FrameTranslation(f, targets[k, i], w["swing"]))
+                    terms.append(FrameTranslation(f, targets[k, i], w["swing"])
+                                 if self.contact == "3d" else
+                                 FramePlacement(f, placements[k, i], w["swing"]))
                     swing.append((k, i))
             contacts.append(tuple(cs) if cs else None)
             running.append(terms)
         terminal = [StateRegularization(xref[T], w["terminal"], self._state_weights)]
         prob = Problem(self.model, x, T, self.dt, running=running, terminal=terminal,
                        actuation="floating_base", contacts=contacts)
-        entry = (prob, xref, targets, support)
+        entry = (prob, xref, targets, support, placements)
         self._problems[key] = entry
         return entry
 
@@ -376,8 +393,14 @@ class MPC:
         if len(command) != 3 or not all(math.isfinite(c) for c in command):
             raise ValueError(f"MPC.step: command expected (vx, vy, yaw rate) finite, got "
                              f"{command}")
-        prob, xref, targets, support = self._problem(self._phase_key(t), t, x)
+        prob, xref, targets, support, placements = self._problem(self._phase_key(t), t, x)
         self._references(t, x, command, xref, targets, support)
+        if self.contact == "6d":     # a sole's target: its position, level, the heading
+            psi = np.arctan2(xref[:-1, 5], xref[:-1, 6]) * 2.0
+            c, sn = np.cos(psi)[:, None], np.sin(psi)[:, None]
+            placements[..., :3, 3] = targets
+            placements[..., 0, 0], placements[..., 0, 1] = c, -sn
+            placements[..., 1, 0], placements[..., 1, 1] = sn, c
         self._t_prev = t
         prob.x0[:] = x
         prob.restack()
