@@ -15,6 +15,8 @@ import json
 import sys
 import time
 
+import numpy as np
+
 
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m rbdiff mpc",
@@ -109,15 +111,36 @@ def main(argv=None):
     return 1 if s["fell"] else 0
 
 
+def side_camera(q, height):
+    """A camera beside the base's path (q (N, nq)), slightly above, seeing all of it and
+    the robot (``height``: its base height) at the path's ends."""
+    import math
+
+    from ..viewer.geometry import Camera
+    p = q[:, :3]
+    lo, hi = p.min(axis=0), p.max(axis=0)
+    c = 0.5 * (lo + hi)
+    c[2] = 0.5 * height
+    span = max(float(np.linalg.norm(hi[:2] - lo[:2])) + 4 * height, 6 * height)
+    d = np.array([0.25, -1.0, 0.3])
+    d /= np.linalg.norm(d)
+    fov = math.radians(40.0)
+    # the path spans the image's width (4:3): half of it within half the horizontal fov
+    dist = 0.5 * span / math.tan(0.5 * fov * 4 / 3)
+    return Camera(tuple(map(float, c + d * dist)), tuple(map(float, c)), (0.0, 0.0, 1.0),
+                  fov)
+
+
 def _render(model, r, args):
     from ..viewer import Viewer
-    stride = max(int(round(0.02 / (r.t[1] - r.t[0]))), 1) if len(r.t) > 1 else 1
+    stride = max(int(round(0.04 / (r.t[1] - r.t[0]))), 1) if len(r.t) > 1 else 1
     qs = r.q[::stride]
-    dt = stride * (r.t[1] - r.t[0]) if len(r.t) > 1 else 0.02
+    dt = stride * (r.t[1] - r.t[0]) if len(r.t) > 1 else 0.04
     with Viewer(model) as viz:
         if args.html:
             viz.export_html(args.html, qs, dt)
             print(f"  html: {args.html}")
         if args.gif:
-            viz.render_gif(args.gif, qs, dt, fps=25)
+            viz.render_gif(args.gif, qs, dt, fps=25, width=480, height=360,
+                           camera=side_camera(r.q, r.nominal_height))
             print(f"  gif: {args.gif}")
