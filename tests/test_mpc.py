@@ -160,3 +160,24 @@ def test_command_line(tmp_path, capsys):
     assert "no fall" in capsys.readouterr().out
     assert main(["--robot", "solo12", "--gait", "gallop", "--no-progress"]) == 2
     assert "unknown gait" in capsys.readouterr().err
+
+
+def test_a_tick_solves_as_the_solver_does_without_the_mpc_shortcuts(solo):
+    """The tick hands its warm start's rollout (successors, forces) to solve_fddp, which
+    then takes the warm start's cost from the derivatives' pass: the same iterate, cost
+    and gains as solve_fddp computing both itself."""
+    from rbdiff.trajopt.solver import solve_fddp
+    mpc = MPC(solo, FEET, "trot", horizon=30, iterations=1)
+    x = _standing(mpc)
+    mpc.step(0.25, x, (0.3, 0.0, 0.0))
+    x2 = mpc._prev[1][2]
+    for method in ("fddp", "ddp"):
+        mpc.method = method
+        tick = mpc.step(0.27, x2, (0.3, 0.0, 0.0))
+        prob, xs, us = mpc.last
+        ref = solve_fddp(prob, xs, us, max_iter=1, tol=0.0, second_order=method == "ddp",
+                         local=True)
+        assert ref.cost == pytest.approx(tick.cost, rel=1e-12)
+        assert np.allclose(ref.xs, tick.xs, rtol=0, atol=1e-12)
+        assert np.allclose(ref.gains, tick.gains, rtol=1e-10, atol=1e-10)
+        mpc._prev = (0.25, *mpc._prev[1:])      # the same warm start for the next method

@@ -413,7 +413,8 @@ class Problem:
         q, v, u, _, _, f = self._run(None, None, us, zeros, None, 0.0)
         return self.cost(q, v, u, f)
 
-    def cost_derivatives(self, q, v, us, forces=None, dforces=None, curvature=None):
+    def cost_derivatives(self, q, v, us, forces=None, dforces=None, curvature=None,
+                         total=None):
         """(l_x (T+1, 2nv), l_u (T, nu), l_xx (T+1, 2nv, 2nv), l_uu (T, nu, nu)): running
         terms times dt at the free and contact knots, the impulse terms at the impulse
         knots, the terminal terms at knot T. With force terms, ``forces`` (T, ncmax) and
@@ -421,8 +422,11 @@ class Problem:
         and the result has a fifth entry l_xu (T, 2nv, nu). ``curvature`` (T+1, nv, nv)
         or None: the terms that have a residual curvature add it there, scaled as their
         l_xx (cost_curvature's values, from the kinematics their derivatives compute;
-        what DDP adds)."""
+        what DDP adds). ``total``: None or a list, to which the total cost (the terms'
+        values, which the derivatives compute on the way) is appended: ``cost``'s
+        number without a second pass over the terms."""
         T, n, nu = self.T, 2 * self.nv, self.nu
+        J = 0.0
         lx, lu = np.zeros((T + 1, n)), np.zeros((T, nu))
         lxx, luu = np.zeros((T + 1, n, n)), np.zeros((T, nu, nu))
         lxu = np.zeros((T, n, nu)) if self.reads_forces else None
@@ -432,20 +436,24 @@ class Problem:
             for K, knots, term, scale, off in self.cost_groups:
                 uk = None if self.kind[_first(K)] == IMPULSE else us[K]
                 if off is None:
-                    term.accumulate(m, q[K], v[K], uk, out=out, knots=knots, scale=scale,
-                                    **_curved(term, curvature))
+                    J += scale * term.accumulate(m, q[K], v[K], uk, out=out, knots=knots,
+                                                 scale=scale,
+                                                 **_curved(term, curvature)).sum()
                     continue
                 if forces is None or dforces is None:
                     raise ValueError("cost_derivatives: this problem's force terms need "
                                      "the knots' contact forces and their derivatives")
                 r = _rows(K)
-                term.accumulate(m, q[K], v[K], uk, forces[r, off], dforces[0][r, off],
-                                dforces[1][r, off], out=out, knots=knots, scale=scale)
+                J += scale * term.accumulate(m, q[K], v[K], uk, forces[r, off],
+                                             dforces[0][r, off], dforces[1][r, off],
+                                             out=out, knots=knots, scale=scale).sum()
             last = np.array([T])
             for t in self.terminal:
                 if not getattr(t, "reads_forces", False):
-                    t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last, scale=1.0,
-                                 **_curved(t, curvature))
+                    J += t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last,
+                                      scale=1.0, **_curved(t, curvature))[0]
+        if total is not None:
+            total.append(float(J))
         if self.reads_forces:
             return lx, lu, lxx, luu, lxu
         return lx, lu, lxx, luu
@@ -490,19 +498,20 @@ class Problem:
         parts, *costs = self.derivative_parts(q, v, us, vnext, forces)
         return self._assemble(*parts) + tuple(costs)
 
-    def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None):
+    def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None,
+                         total=None):
         """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): derivatives with the dynamics'
         Jacobians as their factors (_dynamics_parts: what FDDP's backward pass takes);
         ``first``: None or (T, 3, nv + ncmax, nv), filled at the contact knots with
         their contact dynamics derivatives (ddp's contractions reuse them);
         ``curvature``: None or (T+1, nv, nv), the residuals' curvature added there
-        (cost_derivatives'; l_xx stays Gauss-Newton's)."""
+        (cost_derivatives'; l_xx stays Gauss-Newton's); ``total``: cost_derivatives'."""
         df = None
         if self.reads_forces:
             nc = max(self.ncmax, 1)
             df = (np.zeros((self.T, nc, 2 * self.nv)), np.zeros((self.T, nc, self.nu)))
         parts = self._dynamics_parts(q, v, us, vnext, df, first)
-        c = self.cost_derivatives(q, v, us, forces, df, curvature)
+        c = self.cost_derivatives(q, v, us, forces, df, curvature, total)
         return (parts,) + tuple(c) + ((None,) if len(c) == 4 else ())
 
     def dynamics_jacobians(self, q, v, us, vnext):

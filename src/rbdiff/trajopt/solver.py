@@ -387,8 +387,10 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     except ValueError as e:
         raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / "
                          "us") from None
-    J = prob.cost(q, v, u, forces)
-    if not np.isfinite(J):
+    # with a caller's shot (an MPC tick) the warm start's cost comes with the first
+    # iteration's derivatives (their terms compute it on the way): one pass fewer
+    J = prob.cost(q, v, u, forces) if shot is None else None
+    if J is not None and not np.isfinite(J):
         raise ValueError("fddp: the warm start's cost is not finite")
     k_ff, K_fb = np.zeros((T, nu)), np.zeros((T, nu, nx))
     _no_lxu = np.zeros((T, 0, 0))       # no cross term: the pass skips it (one signature)
@@ -409,7 +411,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         t0, c0 = time.perf_counter(), compile_seconds()
         # the exact model only in the local phase: far from the optimum it is mostly
         # indefinite, and a failed try costs a pass of contractions for nothing
-        second = second_order and wait == 0 and stop <= SWITCH * max(abs(J), 1.0)
+        second = second_order and wait == 0 and stop <= SWITCH * max(abs(J or 0.0), 1.0)
         wait = max(wait - 1, 0)
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
@@ -417,9 +419,15 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
             # for a second-order try
             if curved and second:
                 H[:] = 0.0
+            total = [] if J is None else None
             parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
                                                                  first if second else None,
-                                                                 H if second else None)
+                                                                 H if second else None,
+                                                                 total)
+            if J is None:
+                J = total[0]
+                if not np.isfinite(J):
+                    raise ValueError("fddp: the warm start's cost is not finite")
             kept = second
             lxx_newton = None
         # no new step (recalc False): a try needs the residual curvature of this iterate,
