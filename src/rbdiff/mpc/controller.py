@@ -77,7 +77,8 @@ class Tick:
     the horizon's policy; support (T, nfeet) the knots' supporting feet; forces (T,
     ncmax) the predicted contact forces; cost, iterations; timings (ms): "references"
     (the problem's targets), "warm_start" (the previous policy rolled out), "solve" and
-    within it the solver's "derivatives", "backward", "line_search"; "total"."""
+    within it the solver's "derivatives", "backward", "line_search"; "total"; failed:
+    None, or why the solver gave up this tick (the previous plan, moved on, kept)."""
     t: float
     dt: float
     u: np.ndarray
@@ -91,6 +92,7 @@ class Tick:
     iterations: int
     timings: dict = field(default_factory=dict)
     model: object = None
+    failed: str = None      # why the solver stopped without a step (the plan kept), or None
 
     def control(self, x, s=None):
         """The inner loop's torques at time s (default this tick's time) for the
@@ -130,7 +132,7 @@ class MPC:
     def __init__(self, model, feet, gait="trot", horizon=50, dt=0.01, method="fddp",
                  iterations=1, q_ref=None, step_height=None, period=None, duty=None,
                  start=0.2, weights=None, lag=0.1, mu=0.7, floor=0.0, foot_radius=0.0, touchdown_depth=0.01,
-                 feasible_warm_start=True, contact=None, sole=(0.1, 0.05)):
+                 feasible_warm_start=True, contact=None, sole=(0.1, 0.05), reg=1e-3):
         if not (model.njoints > 1 and model.nqs[1] == 7):
             raise ValueError("MPC: expected a model with a free-flyer root joint")
         self.model = model
@@ -179,6 +181,7 @@ class MPC:
                                  else step_height)
         self.touchdown_depth = float(touchdown_depth)
         self.feasible_warm_start = bool(feasible_warm_start)
+        self.reg = float(reg)
         # point feet (3D, Crocoddyl's quadruped gains) or soles (6D, its biped's)
         self.contact = contact or ("6d" if len(self.feet) == 2 else "3d")
         if self.contact not in ("3d", "6d"):
@@ -409,8 +412,18 @@ class MPC:
         self.last = (prob, xs, us)          # what this tick solved from (bench-mpc)
         t1 = time.perf_counter()
         res = solve_fddp(prob, xs, us, max_iter=self.iterations, tol=0.0,
-                         second_order=self.method == "ddp", local=True, shot=shot)
+                         second_order=self.method == "ddp", local=True, shot=shot,
+                         reg=self.reg)
         t2 = time.perf_counter()
+        failed = res.history[-1].get("stop") if res.history else None
+        if res.gains is None:       # no backward pass succeeded: keep the previous plan
+            if self._prev is None:
+                raise ValueError(f"MPC tick at t = {t:.3f} s: the solver gave up on the "
+                                 f"first tick ({failed})")
+            m = min(max(int(round((t - self._prev[0]) / self.dt)), 0), self.T)
+            K = self._prev[3]
+            res.gains = np.concatenate([K[m:], np.repeat(K[-1:], m, axis=0)])
+            res.xs, res.us = xs, us
         self._prev = (t, res.xs, res.us, res.gains)
         timings = {k: 1e3 * res.timings.get(k, 0.0)
                    for k in ("derivatives", "backward", "line_search")}
@@ -418,7 +431,7 @@ class MPC:
                        solve=1e3 * (t2 - t1), total=1e3 * (t2 - t0))
         return Tick(t, self.dt, res.us[0].copy(), res.gains[0].copy(), res.xs, res.us,
                     res.gains, support.copy(), res.forces, res.cost, res.iterations,
-                    timings, self.model)
+                    timings, self.model, failed)
 
     def _warm_start(self, prob, t, x):
         """The previous solution shifted by the knots elapsed since (its last knot

@@ -102,6 +102,7 @@ class Run:
     wall: float
     pushes: list = field(default_factory=list)
     nominal_height: float = 0.0
+    failed_ticks: int = 0       # ticks whose solver gave up (the previous plan kept)
 
     def base_velocity_world(self):
         """(N, 3) the base's linear velocity in the world frame."""
@@ -139,7 +140,7 @@ class Run:
                     max_abs_pitch=float(np.abs(rp[:, 1]).max()),
                     min_base_height=float(q[:, 2].min()) if len(q) else 0.0,
                     nominal_height=float(self.nominal_height),
-                    ticks=int(len(self.tick_ms)),
+                    ticks=int(len(self.tick_ms)), failed_ticks=int(self.failed_ticks),
                     tick_ms_p50=float(np.percentile(ms, 50)),
                     tick_ms_p99=float(np.percentile(ms, 99)),
                     tick_ms_max=float(ms.max()),
@@ -187,6 +188,7 @@ def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=5
             bar = None
     fell, reason = False, ""
     tick = None
+    failed_ticks = 0
     pending = list(pushes)
     wall0 = time.perf_counter()
     n = 0
@@ -205,6 +207,7 @@ def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=5
                 break
             tick_t.append(t)
             tick_ms.append(tick.timings["total"])
+            failed_ticks += tick.failed is not None
             if on_tick is not None:
                 on_tick(tick)
         u = tick.control(x, t)
@@ -233,4 +236,4 @@ def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=5
                arr(log_u).reshape(-1, mpc.nu), arr(log_c).reshape(-1, 3),
                arr(log_p).reshape(-1, nf, 3), arr(log_f).reshape(-1, nf, 3),
                arr(tick_t), arr(tick_ms), fell, reason or "ran to the end",
-               float(len(log_t) * h), wall, pushes, mpc.z0)
+               float(len(log_t) * h), wall, pushes, mpc.z0, failed_ticks)

@@ -464,7 +464,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
                                     second_order=False,
                                     stop="regularisation at its bound"))
                 return _result(prob, q, v, u, J, it, False, name, history, timings,
-                               forces)
+                               forces, None if it == 1 else K_fb)
         t2, c2 = time.perf_counter(), compile_seconds()
         # Crocoddyl's updateExpectedImprovement (its k is -ours: dg = -sum Q_u.k)
         dg, dq = -dg_k, -dq_k
