@@ -180,9 +180,10 @@ class JointMap:
             v_rb += list(range(iv, iv + nv))
             v_mj += list(range(d, d + nv))
         if missing:
+            names = [mujoco.mj_id2name(mm, mujoco.mjtObj.mjOBJ_JOINT, j)
+                     for j in range(mm.njnt)]
             raise ValueError(f"joint_map: the MuJoCo model has no joint named {missing} "
-                             "(its joints: "
-                             f"{[mujoco.mj_id2name(mm, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(mm.njnt)]})")
+                             f"(its joints: {names})")
         self.q_rb, self.q_mj = np.array(q_rb, int), np.array(q_mj, int)
         self.v_rb, self.v_mj = np.array(v_rb, int), np.array(v_mj, int)
         self.offset = np.array(offset)

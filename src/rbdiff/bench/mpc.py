@@ -188,16 +188,17 @@ def report(res):
               "faster than MuJoCo's finite differences of the same horizon (medians per "
               f"tick; with the costs' derivatives too, {res['fd_ratio_all']:.1f}x)."]
     if "crocoddyl" in res:
-        lines.append(f"rbdiff's fddp solve / Crocoddyl's: {res['croc_ratio']:.2f}x, its whole "
-                     f"tick (references and warm start included) / Crocoddyl's solve: "
+        lines.append(f"rbdiff's fddp solve / Crocoddyl's: {res['croc_ratio']:.2f}x, its "
+                     f"whole tick (references and warm start included) / Crocoddyl's solve: "
                      f"{res['croc_tick_ratio']:.2f}x (medians per tick; the warm start's "
                      f"cost agrees to {res['cost_agreement']:.1e} relative: the same "
                      "problem)")
     cl = res.get("closed_loop")
     if cl:
         lines += ["", f"closed loop, {cl['seconds']} s at {res['speed']} m/s with a push "
-                  f"{cl['push']}:", "", "| method | fell | speed RMS error (m/s) | mean "
-                  "speed | lateral drift (m) | max roll | max pitch | tick p50 | tick p99 |",
+                  f"{cl['push']}:", "", "| method | fell | speed RMS error (m/s) | "
+                  "mean speed | lateral drift (m) | max roll | max pitch | tick p50 | "
+                  "tick p99 |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for m in ("fddp", "ddp"):
             s = cl[m]
@@ -258,8 +259,9 @@ def main(argv=None):
         res["crocoddyl"] = dict(p50=_pct(cs, 50), p99=_pct(cs, 99))
         res["croc_ratio"] = res["fddp"]["solve"] / res["crocoddyl"]["p50"]
         res["croc_tick_ratio"] = res["fddp"]["p50"] / res["crocoddyl"]["p50"]
-        res["cost_agreement"] = max(abs(r["crocoddyl"]["cost0"] - r["crocoddyl"]["cost0_rbdiff"])
-                                    / abs(r["crocoddyl"]["cost0"]) for r in rows)
+        res["cost_agreement"] = max(
+            abs(r["crocoddyl"]["cost0"] - r["crocoddyl"]["cost0_rbdiff"])
+            / abs(r["crocoddyl"]["cost0"]) for r in rows)
     if args.closed_loop > 0:
         push = parse_pushes([args.push])[0]
         cl = closed_loop(model, feet, args.gait, args.closed_loop, args.rate, args.horizon,

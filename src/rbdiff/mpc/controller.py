@@ -112,27 +112,38 @@ class MPC:
     """``MPC(model, feet, gait="trot", horizon=50, dt=0.01, method="fddp",
     iterations=1, ...)``: a receding-horizon controller of a free-flyer legged robot.
 
-    model: a Model with a free-flyer root; feet: the foot frames (lf, rf, lh, rh for a
-    quadruped, right, left for a biped: point contacts); gait: a preset name of
-    rbdiff.mpc.gaits (stand, walk, trot, pace, bound) or a Gait; horizon (knots) and dt
-    (s); method "fddp" (Gauss-Newton) or "ddp" (the dynamics' exact curvature from the
-    first iteration); iterations: the solver's budget per tick. q_ref (nq,): the standing
-    configuration (default the model's "standing" reference, its base lowered so the
-    lowest foot is at ``floor`` + ``foot_radius``); step_height (m, default 40 % of the
-    foot's height below the base... at most 8 cm); period / duty / start change the
-    gait's; weights: DEFAULT_WEIGHTS overrides; lag (m): how far the carrot may lead the
-    measured base; mu: the friction cone's coefficient; contact: "3d" (point feet,
-    Baumgarte (0, 50), the linearised friction cone; the default for four feet) or "6d"
-    (soles, (0, 30), Crocoddyl's wrench cone on a ``sole`` (length, width) box, the swing
-    soles level; the default for two feet).
+    - model: a Model with a free-flyer root; feet: the foot frames (lf, rf, lh, rh for a
+      quadruped, right, left for a biped);
+    - gait: a preset of rbdiff.mpc.gaits (stand, walk, trot, pace, bound) or a Gait;
+      period / duty / start (s: the standing lead-in) change a preset's;
+    - horizon (knots) and dt (s); iterations: the solver's budget a tick; method "fddp"
+      (Gauss-Newton) or "ddp" (the dynamics' exact curvature from the first iteration,
+      where its Q_uu is positive definite; FDDP's step where not); reg: the solver's
+      starting regularisation (1e-3: one regularised iteration a tick tracks as well as
+      two unregularised ones, measured on solo12's trot at 50 Hz);
+    - q_ref (nq,): the standing configuration (default the model's "standing"
+      reference, its base lowered until the lowest foot is at ``floor`` +
+      ``foot_radius``, the sphere the plant puts there); step_height (m; default 40 % of
+      the feet's depth below the base, at most 8 cm); touchdown_depth (m): how far below
+      the floor a swing aims (a late foot still lands when the plan says);
+    - weights: DEFAULT_WEIGHTS overrides; lag (m): how far the reference may lead the
+      measured base; mu: the friction coefficient of the cone costs;
+    - contact: "3d" (point feet, Baumgarte (0, 50), the linearised friction cone; the
+      default for four feet) or "6d" (soles, (0, 30), Crocoddyl's wrench cone on a
+      ``sole`` (length, width) box, the swing soles level; the default for two feet);
+    - feasible_warm_start: the previous policy rolled out from the measured state (no
+      gaps; default) rather than the previous plan shifted with the measured state put
+      at its first knot.
 
     Raises ValueError for a model without a free flyer, an unknown gait or method, a
-    horizon shorter than a swing, a bad weight; KeyError for a missing foot frame."""
+    horizon shorter than a swing, an unknown weight; KeyError for a missing foot
+    frame."""
 
     def __init__(self, model, feet, gait="trot", horizon=50, dt=0.01, method="fddp",
                  iterations=1, q_ref=None, step_height=None, period=None, duty=None,
-                 start=0.2, weights=None, lag=0.1, mu=0.7, floor=0.0, foot_radius=0.0, touchdown_depth=0.01,
-                 feasible_warm_start=True, contact=None, sole=(0.1, 0.05), reg=1e-3):
+                 start=0.2, weights=None, lag=0.1, mu=0.7, floor=0.0, foot_radius=0.0,
+                 touchdown_depth=0.01, feasible_warm_start=True, contact=None,
+                 sole=(0.1, 0.05), reg=1e-3):
         if not (model.njoints > 1 and model.nqs[1] == 7):
             raise ValueError("MPC: expected a model with a free-flyer root joint")
         self.model = model

@@ -232,8 +232,8 @@ def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=5
         bar.close()
     wall = time.perf_counter() - wall0
     arr = np.array
-    return Run(arr(log_t), arr(log_q).reshape(-1, model.nq), arr(log_v).reshape(-1, model.nv),
-               arr(log_u).reshape(-1, mpc.nu), arr(log_c).reshape(-1, 3),
+    return Run(arr(log_t), arr(log_q).reshape(-1, model.nq),
+               arr(log_v).reshape(-1, model.nv), arr(log_u).reshape(-1, mpc.nu), arr(log_c).reshape(-1, 3),
                arr(log_p).reshape(-1, nf, 3), arr(log_f).reshape(-1, nf, 3),
                arr(tick_t), arr(tick_ms), fell, reason or "ran to the end",
                float(len(log_t) * h), wall, pushes, mpc.z0, failed_ticks)
