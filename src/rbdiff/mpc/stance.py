@@ -249,10 +249,21 @@ def dare(A, B, Q, R, tol=1e-12, max_iterations=100):
     closed loop A - B K is not stable: (A, B) not stabilisable, or modes on the unit
     circle that Q does not see (e.g. a stance in full coordinates: use linearise's)."""
     A, B, Q, R = _riccati_inputs(A, B, Q, R)
-    n = A.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):   # divergence is reported below
+        X = _doubling(A, B, Q, R, tol, max_iterations)
+    if X is not None:
+        return X
+    raise ValueError(f"dare: no stabilising solution (the doubling did not converge in "
+                     f"{max_iterations} iterations): (A, B) is not stabilisable or has "
+                     "uncontrollable modes on the unit circle (a stance linearised in full "
+                     "coordinates has 2 nc of them: use linearise()'s reduced A, B)")
+
+
+def _doubling(A, B, Q, R, tol, max_iterations):
+    """dare's iteration: X, or None when it does not converge."""
     Ak, Gk, Hk = A.copy(), B @ np.linalg.solve(R, B.T), Q.copy()
     Gk = 0.5 * (Gk + Gk.T)
-    eye = np.eye(n)
+    eye = np.eye(A.shape[0])
     for _ in range(int(max_iterations)):
         W = eye + Gk @ Hk
         try:
@@ -280,10 +291,7 @@ def dare(A, B, Q, R, tol=1e-12, max_iterations=100):
             raise ValueError(f"dare: the doubling converged but the closed loop A - B K "
                              f"is not stable (spectral radius {rho:.12g}): (A, B) is not "
                              "stabilisable, or Q leaves modes on the unit circle unseen")
-    raise ValueError(f"dare: no stabilising solution (the doubling did not converge in "
-                     f"{max_iterations} iterations): (A, B) is not stabilisable or has "
-                     "uncontrollable modes on the unit circle (a stance linearised in full "
-                     "coordinates has 2 nc of them: use linearise()'s reduced A, B)")
+    return None
 
 
 def lqr(A, B, Q, R, S=None, **kwargs):
