@@ -119,7 +119,7 @@ def test_linearisation_against_finite_differences(name):
     # the subspace is invariant, so the reduced (A, B) lose nothing...
     assert np.abs(lin.A_full @ lin.P - lin.P @ lin.A).max() < 1e-12
     assert np.abs(lin.B_full - lin.P @ lin.B).max() < 1e-12
-    # ...and the full one carries 2 nc unit eigenvalues (the feet's errors), the reduced none
+    # ...and the full one has 2 nc unit eigenvalues (the feet's errors), the reduced none
     nc = len(st.contacts) * st.contacts[0].dim
     assert np.sum(np.abs(np.linalg.eigvals(lin.A_full) - 1) < 1e-7) == 2 * nc
     assert np.all(np.abs(np.linalg.eigvals(lin.A) - 1) > 1e-4)
@@ -132,7 +132,7 @@ def test_linearisation_against_finite_differences(name):
 def test_riccati_and_closed_loop():
     st = stance_of("talos_legs")
     lin = S.linearise(st, 1e-3)
-    ctrl = S.BalanceController(st, 1e-3)
+    ctrl = S.BalanceController(st, 1e-3, allocate=False)
     A, B = lin.A, lin.B
     Fz, Fu, W = lin.forces_z, lin.forces_u, ctrl.force_weights
     Q = lin.P.T @ ctrl.Q @ lin.P + Fz.T @ W @ Fz
@@ -144,7 +144,8 @@ def test_riccati_and_closed_loop():
     G = R + B.T @ X @ B
     res = A.T @ X @ A - A.T @ X @ B @ np.linalg.solve(G, B.T @ X @ A) + Q - X
     assert np.abs(res).max() < 1e-9 * np.abs(X).max()
-    assert np.allclose(K, np.linalg.solve(G, B.T @ X @ A), rtol=0, atol=1e-12 * np.abs(K).max())
+    assert np.allclose(K, np.linalg.solve(G, B.T @ X @ A), rtol=0,
+                       atol=1e-12 * np.abs(K).max())
     assert np.max(np.abs(np.linalg.eigvals(A - B @ K))) < 1
     # the controller's gain (with the force cost's cross term): the first-order condition
     # of the Bellman step, K = (R + B^T X B)^-1 (B^T X A + S^T) with its own X
@@ -165,6 +166,38 @@ def test_riccati_and_closed_loop():
     q, v = lin.state(np.linspace(-1e-3, 1e-3, 2 * lin.m))
     dx = np.r_[rbd.difference(st.model, st.q, q), v]
     assert np.allclose(ctrl(q, v), ctrl.u0 - ctrl.K_full @ dx, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_allocation_moves_nothing(name):
+    """The allocation adds internal-force torques only: the rigid model's acceleration
+    (rbd.contact_dynamics, not the linearisation) is the LQR's at q0 (dqdd/dtau depends
+    on q alone; away from q0 it is so to first order), and the feet's largest load use
+    is lower."""
+    st = stance_of(name)
+    ctrl = S.BalanceController(st, 1e-3)
+    plain = S.BalanceController(st, 1e-3, allocate=False)
+    assert np.array_equal(ctrl.K, plain.K)
+    lin = ctrl.linearisation
+    assert np.abs(lin.B @ ctrl._Nb).max() < 1e-12 * np.abs(lin.B).max()
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        z = rng.normal(scale=[0.0] * lin.m + [0.2] * lin.m)        # at q0, moving
+        q, v = lin.state(z)
+        u, u_lqr = ctrl(q, v), plain(q, v)
+        assert np.abs(u - u_lqr).max() > 1e-3 * np.abs(u_lqr - st.u).max()   # it acts
+        a, f = rbd.contact_dynamics(st.model, q, v, np.r_[np.zeros(6), u], st.contacts)
+        a0, f0 = rbd.contact_dynamics(st.model, q, v, np.r_[np.zeros(6), u_lqr],
+                                      st.contacts)
+        assert np.abs(a - a0).max() < 1e-9 * np.abs(a0).max()
+        dim = st.forces.shape[1]
+        f, f0 = f.reshape(-1, dim), f0.reshape(-1, dim)
+        # the feet's largest friction (and centre-of-pressure) use relative to their load
+        use = [np.hypot(g[:, 0], g[:, 1]) / g[:, 2] for g in (f, f0)]
+        if dim == 6:
+            use = [np.maximum(x, np.hypot(g[:, 3], g[:, 4]) / (0.1 * g[:, 2]))
+                   for x, g in zip(use, (f, f0))]
+        assert use[0].max() < use[1].max()
 
 
 def test_full_coordinates_are_refused():
@@ -213,7 +246,7 @@ def test_stands_through_a_push_in_mujoco(name, push):
     fallen, travel, peak, final = stands_through_push(name, push)
     assert not fallen
     assert travel < 5e-3                 # the feet hold
-    assert final < 0.35 * peak           # recovering: 1.2 s after the push
+    assert final < 0.1 * peak            # recovered 1.2 s after the push (measured <= 0.07)
 
 
 def test_sole_plant():
