@@ -289,6 +289,8 @@ def test_clear_errors():
         S.stance(solo, ("FL_FOOT", "FL_FOOT", "HL_FOOT"))
     with pytest.raises(ValueError, match="cannot hold the base"):     # two point feet
         S.stance(solo, ("FL_FOOT", "HR_FOOT"), kind="3d")
+    with pytest.raises(rbd.DependentContacts, match="depends on the rows"):  # 24 > 18 rows
+        S.stance(solo, FEET["solo12"], kind="6d")
     q = np.array(solo.reference_configurations["standing"])
     q[0] += 0.5                 # the base moved, feet with it: fine; now lean far over
     q[3:7] = [0.0, np.sin(0.6), 0.0, np.cos(0.6)]

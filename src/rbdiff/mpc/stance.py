@@ -23,10 +23,14 @@ made of them.
 - :func:`lqr` / :func:`dare`: discrete LQR by the structure-preserving doubling
   algorithm (NumPy only; SciPy is not needed).
 - :class:`BalanceController`: u = u0 - K z(q, v), the LQR of the reduced (A, B) with a
-  cost on the full tangent error projected onto z.
+  cost on the full tangent error (projected onto z) and on the predicted contact
+  forces' change; then, per call, the internal forces between the feet (torques that
+  move nothing) allocated so that each foot's friction and centre-of-pressure use
+  relative to its own load is least.
 
 Forces, Jacobians and contacts are "local_world_aligned": each foot's force (and, for
-a surface contact, moment) at its frame's origin on world axes.
+a surface contact, moment) at its frame's origin on world axes. The floor is taken as
+horizontal: world z is every foot's normal (the friction checks, the load weights).
 """
 
 from __future__ import annotations
@@ -107,7 +111,9 @@ def stance(model, feet, q=None, kind=None, foot_height=_KEEP, mu=0.7, weights=No
     vertical as they can be, moments as small as a 0.1 m lever, no internal squeeze),
     then u = g_j - J_j^T f (the joint rows, unique). ``check``: raise ValueError when
     a normal force is not positive, a force leaves its friction cone (``mu``) or a
-    torque exceeds ``model.effort_limits``."""
+    torque exceeds ``model.effort_limits``. rbd.contact_dynamics then confirms qdd = 0
+    with these very forces (rbd.DependentContacts for contacts whose forces are not
+    unique, e.g. kind="6d" on four legs)."""
     model, feet, dim = _check_model_feet(model, feet, kind)
     kind = "3d" if dim == 3 else "6d"
     if q is None:
@@ -124,7 +130,9 @@ def stance(model, feet, q=None, kind=None, foot_height=_KEEP, mu=0.7, weights=No
         h = float(foot_height)
         if not math.isfinite(h):
             raise ValueError(f"foot_height: expected a finite height, got {foot_height!r}")
-        q[2] += h - min(rbd.frame_placement(model, q, f)[2, 3] for f in feet)
+        dz = h - min(rbd.frame_placement(model, q, f)[2, 3] for f in feet)
+        # the free flyer's translation is in its parent frame (the root's placement)
+        q[:3] += np.asarray(model.placements[1])[:3, :3].T @ [0.0, 0.0, dz]
     w = _weights(weights, dim)
     contacts = tuple(rbd.Contact(f, kind, _REF) for f in feet)
     J = _jacobian(model, q, contacts)
@@ -146,6 +154,14 @@ def stance(model, feet, q=None, kind=None, foot_height=_KEEP, mu=0.7, weights=No
     u = tau[6:].copy()
     if check:
         _check_holds(model, feet, forces, u, mu)
+    # the contact solver must hold it still with these forces (it refuses dependent
+    # contacts, e.g. 6d feet on four legs, whose forces no torque determines)
+    qdd, f_cd = rbd.contact_dynamics(model, q, np.zeros(model.nv), tau, contacts)
+    scale = max(np.abs(f).max(), 1.0)
+    if not (np.abs(qdd).max() <= 1e-8 * scale and np.abs(f_cd - f).max() <= 1e-8 * scale):
+        raise RuntimeError(f"stance: rbd.contact_dynamics does not hold the equilibrium "
+                           f"(max |qdd| {np.abs(qdd).max():.3g}, force mismatch "
+                           f"{np.abs(f_cd - f).max():.3g} N): a bug, please report it")
     pos = np.array([rbd.frame_placement(model, q, c)[:3, 3] for c in feet])
     return Stance(model, feet, kind, contacts, q, u, tau, forces, pos, J, float(mu))
 
@@ -378,7 +394,7 @@ class BalanceController:
         self._RNb = self._Nb.T @ R @ self._Nb
         self._f0 = st.forces.ravel()
         self._dim, self._mu = dim, st.mu
-        self._floor = 0.05 * weight / len(st.feet)  # a foot's load, for the weights, >= this
+        self._floor = 0.05 * weight / len(st.feet)   # the load the weights divide by, >=
         self._lever = MOMENT_SCALE * max(height, 1e-3)
         # (f_n / (m g / 2))^2: a foot unloads only as far as its own use needs (1 / (m g)^2
         # let talos's unloaded foot slide 6 mm under a 0.3 m/s lateral push, this 3.7)
@@ -393,25 +409,27 @@ class BalanceController:
     def __call__(self, q, v):
         """u (nu,) for the measured q (nq,), v (nv,): u0 - K z(q, v), then (``allocate``)
         plus the internal-force torques Nb w (B Nb = 0: the motion is the LQR's, exactly
-        at q0 since dqdd/dtau depends on q alone, to first order about it) that spread the feet's predicted loads best: w minimises sum over feet of
-        (|f_t| / (mu f_n))^2 + (|moment| / (lever f_n))^2 + (2 f_n / m g)^2, each foot's
-        friction and centre-of-pressure use relative to its own load, plus dw^T R dw (a
-        least-squares solve, nu - m unknowns)."""
+        at q0 since dqdd/dtau depends on q alone, to first order about it) that spread
+        the feet's predicted loads best: w minimises the sum over feet of (|f_t| / (mu
+        f_n))^2 + (|moment| / (lever f_n))^2 + (2 f_n / m g)^2 (each foot's friction and
+        centre-of-pressure use relative to its own load; f_n at least 5 % of its share,
+        lever = h / 10) plus (Nb w)^T R (Nb w): one least-squares solve, nu - m
+        unknowns."""
         z = self.linearisation.coordinates(q, v)
         u = self.u0 - self.K @ z
         if not self.allocate:
             return u
         f = self.forces(z, u).reshape(-1, self._dim)
         fn = np.maximum(f[:, 2], self._floor)
-        w = np.empty_like(f)
-        w[:, :2] = 1.0 / (self._mu * fn[:, None]) ** 2
-        w[:, 2] = self._normal
+        c = np.empty_like(f)                        # the weights, per force row
+        c[:, :2] = 1.0 / (self._mu * fn[:, None]) ** 2
+        c[:, 2] = self._normal
         if self._dim == 6:
-            w[:, 3:] = 1.0 / (self._lever * fn[:, None]) ** 2
-        w = w.ravel()
+            c[:, 3:] = 1.0 / (self._lever * fn[:, None]) ** 2
+        c = c.ravel()
         G = self._G
-        x = np.linalg.solve(G.T @ (w[:, None] * G) + self._RNb, -(G.T @ (w * f.ravel())))
-        return u + self._Nb @ x
+        w = np.linalg.solve(G.T @ (c[:, None] * G) + self._RNb, -(G.T @ (c * f.ravel())))
+        return u + self._Nb @ w
 
 
 # ---- helpers ---------------------------------------------------------------------------
