@@ -127,6 +127,10 @@ def test_linearisation_against_finite_differences(name):
     fz = fd(lambda dz: rbd.contact_dynamics(model, *lin.state(dz), st.tau,
                                             st.contacts).forces, 2 * m)
     assert np.abs(fz - lin.forces_z).max() < 1e-6 * np.abs(lin.forces_z).max()
+    fu = fd(lambda du: rbd.contact_dynamics(model, st.q, st.v,
+                                            st.tau + np.r_[np.zeros(6), du],
+                                            st.contacts).forces, nv - 6)
+    assert np.abs(fu - lin.forces_u).max() < 1e-6 * np.abs(lin.forces_u).max()
 
 
 def test_riccati_and_closed_loop():
