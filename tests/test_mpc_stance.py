@@ -1,7 +1,7 @@
 """rbdiff.mpc.stance: the stance equilibrium holds still (rbd.contact_dynamics: zero
 acceleration, the same forces), its linearisation equals finite differences of the
 discrete step in the reduced and the full coordinates, the Riccati solution satisfies
-the DARE (and SciPy's, when present) with a stable closed loop while the full
+the DARE (and equals SciPy's, when present) with a stable closed loop while the full
 coordinates are refused, the balance controller keeps solo12 and talos_legs standing
 through a push in MuJoCo, and bad input fails clearly."""
 
@@ -160,16 +160,28 @@ def test_riccati_and_closed_loop():
     Acl = A - B @ Kc
     bellman = Q + Kc.T @ R @ Kc - Sx @ Kc - Kc.T @ Sx.T + Acl.T @ X2 @ Acl - X2
     assert np.abs(bellman).max() < 1e-9 * np.abs(X2).max()
-    scipy_linalg = pytest.importorskip("scipy.linalg")
-    Xs = scipy_linalg.solve_discrete_are(A, B, Q, R)
-    assert np.abs(Xs - X).max() < 1e-8 * np.abs(X).max()
-    Xs2 = scipy_linalg.solve_discrete_are(A, B, Q, R, s=Sx)
-    Ks = np.linalg.solve(R + B.T @ Xs2 @ B, B.T @ Xs2 @ A + Sx.T)
-    assert np.abs(Ks - Kc).max() < 1e-7 * np.abs(Kc).max()
     # the control law is u0 - K z, and K_full = K P^T on the full tangent error
     q, v = lin.state(np.linspace(-1e-3, 1e-3, 2 * lin.m))
     dx = np.r_[rbd.difference(st.model, st.q, q), v]
     assert np.allclose(ctrl(q, v), ctrl.u0 - ctrl.K_full @ dx, rtol=0, atol=1e-12)
+
+
+def test_riccati_against_scipy():
+    scipy_linalg = pytest.importorskip("scipy.linalg", reason="SciPy is optional")
+    st = stance_of("talos_legs")
+    ctrl = S.BalanceController(st, 1e-3)
+    lin = ctrl.linearisation
+    A, B = lin.A, lin.B
+    Fz, Fu, W = lin.forces_z, lin.forces_u, ctrl.force_weights
+    Q = lin.P.T @ ctrl.Q @ lin.P + Fz.T @ W @ Fz
+    R = ctrl.R + Fu.T @ W @ Fu
+    Sx = Fz.T @ W @ Fu
+    X = S.dare(A, B, Q, R)
+    Xs = scipy_linalg.solve_discrete_are(A, B, Q, R)
+    assert np.abs(Xs - X).max() < 1e-8 * np.abs(X).max()
+    Xs2 = scipy_linalg.solve_discrete_are(A, B, Q, R, s=Sx)
+    Ks = np.linalg.solve(R + B.T @ Xs2 @ B, B.T @ Xs2 @ A + Sx.T)
+    assert np.abs(Ks - ctrl.K).max() < 1e-7 * np.abs(ctrl.K).max()
 
 
 @pytest.mark.parametrize("name", CASES)
