@@ -29,10 +29,9 @@ width)`` makes each foot a box of that length (along the frame's x) and width (y
 ``2 foot_radius`` thick, centred on the foot frame and aligned with it (MuJoCo's
 box-plane collision gives up to four corner contacts: a sole that resists tipping and
 twisting); the frame then stands ``foot_radius`` above the floor, as a sphere's centre
-does. Contacts: elliptic friction cones,
-condim 3, friction ``mu`` (0.7). ``noslip_iterations`` (default 10): MuJoCo's soft
-contacts let a standing robot's feet slide slowly, and its noslip pass removes that
-drift. Measured standing 5 s on a joint PD at the "standing" configuration, 1 ms steps,
+does. Contacts: elliptic friction cones, condim 3, friction ``mu`` (0.7).
+``noslip_iterations`` (default 10): MuJoCo's soft contacts let a standing robot's feet
+slide slowly, and its noslip pass removes that drift. Measured standing 5 s on a joint PD at the "standing" configuration, 1 ms steps,
 the largest horizontal foot travel (in brackets: after the first 0.5 s of settling):
 solo12 27.2 mm (21.9) without noslip, 0.93 mm (0.02) with; go2 20.0 mm (14.6) without,
 1.86 mm (0.72) with. The pass converges in 2-5 iterations there (1 leaves go2 drifting
@@ -90,9 +89,9 @@ class Plant:
     :meth:`set_state`).
 
     Attributes: ``model``, ``mj_model``, ``mj_data``, ``xml`` (the MJCF compiled),
-    ``feet``, ``foot_radius``, ``sole`` (None or (length, width)), ``nu`` (actuated dofs, tau's length), ``effort_limits``
-    (nu,), ``actuated_dofs`` (nu,: the rbdiff velocity index each torque drives),
-    ``has_free_flyer``.
+    ``feet``, ``foot_radius``, ``sole`` (None or (length, width)), ``nu`` (actuated
+    dofs, tau's length), ``effort_limits`` (nu,), ``actuated_dofs`` (nu,: the rbdiff
+    velocity index each torque drives), ``has_free_flyer``.
     """
 
     def __init__(self, model, feet=(), floor=True, timestep=1e-3, foot_radius=None,
