@@ -24,14 +24,10 @@ URDF text). Because:
 
 The plant: a plane at z = 0 (``floor=True``), a sphere of ``foot_radius`` at each foot
 frame (default: the radius of a sphere visual centred on that frame, else 0.02 m) that
-collides with the floor only; nothing else collides. A biped's flat feet: ``sole=(length,
-width)`` makes each foot a box of that length (along the frame's x) and width (y),
-``2 foot_radius`` thick, centred on the foot frame and aligned with it (MuJoCo's
-box-plane collision gives up to four corner contacts: a sole that resists tipping and
-twisting); the frame then stands ``foot_radius`` above the floor, as a sphere's centre
-does. Contacts: elliptic friction cones, condim 3, friction ``mu`` (0.7).
-``noslip_iterations`` (default 10): MuJoCo's soft contacts let a standing robot's feet
-slide slowly, and its noslip pass removes that drift. Measured standing 5 s on a joint PD at the "standing" configuration, 1 ms steps,
+collides with the floor only; nothing else collides. Contacts: elliptic friction cones,
+condim 3, friction ``mu`` (0.7). ``noslip_iterations`` (default 10): MuJoCo's soft
+contacts let a standing robot's feet slide slowly, and its noslip pass removes that
+drift. Measured standing 5 s on a joint PD at the "standing" configuration, 1 ms steps,
 the largest horizontal foot travel (in brackets: after the first 0.5 s of settling):
 solo12 27.2 mm (21.9) without noslip, 0.93 mm (0.02) with; go2 20.0 mm (14.6) without,
 1.86 mm (0.72) with. The pass converges in 2-5 iterations there (1 leaves go2 drifting
@@ -40,6 +36,12 @@ A free flyer (the model's root joint) becomes a free joint; every other dof is d
 by a motor (gear 1; three for a ball joint) whose ``ctrlrange`` is the model's
 ``effort_limits`` where finite; hinges and slides keep the model's position limits
 (``joint_limits=True``).
+
+Flat feet (a biped's soles): ``sole=(length, width)`` makes each foot a box of that
+length (along the foot frame's x) and width (y), ``2 foot_radius`` thick, centred on the
+frame and aligned with it; MuJoCo's box-plane collision gives four corner contacts per
+sole, which resist tipping and twisting. The frame then stands ``foot_radius`` above the
+floor, as a sphere's centre does.
 
 The state map goes by joint names: ``plant.state()`` is (q, v) in rbdiff's conventions
 (free flyer q = [x, y, z, qx, qy, qz, qw], v its body-frame twist; MuJoCo's free joint
