@@ -19,7 +19,8 @@ URDF text). Because:
   nonlinear_effects to rounding, ~1e-15 relative), where MuJoCo's URDF compiler fuses
   fixed links, reads inertias its own way and needs example-robot-data's ``package://``
   mesh paths resolved;
-- only the feet must collide, and they get spheres at the named frames: no meshes.
+- only the feet must collide, and they get spheres at the named frames (or boxes:
+  ``sole``): no meshes.
 
 The plant: a plane at z = 0 (``floor=True``), a sphere of ``foot_radius`` at each foot
 frame (default: the radius of a sphere visual centred on that frame, else 0.02 m) that
@@ -35,6 +36,12 @@ A free flyer (the model's root joint) becomes a free joint; every other dof is d
 by a motor (gear 1; three for a ball joint) whose ``ctrlrange`` is the model's
 ``effort_limits`` where finite; hinges and slides keep the model's position limits
 (``joint_limits=True``).
+
+Flat feet (a biped's soles): ``sole=(length, width)`` makes each foot a box of that
+length (along the foot frame's x) and width (y), ``2 foot_radius`` thick, centred on the
+frame and aligned with it; MuJoCo's box-plane collision gives four corner contacts per
+sole, which resist tipping and twisting. The frame then stands ``foot_radius`` above the
+floor, as a sphere's centre does.
 
 The state map goes by joint names: ``plant.state()`` is (q, v) in rbdiff's conventions
 (free flyer q = [x, y, z, qx, qy, qz, qw], v its body-frame twist; MuJoCo's free joint
@@ -74,20 +81,24 @@ class Plant:
     feet at the frames named in ``feet`` (see the module docstring).
 
     Parameters: ``feet`` (frame names; may be empty), ``floor`` (add the plane z = 0),
-    ``timestep`` (s), ``foot_radius`` (m; None: from the foot's sphere visual, else 0.02),
+    ``timestep`` (s), ``foot_radius`` (m; None: from the foot's sphere visual, else 0.02;
+    a box sole's half thickness), ``sole`` (None: spheres; (length, width) in m: box
+    soles centred on the foot frames, along their x and y axes),
     ``mu`` (friction), ``noslip_iterations``, ``joint_limits`` (keep hinge / slide
     position limits), ``nominal_height`` (the base height :meth:`fallen` compares with;
-    None: the base z of ``model.reference_configurations['standing']`` when there is one,
-    else that of the first :meth:`set_state`).
+    None: the base z of ``model.reference_configurations['standing']`` (else
+    ``['half_sitting']``, a biped's) when there is one, else that of the first
+    :meth:`set_state`).
 
     Attributes: ``model``, ``mj_model``, ``mj_data``, ``xml`` (the MJCF compiled),
-    ``feet``, ``foot_radius``, ``nu`` (actuated dofs, tau's length), ``effort_limits``
-    (nu,), ``actuated_dofs`` (nu,: the rbdiff velocity index each torque drives),
-    ``has_free_flyer``.
+    ``feet``, ``foot_radius``, ``sole`` (None or (length, width)), ``nu`` (actuated
+    dofs, tau's length), ``effort_limits`` (nu,), ``actuated_dofs`` (nu,: the rbdiff
+    velocity index each torque drives), ``has_free_flyer``.
     """
 
     def __init__(self, model, feet=(), floor=True, timestep=1e-3, foot_radius=None,
-                 mu=0.7, noslip_iterations=10, joint_limits=True, nominal_height=None):
+                 mu=0.7, noslip_iterations=10, joint_limits=True, nominal_height=None,
+                 sole=None):
         mujoco = import_mujoco(_NEEDS, _EXTRA)
         self.model = model
         if isinstance(feet, str):
@@ -100,6 +111,13 @@ class Plant:
         if np.any(~np.isfinite(radii)) or np.any(radii <= 0):
             raise ValueError(f"foot_radius: expected positive radii, got {foot_radius!r}")
         self.foot_radius = radii.copy()
+        self.sole = None
+        if sole is not None:
+            lw = np.asarray(sole, dtype=float)
+            if lw.shape != (2,) or not np.all(np.isfinite(lw)) or np.any(lw <= 0):
+                raise ValueError(f"sole: expected (length, width), two positive lengths "
+                                 f"in m, got {sole!r}")
+            self.sole = (float(lw[0]), float(lw[1]))
         if not (timestep > 0 and math.isfinite(timestep)):
             raise ValueError(f"timestep: expected a positive time, got {timestep!r}")
         if not (mu >= 0 and math.isfinite(mu)):
@@ -117,7 +135,8 @@ class Plant:
             for k in range(len(self.feet))], dtype=int)
         self._floor_geom = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM,
                                              "floor") if floor else -1
-        ref = model.reference_configurations.get("standing")
+        refs = model.reference_configurations
+        ref = refs.get("standing", refs.get("half_sitting"))
         if nominal_height is None and self.has_free_flyer and ref is not None:
             nominal_height = float(ref[self._free_q + 2])
         self.nominal_height = nominal_height
@@ -219,11 +238,16 @@ class Plant:
                               mass=_num(mass), fullinertia=_nums(
                                   [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]))
             for k in feet_on.get(i, ()):
-                pos = (Ci @ np.asarray(m.frames[self._foot_frames[k]].placement))[:3, 3]
-                ET.SubElement(body, "geom", name=self._geom_name(k), type="sphere",
-                              size=_num(self.foot_radius[k]), pos=_nums(pos),
-                              contype="1", conaffinity="0", condim="3", friction=friction,
-                              mass="0")
+                T = Ci @ np.asarray(m.frames[self._foot_frames[k]].placement)
+                geom = ET.SubElement(body, "geom", name=self._geom_name(k), type="sphere",
+                                     size=_num(self.foot_radius[k]), pos=_nums(T[:3, 3]),
+                                     contype="1", conaffinity="0", condim="3",
+                                     friction=friction, mass="0")
+                if self.sole is not None:       # a box along the foot frame's axes
+                    geom.set("type", "box")
+                    geom.set("size", _nums([self.sole[0] / 2, self.sole[1] / 2,
+                                            self.foot_radius[k]]))
+                    geom.set("quat", _nums(_mat2quat(T[:3, :3])))
         act = ET.SubElement(root, "actuator")
         lim = np.asarray(getattr(m, "effort_limits", np.full(m.nv, np.inf)), dtype=float)
         self.actuated_dofs = np.array([iv for iv in range(m.nv) if not (
@@ -406,7 +430,8 @@ class Plant:
 
     # -- reading ----------------------------------------------------------------------
     def foot_positions(self):
-        """(nfeet, 3) world positions of the foot spheres' centres (the foot frames)."""
+        """(nfeet, 3) world positions of the foot spheres' (or soles') centres (the foot
+        frames)."""
         return np.array(self.mj_data.geom_xpos[self._foot_geoms])
 
     def foot_forces(self):
