@@ -121,8 +121,8 @@ class MPC:
       where its Q_uu is positive definite; FDDP's step where not); reg: the solver's
       starting regularisation (1e-3: one regularised iteration a tick tracks as well as
       two unregularised ones, measured on solo12's trot at 50 Hz);
-    - q_ref (nq,): the standing configuration (default the model's "standing"
-      reference, its base lowered until the lowest foot is at ``floor`` +
+    - q_ref (nq,): the standing configuration (default the model's "standing" (else
+      "half_sitting") reference, its base lowered until the lowest foot is at ``floor`` +
       ``foot_radius``, the sphere the plant puts there); step_height (m; default 40 % of
       the feet's depth below the base, at most 8 cm); touchdown_depth (m): how far below
       the floor a swing aims (a late foot still lands when the plan says);
@@ -214,10 +214,11 @@ class MPC:
         m = self.model
         if q_ref is None:
             refs = getattr(m, "reference_configurations", None) or {}
-            if "standing" not in refs:
-                raise ValueError("MPC: the model has no 'standing' reference configuration;"
-                                 " pass q_ref= (nq,)")
-            q_ref = refs["standing"]
+            name = next((n for n in ("standing", "half_sitting") if n in refs), None)
+            if name is None:
+                raise ValueError("MPC: the model has no 'standing' or 'half_sitting' "
+                                 "reference configuration; pass q_ref= (nq,)")
+            q_ref = refs[name]
             q = np.array(q_ref, dtype=float)
             q[2] -= self._foot_positions(q)[:, 2].min() - (floor + radius)
         else:
