@@ -151,6 +151,22 @@ def test_reference_documents_only_public_names():
     assert set(entries) | {"sim"} == set(rbdiff.__all__)
 
 
+@pytest.mark.parametrize("package", ["rbdiff", "rbdiff.trajopt", "rbdiff.torch",
+                                     "rbdiff.gpu"])
+def test_all_lists_what_the_package_re_exports(package):
+    """These packages' __init__ re-export their API (``from .api import rnea``): a name
+    added there must be added to ``__all__`` too, or neither ``from rbdiff import *`` nor
+    the reference would have it."""
+    spec = importlib.util.find_spec(package)
+    with open(spec.origin, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    exported = set(_public_names(package))
+    imported = {a.asname or a.name for node in tree.body
+                if isinstance(node, ast.ImportFrom) and node.level >= 1
+                for a in node.names if not (a.asname or a.name).startswith("_")}
+    assert imported <= exported, f"{package}: not in __all__: {sorted(imported - exported)}"
+
+
 def test_reference_page_in_a_browser(site):
     """Chromium renders the reference from disk: the function's heading and its full
     signature are shown."""
