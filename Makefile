@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,16 @@ test: $(PY)
 	$(PY) -m rbdiff compile --no-progress --skip 'contacts[parallel]'
 	$(PY) -m pytest -n auto
 
+# the documentation site (mkdocs.yml, docs/) into site/, which opens from disk:
+# site/index.html (strict: a broken link or reference fails the build)
+docs: $(PY)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 bench: $(PY)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) -m rbdiff bench-core
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -284,7 +284,7 @@ def test_baumgarte_at_the_current_placement_keeps_a_standing_robot_still():
     J = np.vstack([rbd.frame_jacobian(model, q, f, "local_world_aligned")[:3] for f in feet])
     S = np.eye(model.nv)[6:]
     x = np.linalg.lstsq(np.hstack([S.T, J.T]), rbd.gravity(model, q), rcond=None)[0]
-    tau = S.T @ x[:12]                 # holds it still (README's standing example)
+    tau = S.T @ x[:12]                 # holds it still (docs/tutorials/contacts.md's standing example)
     for ref in ("local", "local_world_aligned"):
         free = tuple(rbd.Contact(f, "3d", ref, gains=(0.0, 2.0)) for f in feet)
         held = tuple(rbd.Contact(f, "3d", ref, gains=(100.0, 2.0),

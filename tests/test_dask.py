@@ -192,7 +192,7 @@ def test_local_cluster_two_processes(model):
     (the workers' compiled overloads don't grow)."""
     distributed = pytest.importorskip("distributed")
     calls = _calls(model, *_states(model, 6))
-    # one Numba thread per worker, as the README advises: the batch policy then never
+    # one Numba thread per worker, as docs/tutorials/batches.md advises: the batch policy then never
     # tries (and compiles) a parallel entry on a later call
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, worker_dashboard_address=None,

@@ -9,45 +9,20 @@ cuda``) runs in Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``). ```bash blo
 unlabelled ones are not run.
 """
 
-import ast
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 import time
 
 import pytest
 
+from codeblocks import check_fences, markdown_blocks, needs as _needs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 SRC = os.path.join(ROOT, "src")         # the package (src layout)
-
-FENCE = re.compile(r"^```(\S*)\s*$")
-
-
-def readme_blocks(text):
-    """(first line number of the code, language, code) of every fenced block, in order.
-    A fence is a line starting with ``` at column 0; raises if one is left open."""
-    blocks, open_at, lang, body = [], None, None, []
-    for n, line in enumerate(text.splitlines(), start=1):
-        m = FENCE.match(line)
-        if open_at is None:
-            if line.startswith("```"):
-                if m is None:
-                    raise ValueError(f"README.md:{n}: malformed opening fence {line!r}")
-                open_at, lang, body = n, m.group(1), []
-        elif line.startswith("```"):
-            if line.rstrip() != "```":
-                raise ValueError(f"README.md:{n}: closing fence {line!r} carries text "
-                                 f"(block opened at line {open_at})")
-            blocks.append((open_at + 1, lang, "\n".join(body) + "\n"))
-            open_at = None
-        else:
-            body.append(line)
-    if open_at is not None:
-        raise ValueError(f"README.md:{open_at}: fence never closed")
-    return blocks
+readme_blocks = markdown_blocks
 
 
 with open(README, encoding="utf-8") as fh:
@@ -60,15 +35,7 @@ def test_extractor_finds_every_python_block():
     """A fence typo (```pyhton, a missing closing fence) cannot silently drop a block:
     the number of python blocks extracted equals the number of ```python fences in the
     text, every fence is paired, and there are python blocks at all."""
-    opening = len(re.findall(r"^```python\b", TEXT, flags=re.M))
-    fences = len(re.findall(r"^```", TEXT, flags=re.M))
-    assert fences % 2 == 0, f"{fences} fence lines: one is unpaired"
-    assert fences == 2 * len(BLOCKS)
-    assert len(PYTHON) == opening > 0
-    # a misspelt language (```pyhton, ```py) would be skipped as "not python": only the
-    # languages this README uses are allowed
-    langs = {lang for _, lang, _ in BLOCKS}
-    assert langs <= {"python", "bash", ""}, f"unexpected fence languages {langs}"
+    assert check_fences(TEXT, BLOCKS) == len(PYTHON) > 0
 
 
 def test_extractor_on_bad_fences():
@@ -78,56 +45,6 @@ def test_extractor_on_bad_fences():
         readme_blocks("```python\nx = 1\n")
     with pytest.raises(ValueError, match="carries text"):      # closing fence forgotten
         readme_blocks("```python\nx = 1\n\n```bash\nls\n```\n")
-
-
-def _imports(code):
-    """Top-level names of the modules a block imports ("numba.cuda" kept whole too)."""
-    names = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names.add(a.name)
-                names.add(a.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.add(node.module.split(".")[0])
-            for a in node.names:
-                names.add(f"{node.module}.{a.name}")
-    return names
-
-
-# what a block's imports need installed: (module to find, extra to name when it is absent)
-EXTRAS = {
-    "jax": ("jax", "jax"), "rbdiff.jax": ("jax", "jax"),
-    "torch": ("torch", "torch"), "rbdiff.torch": ("torch", "torch"),
-    "dask": ("dask", "dask"), "distributed": ("distributed", "dask"),
-    "dask.distributed": ("distributed", "dask"),
-    "rbdiff.dask": ("distributed", "dask"),
-    "mujoco": ("mujoco", "mujoco"), "rbdiff.mujoco": ("mujoco", "mujoco"),
-    "rbdiff.sim": ("mujoco", "sim"),
-    "gymnasium": ("gymnasium", "gymnasium (MuJoCo assets)"),
-    "rbdiff.viewer": ("viser", "viewer"),
-}
-
-
-def _example_robot_data():
-    from rbdiff.model import robots
-    return robots.example_robot_data_dir() is not None
-
-
-def _needs(code):
-    """(reason to skip or None, extra environment) for one block."""
-    imports = _imports(code)
-    env = {}
-    for name, (module, extra) in EXTRAS.items():
-        if name in imports and importlib.util.find_spec(module) is None:
-            return f"needs the {extra} extra ({module} is not installed)", env
-    if "numba.cuda" in imports:
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    robots = set(re.findall(r"load_robot\(\s*[\"'](\w+)[\"']", code)) - {"iiwa14"}
-    if robots and not _example_robot_data():
-        return f"needs example-robot-data (robots {sorted(robots)})", env
-    return None, env
 
 
 @pytest.mark.parametrize("code", [pytest.param(code, id=f"README.md:{line}")

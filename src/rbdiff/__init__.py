@@ -65,6 +65,26 @@ from .model.urdf import load_urdf
 from .second_order import aba_second_order_derivatives
 from .second_order import rnea_second_order_derivatives
 
+# the public names, listed once: `from rbdiff import *` imports these and the reference
+# (docs/reference/rbdiff.md) documents these (rbdiff.gpu, imported on first use, has its own)
+__all__ = [
+    "Contact", "DependentContacts", "Frame", "FrameType", "Model", "ModelBuilder", "aba",
+    "aba_derivatives", "aba_second_order_contraction", "aba_second_order_derivatives",
+    "center_of_mass", "centroidal_dynamics_derivatives", "centroidal_momentum",
+    "centroidal_momentum_matrix", "com_jacobian", "contact_dynamics",
+    "contact_dynamics_contraction", "contact_dynamics_derivatives", "crba", "difference",
+    "difference_jacobians", "forward_kinematics", "frame_acceleration",
+    "frame_acceleration_derivatives", "frame_jacobian", "frame_jacobian_time_variation",
+    "frame_placement", "frame_placements", "frame_velocity", "frame_velocity_derivatives",
+    "from_mujoco", "gravity", "impulse_dynamics", "impulse_dynamics_contraction",
+    "impulse_dynamics_derivatives", "integrate", "integrate_jacobians",
+    "integrate_transport", "kinematics_derivatives", "kinetic_energy", "load_mjcf",
+    "load_robot", "load_urdf", "minverse", "neutral", "nonlinear_effects",
+    "potential_energy", "random_configuration", "rnea", "rnea_derivatives",
+    "rnea_second_order_contraction", "rnea_second_order_derivatives", "robot_names",
+    "robot_path", "total_mass", "metrics", "models", "mujoco", "sim",
+]
+
 __version__ = "0.2.0"
 
 

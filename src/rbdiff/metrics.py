@@ -27,6 +27,8 @@ import warnings
 
 import numpy as np
 
+__all__ = ["mae", "rmsae", "mre", "rmsre"]
+
 
 def _pair(x, ref):
     x = np.asarray(x)

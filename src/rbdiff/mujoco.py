@@ -31,6 +31,9 @@ import numpy as np
 from .model.configuration import quat_to_rot
 from .model.mjcf import MujocoMap
 
+__all__ = ["to_rbdiff", "to_mujoco", "force_to_rbdiff", "force_to_mujoco", "rigid_body_only",
+           "mujoco_map", "MujocoMap"]
+
 
 def mujoco_map(model_or_map) -> MujocoMap:
     """The :class:`~rbdiff.model.mjcf.MujocoMap` of a Model loaded from MJCF (copies made

@@ -122,8 +122,8 @@ class DifferenceJacobians(NamedTuple):
 class KinematicsDerivatives:
     """Partial derivatives of every joint's spatial velocity and acceleration: dv_dq,
     dv_dv, da_dq, da_dv, da_da, each (njoints, 6, nv) or (B, njoints, 6, nv);
-    [i - 1, :, k] is joint i's [linear, angular] row pair against dof k (the universe,
-    joint 0, is left out as in fext). A record of five arrays that unpacks, indexes and
+    [i, :, k] is joint i's [linear, angular] row pair against dof k (row 0, the universe,
+    is zero: joints are indexed as in fext). A record of five arrays that unpacks, indexes and
     iterates like a namedtuple; a dataclass (not a tuple), so dask.compute finds the dask
     arrays in it.
 

@@ -63,6 +63,8 @@ from .model import layout as L
 from .model.configuration import quat_to_rot
 from .model.mjcf import _import_mujoco as import_mujoco
 
+__all__ = ["Plant"]
+
 _EXTRA = "pip install 'rbdiff[sim]'"
 _NEEDS = "rbdiff.sim's plant needs"
 _DEFAULT_FOOT_RADIUS = 0.02

@@ -29,3 +29,8 @@ from .launch import PARTITIONS
 from .launch import release
 from .launch import set_max_registers
 from .launch import set_workspace_budget
+
+__all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity",
+           "rnea_derivatives", "aba_derivatives", "rnea_second_order_derivatives",
+           "aba_second_order_derivatives", "kinematics_derivatives", "is_device_array",
+           "release", "set_max_registers", "set_workspace_budget", "LAYOUTS", "PARTITIONS"]
