@@ -32,7 +32,7 @@ from .model.configuration import quat_to_rot
 from .model.mjcf import MujocoMap
 
 __all__ = ["to_rbdiff", "to_mujoco", "force_to_rbdiff", "force_to_mujoco", "rigid_body_only",
-           "mujoco_map", "MujocoMap"]
+           "mujoco_map", "MujocoMap", "joint_map", "JointMap"]
 
 
 def mujoco_map(model_or_map) -> MujocoMap:

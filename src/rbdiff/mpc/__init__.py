@@ -12,6 +12,9 @@ from .gaits import GAITS, Gait, gait
 from .loop import Run, parse_pushes, piecewise, run
 from .plots import plot_run
 from .robots import default_feet
+from .stance import (BalanceController, Linearisation, Stance, dare, linearise, lqr,
+                     stance)
 
 __all__ = ["MPC", "Tick", "DEFAULT_WEIGHTS", "Gait", "gait", "GAITS", "run", "Run",
-           "piecewise", "parse_pushes", "plot_run", "default_feet"]
+           "piecewise", "parse_pushes", "plot_run", "default_feet", "stance", "Stance",
+           "linearise", "Linearisation", "lqr", "dare", "BalanceController"]
