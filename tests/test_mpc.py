@@ -43,6 +43,8 @@ def test_closed_loop_trot_in_mujoco(solo):
     vw = r.base_velocity_world()
     k = int(np.searchsorted(r.t, 1.2))
     assert vw[k, 1] - vw[k - 1, 1] > 0.4
+    # the speed is back within 20 % of the command before the run ends (0.8 s later)
+    assert s["recovery_s"][0] is not None and s["recovery_s"][0] < 0.8
     # the feet leave the floor in turn (a trot, not a shuffle)
     lifted = (r.feet[:, :, 2] > mpc._ground + 0.5 * mpc.step_height).any(axis=0)
     assert lifted.all()

@@ -52,7 +52,7 @@ def build_parser():
     return p
 
 
-def _summary_lines(robot, args, s):
+def _summary_lines(robot, args, s, pushes=()):
     ok = "no fall" if not s["fell"] else f"FELL ({s['reason']})"
     return [
         f"{robot} {args.gait} for {s['seconds']:.2f} s of {args.seconds:g}: {ok}",
@@ -63,7 +63,9 @@ def _summary_lines(robot, args, s):
         f"{s['nominal_height']:.3f})",
         f"  {s['ticks']} ticks at {args.rate:g} Hz: p50 {s['tick_ms_p50']:.2f} ms, p99 "
         f"{s['tick_ms_p99']:.2f} ms; real-time factor {s['realtime_factor']:.2f}",
-    ]
+    ] + [f"  push at {t:g} s: speed back within 20 % of the command "
+         + (f"{r:.2f} s later" if r is not None else "not before the end")
+         for (t, _), r in zip(pushes, s["recovery_s"])]
 
 
 def main(argv=None):
@@ -96,7 +98,7 @@ def main(argv=None):
     s.update(robot=args.robot, gait=args.gait, rate_hz=args.rate, method=args.method,
              iterations=args.iterations, horizon=args.horizon, dt=args.dt,
              problems_built_s=built)
-    for line in _summary_lines(args.robot, args, s):
+    for line in _summary_lines(args.robot, args, s, pushes):
         print(line)
     if args.json:
         with open(args.json, "w") as f:

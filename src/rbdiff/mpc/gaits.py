@@ -15,7 +15,7 @@ gait    quadruped           biped               swing order
 stand   every foot supports
 walk    0.8, 0.75           0.8, 0.6            rh, rf, lh, lf (Crocoddyl's); right, left
 trot    0.36, 0.6           --                  lf + rh, then rf + lh
-pace    0.36, 0.6           --                  lf + lh, then rf + rh
+pace    0.3, 0.6            --                  lf + lh, then rf + rh
 bound   0.36, 0.6           --                  lf + rf, then lh + rh
 ======  =================  ==================  ========================================
 
@@ -35,7 +35,7 @@ _QUADRUPED = {
     "stand": (1.0, 1.0, (0.0, 0.0, 0.0, 0.0)),
     "walk": (0.8, 0.75, (0.75, 0.25, 0.5, 0.0)),
     "trot": (0.36, 0.6, (0.0, 0.5, 0.5, 0.0)),
-    "pace": (0.36, 0.6, (0.0, 0.5, 0.0, 0.5)),
+    "pace": (0.3, 0.6, (0.0, 0.5, 0.0, 0.5)),
     "bound": (0.36, 0.6, (0.0, 0.0, 0.5, 0.5)),
 }
 _BIPED = {

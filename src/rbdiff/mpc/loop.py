@@ -114,7 +114,8 @@ class Run:
     def summary(self):
         """The run in numbers: fell, seconds, distance (m, along the commanded heading's
         integral), mean_speed (m/s), lateral_drift (m), max_abs_roll, max_abs_pitch
-        (rad), min_base_height (m), ticks, tick_ms_p50, tick_ms_p99, realtime_factor."""
+        (rad), min_base_height (m), ticks, tick_ms_p50, tick_ms_p99, realtime_factor,
+        recovery_s (per push: :meth:`recovery_time`)."""
         q = self.q
         yaw0 = yaw_of(q[0]) if len(q) else 0.0
         d = q[-1, :2] - q[0, :2] if len(q) else np.zeros(2)
@@ -131,6 +132,7 @@ class Run:
             along = float(np.sum(c * dp[:, 0] + s * dp[:, 1]))
             lateral = float(np.sum(-s * dp[:, 0] + c * dp[:, 1]))
         rp = np.array([_roll_pitch(qn) for qn in q]) if len(q) else np.zeros((1, 2))
+        recovery = [self.recovery_time(tp) for tp, _ in self.pushes if tp < self.seconds]
         ms = self.tick_ms if len(self.tick_ms) else np.zeros(1)
         return dict(fell=bool(self.fell), reason=self.reason, seconds=float(self.seconds),
                     distance=along, mean_speed=along / max(self.seconds, 1e-9),
@@ -144,7 +146,39 @@ class Run:
                     tick_ms_p50=float(np.percentile(ms, 50)),
                     tick_ms_p99=float(np.percentile(ms, 99)),
                     tick_ms_max=float(ms.max()),
-                    realtime_factor=float(self.seconds / max(self.wall, 1e-9)))
+                    realtime_factor=float(self.seconds / max(self.wall, 1e-9)),
+                    recovery_s=recovery)
+
+    def recovery_time(self, t_push, window=0.4, band=0.2):
+        """Seconds after ``t_push`` until the base's velocity in the heading frame,
+        averaged over ``window`` s (a gait cycle: the stride's own oscillation out), is
+        within ``band`` of the commanded speed (forward: band x |command|, lateral:
+        band x |command| too, at least 0.05 m/s) and stays there; None if it never
+        does within the run."""
+        from .controller import yaw_of
+        k0 = int(np.searchsorted(self.t, t_push))
+        if k0 >= len(self.t) - 1:
+            return None
+        vw = self.base_velocity_world()[k0:]
+        yaw = np.array([yaw_of(q) for q in self.q[k0:]])
+        fwd = np.cos(yaw) * vw[:, 0] + np.sin(yaw) * vw[:, 1]
+        lat = -np.sin(yaw) * vw[:, 0] + np.cos(yaw) * vw[:, 1]
+        dt = float(self.t[1] - self.t[0])
+        n = max(int(round(window / dt)), 1)
+        if len(fwd) < n:
+            return None
+        kernel = np.ones(n) / n
+        fa = np.convolve(fwd - self.command[k0:, 0], kernel, "valid")
+        la = np.convolve(lat - self.command[k0:, 1], kernel, "valid")
+        tol = np.maximum(band * np.hypot(self.command[k0:, 0], self.command[k0:, 1]),
+                         0.05)[n - 1:]
+        bad = np.flatnonzero((np.abs(fa) > tol) | (np.abs(la) > tol))
+        if not len(bad):
+            return 0.0
+        if bad[-1] == len(fa) - 1:
+            return None
+        # the window ending at sample bad[-1] + n is the first good one from there on
+        return float((bad[-1] + n) * dt)
 
 
 def _roll_pitch(q):
