@@ -178,7 +178,7 @@ def test_a_tick_solves_as_the_solver_does_without_the_mpc_shortcuts(solo):
         tick = mpc.step(0.27, x2, (0.3, 0.0, 0.0))
         prob, xs, us = mpc.last
         ref = solve_fddp(prob, xs, us, max_iter=1, tol=0.0, second_order=method == "ddp",
-                         local=True)
+                         local=True, reg=mpc.reg)
         assert ref.cost == pytest.approx(tick.cost, rel=1e-12)
         assert np.allclose(ref.xs, tick.xs, rtol=0, atol=1e-12)
         assert np.allclose(ref.gains, tick.gains, rtol=1e-10, atol=1e-10)
