@@ -2,7 +2,7 @@
 (gaits.py), a receding-horizon controller whose tick shifts the horizon and its warm
 start and runs a fixed iteration budget (controller.py), the closed loop against a
 MuJoCo plant (loop.py), and the stance equilibrium with its linearisation for balance
-controllers (stance.py).
+controllers (balance.py).
 
 Importing rbdiff.mpc imports neither mujoco nor the plant; running a loop does.
 """
@@ -12,7 +12,7 @@ from .gaits import GAITS, Gait, gait
 from .loop import Run, parse_pushes, piecewise, run
 from .plots import plot_run
 from .robots import default_feet
-from .stance import (BalanceController, Linearisation, Stance, dare, linearise, lqr,
+from .balance import (BalanceController, Linearisation, Stance, dare, linearise, lqr,
                      stance)
 
 __all__ = ["MPC", "Tick", "DEFAULT_WEIGHTS", "Gait", "gait", "GAITS", "run", "Run",

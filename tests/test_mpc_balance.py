@@ -1,4 +1,4 @@
-"""rbdiff.mpc.stance: the stance equilibrium holds still (rbd.contact_dynamics: zero
+"""rbdiff.mpc.balance: the stance equilibrium holds still (rbd.contact_dynamics: zero
 acceleration, the same forces), its linearisation equals finite differences of the
 discrete step in the reduced and the full coordinates, the Riccati solution satisfies
 the DARE (and equals SciPy's, when present) with a stable closed loop while the full
@@ -12,7 +12,7 @@ import pytest
 
 import rbdiff as rbd
 from rbdiff.model import robots
-from rbdiff.mpc import stance as S
+from rbdiff.mpc import balance as S
 
 FEET = {"solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"),
         "talos_legs": ("left_sole_link", "right_sole_link")}
