@@ -28,8 +28,9 @@ def build_parser():
                    help="comma-separated foot frames (default: found by name)")
     p.add_argument("--gait", default="trot",
                    help="stand, walk, trot, pace or bound (default trot)")
-    p.add_argument("--speed", default="0.3",
-                   help="forward speed m/s, or a schedule 't:v,...' (default 0.3)")
+    p.add_argument("--speed", default=None,
+                   help="forward speed m/s, or a schedule 't:v,...' (default 0.3; 0 for "
+                        "stand)")
     p.add_argument("--lateral", default="0", help="lateral speed m/s or a schedule")
     p.add_argument("--turn", default="0", help="yaw rate rad/s or a schedule")
     p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds")
@@ -43,6 +44,9 @@ def build_parser():
     p.add_argument("--iterations", type=int, default=1, help="solver iterations a tick")
     p.add_argument("--period", type=float, default=None, help="gait period (s)")
     p.add_argument("--duty", type=float, default=None, help="gait duty factor")
+    p.add_argument("--sole", default=None,
+                   help="a biped's sole box 'length,width' (m; default: the robot's "
+                        "from example-robot-data where known, else 0.2,0.1)")
     p.add_argument("--gif", default=None, help="write the run as an animated GIF")
     p.add_argument("--html", default=None, help="write the run as a self-contained HTML")
     p.add_argument("--json", default=None, help="write the summary as JSON")
@@ -73,7 +77,9 @@ def main(argv=None):
     import rbdiff as rbd
     from .controller import MPC
     from .loop import parse_pushes, piecewise, run
-    from .robots import default_feet
+    from .robots import default_feet, default_sole
+    if args.speed is None:
+        args.speed = "0" if args.gait == "stand" else "0.3"
     try:
         for name in ("speed", "lateral", "turn"):
             piecewise(getattr(args, name), name)
@@ -81,10 +87,17 @@ def main(argv=None):
         model = rbd.load_robot(args.robot)
         feet = tuple(args.feet.split(",")) if args.feet else default_feet(model)
         from ..sim import Plant
-        plant = Plant(model, feet=feet)
+        if len(feet) == 2:          # a biped stands on box soles (6D contacts)
+            sole = tuple(float(a) for a in args.sole.split(",")) if args.sole else \
+                default_sole(args.robot)
+            plant = Plant(model, feet=feet, sole=sole, foot_radius=0.01)
+            extra = dict(sole=sole)
+        else:
+            plant = Plant(model, feet=feet)
+            extra = {}
         mpc = MPC(model, feet, args.gait, horizon=args.horizon, dt=args.dt,
                   method=args.method, iterations=args.iterations, period=args.period,
-                  duty=args.duty, foot_radius=float(plant.foot_radius.min()))
+                  duty=args.duty, foot_radius=float(plant.foot_radius.min()), **extra)
     except (ValueError, KeyError, ImportError) as e:
         print(f"python -m rbdiff mpc: {e}", file=sys.stderr)
         return 2

@@ -28,3 +28,17 @@ def default_feet(model):
     raise ValueError("mpc: cannot tell this model's feet (looked for <LF|FL..>_FOOT "
                      "quadruped frames and right/left sole frames); pass feet= (frame "
                      f"names); frames that look like feet: {feet[:8]}")
+
+
+# sole boxes (length, width) of example-robot-data's bipeds: talos_reduced_box.urdf's feet
+_SOLES = {"talos": (0.21, 0.13)}
+
+
+def default_sole(robot_name):
+    """A biped's sole box (length, width) in m for the MuJoCo plant and the wrench cone:
+    example-robot-data's where known (talos: its box-foot URDF's 0.21 x 0.13), else
+    (0.2, 0.1)."""
+    for prefix, box in _SOLES.items():
+        if str(robot_name).startswith(prefix):
+            return box
+    return (0.2, 0.1)
