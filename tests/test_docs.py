@@ -38,7 +38,7 @@ SRC = os.path.join(ROOT, "src")
 
 # the packages whose public names the reference documents (docs/reference/)
 PACKAGES = ["rbdiff", "rbdiff.trajopt", "rbdiff.viewer", "rbdiff.jax", "rbdiff.torch",
-            "rbdiff.dask", "rbdiff.gpu", "rbdiff.sim"]
+            "rbdiff.dask", "rbdiff.gpu", "rbdiff.sim", "rbdiff.mpc"]
 
 
 def _pages():
