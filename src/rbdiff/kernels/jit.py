@@ -189,7 +189,7 @@ def _cached(fn, **opts):
 # rooms that hold no compiled code and that no compiled code imports (the layers above
 # the kernels): an edit there must not recompile every entry (tests/test_cache_digest.py)
 UNCOMPILED_ROOMS = ("bench", "mpc", "viewer", "__pycache__", "sim.py", "cli.py",
-                    "__main__.py")
+                    "__main__.py", "mujoco.py", "dask.py", "metrics.py")
 # the package whose compiled modules sit beside pure-Python ones (the problem, the
 # solver's loop, the costs' glue): only the compiled ones and what they import count
 MIXED_ROOMS = ("trajopt",)
@@ -255,8 +255,8 @@ def harden_cache(dispatcher):
 
     Stale: Numba invalidates a cached entry when the entry's own source file changes,
     not when a kernel it calls (in another file) does; so the index's stamp here also
-    carries a digest of the rbdiff sources an entry can reach (:func:`_sources_digest`), and any edit or
-    upgrade recompiles.
+    carries a digest of the rbdiff sources an entry can reach (:func:`_sources_digest`),
+    and any edit there or upgrade recompiles.
 
     Shared: Numba saves a new specialisation by reading the function's index file,
     picking the first unused data file name, and writing both back. Two processes

@@ -48,6 +48,8 @@ def build_parser():
                    help="a biped's sole box 'length,width' (m; default: the robot's "
                         "from example-robot-data where known, else 0.2,0.1)")
     p.add_argument("--gif", default=None, help="write the run as an animated GIF")
+    p.add_argument("--gif-width", type=int, default=400, help="GIF width in pixels "
+                   "(4:3; default 400)")
     p.add_argument("--html", default=None, help="write the run as a self-contained HTML")
     p.add_argument("--json", default=None, help="write the summary as JSON")
     p.add_argument("--plot", default=None,
@@ -156,6 +158,7 @@ def _render(model, r, args):
             viz.export_html(args.html, qs, dt)
             print(f"  html: {args.html}")
         if args.gif:
-            viz.render_gif(args.gif, qs, dt, fps=25, width=480, height=360,
+            viz.render_gif(args.gif, qs, dt, fps=25, width=args.gif_width,
+                           height=int(round(0.75 * args.gif_width)),
                            camera=side_camera(r.q, r.nominal_height))
             print(f"  gif: {args.gif}")
