@@ -208,6 +208,8 @@ def report(res):
         for part in ("references", "warm_start", "solve", "derivatives", "backward",
                      "line_search"):
             lines.append(f"| &nbsp; {part} | {res[key][part]:.2f} | |")
+    lines.append(f"| &nbsp; ticks whose exact-curvature pass was taken | "
+                 f"{res['ddp']['second_order_ticks']} of {res['ticks']} | |")
     lines.append(f"| rbdiff dynamics derivatives of the horizon | "
                  f"{res['dynamics']['p50']:.2f} | {res['dynamics']['p99']:.2f} |")
     lines.append(f"| MuJoCo FD of the horizon (mjd_transitionFD) | "
@@ -285,6 +287,8 @@ def main(argv=None):
                       **{k: _pct([r[m][k] for r in rows], 50)
                          for k in ("derivatives", "backward", "line_search", "references",
                                    "warm_start", "solve")})
+    res["ddp"]["second_order_ticks"] = int(sum(bool(r["ddp"].get("second_order"))
+                                               for r in rows))
     fd = [r["mujoco_fd"] for r in rows]
     res["mujoco_fd"] = dict(p50=_pct(fd, 50), p99=_pct(fd, 99))
     dyn = [r["dynamics"] for r in rows]

@@ -77,7 +77,8 @@ class Tick:
     the horizon's policy; support (T, nfeet) the knots' supporting feet; forces (T,
     ncmax) the predicted contact forces; cost, iterations; timings (ms): "references"
     (the problem's targets), "warm_start" (the previous policy rolled out), "solve" and
-    within it the solver's "derivatives", "backward", "line_search"; "total"; failed:
+    within it the solver's "derivatives", "backward", "line_search"; "total"; and
+    "second_order" (bool: a ddp tick whose exact-curvature pass was taken); failed:
     None, or why the solver gave up this tick (the previous plan, moved on, kept)."""
     t: float
     dt: float
@@ -203,6 +204,7 @@ class MPC:
                                for f in self.feet)
         self._state_weights = self._weight_vector(w)
         self._problems = {}
+        self._ddp_wait = self._ddp_backoff = 0
         self._prev = None
         self._carrot = None
         self._liftoff = feet0.copy()
@@ -423,10 +425,22 @@ class MPC:
         xs, us, shot = self._warm_start(prob, t, x)
         self.last = (prob, xs, us)          # what this tick solved from (bench-mpc)
         t1 = time.perf_counter()
+        # ddp: after a tick whose exact pass was refused (Q_uu not positive definite)
+        # the next 1, 2, 4, 8 ticks take FDDP's pass without the try (consecutive
+        # refusals; reset by a success), as solve_fddp backs off within a solve
+        second = self.method == "ddp" and self._ddp_wait == 0
+        self._ddp_wait = max(self._ddp_wait - 1, 0)
         res = solve_fddp(prob, xs, us, max_iter=self.iterations, tol=0.0,
-                         second_order=self.method == "ddp", local=True, shot=shot,
-                         reg=self.reg)
+                         second_order=second, local=True, shot=shot, reg=self.reg)
         t2 = time.perf_counter()
+        if second and res.history:
+            if any(h.get("second_order") for h in res.history):
+                self._ddp_backoff = 0
+            else:
+                self._ddp_backoff = min(2 * self._ddp_backoff or 1, 8)
+                self._ddp_wait = self._ddp_backoff
+        timings_second = bool(second and res.history
+                              and any(h.get("second_order") for h in res.history))
         failed = res.history[-1].get("stop") if res.history else None
         if res.gains is None:       # no backward pass succeeded: keep the previous plan
             if self._prev is None:
@@ -441,6 +455,7 @@ class MPC:
                    for k in ("derivatives", "backward", "line_search")}
         timings.update(references=1e3 * (tw - t0), warm_start=1e3 * (t1 - tw),
                        solve=1e3 * (t2 - t1), total=1e3 * (t2 - t0))
+        timings["second_order"] = timings_second
         return Tick(t, self.dt, res.us[0].copy(), res.gains[0].copy(), res.xs, res.us,
                     res.gains, support.copy(), res.forces, res.cost, res.iterations,
                     timings, self.model, failed)
@@ -474,5 +489,6 @@ class MPC:
     def reset(self):
         """Forget the warm start and the references' memory (a new run)."""
         self._prev = self._carrot = None
+        self._ddp_wait = self._ddp_backoff = 0
         feet0 = self._foot_positions(self.q_ref)
         self._liftoff, self._landing = feet0.copy(), feet0.copy()
