@@ -30,6 +30,9 @@ for floating bases with contact phases, in Crocoddyl's conventions.
     prob = gait.walking(x0, 0.25, 0.25, 1e-2, 25, 2)      # running: per-knot cost lists
 """
 
+from .constrained import ConstrainedResult, Infeasible
+from .constraints import (ControlBox, FrameTranslationBox, MinNormalForce, StateBox,
+                          StateEquality)
 from .costs import ControlRegularization, FrameTranslation, StateRegularization
 from .problem import Problem
 from .residuals import (CoMPosition, ContactForce, FramePlacement, FrameVelocity,
@@ -38,4 +41,6 @@ from .solver import Result, rollout_cost, solve
 
 __all__ = ["Problem", "FrameTranslation", "StateRegularization", "ControlRegularization",
            "CoMPosition", "FramePlacement", "FrameVelocity", "ContactForce", "FrictionCone",
-           "WrenchCone", "StateBounds", "solve", "rollout_cost", "Result"]
+           "WrenchCone", "StateBounds", "solve", "rollout_cost", "Result", "ControlBox",
+           "StateBox", "StateEquality", "FrameTranslationBox", "MinNormalForce",
+           "ConstrainedResult", "Infeasible"]

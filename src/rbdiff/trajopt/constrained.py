@@ -1,0 +1,282 @@
+"""A constrained solver for Problems with constraints (trajopt/constraints.py): an
+augmented-Lagrangian DDP on FDDP (solve(prob) on such a problem, or method="al").
+
+Why this design, not a stagewise SQP (mim-solvers' CSQP): the augmented Lagrangian of
+a box constraint lower <= r <= upper with multipliers mu and penalty rho,
+
+    rho / 2 dist(r + mu / rho, [lower, upper])^2 - ||mu||^2 / (2 rho),
+
+is Crocoddyl's quadratic barrier (residuals.barrier_activation) on the shifted residual
+r + mu / rho, scaled by rho: its gradient R^T mu+ with mu+ = rho (s - proj(s)),
+s = r + mu / rho, and its Gauss-Newton Hessian rho R^T diag(active) R are what the
+cone cost terms already add (costs.add_gauss_newton). Folded into the stage costs, each
+iteration stays one FDDP iteration (solver.solve_fddp: one batched derivatives call,
+one Riccati pass riccati.backward_pass_fddp over the knots, its line search, its gaps
+and infeasible warm start), no QP sub-solver (CSQP's ADMM takes 25-1000 iterations a
+step and stalls on solo12 walking, issue 40), no new compiled code. An outer loop
+(Aligator's ProxDDP, Conn-Gould-Toint's BCL) updates the multipliers mu <- mu+ after
+each inner solve and raises rho x10 when the worst violation did not fall below
+DECREASE of the previous one; it warm-starts from (xs, us, multipliers, rho) and runs
+within max_iter FDDP iterations in all (an MPC's fixed budget).
+
+Stopping test (convergence): the inner FDDP's own (|expected reduction of a full step|
+< tol, from a feasible trajectory: 0.5 g' H^-1 g < tol for the augmented Lagrangian's
+gradient g in the controls, which at mu+ is the Lagrangian's: KKT stationarity), the
+worst constraint violation <= feas_tol (1e-6 by default: N, N m, rad, m/s as the
+residual's unit) and complementarity min(|mu+_i|, |r_i - bound_i|) <= feas_tol.
+
+Infeasible problems: when the violation stalls (less than halved) while rho was raised
+STALLS times in a row (x1000: a feasible problem's violation falls as 1/rho), or rho
+reaches RHO_MAX, solve raises Infeasible naming the worst constraint, its knot and
+row (its ``result`` holds the least-violation trajectory: not a plan).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .costs import add_gauss_newton
+from .residuals import barrier_activation
+from .solver import REG_MIN, Result, solve_fddp
+
+# penalty: small at first (a stiff penalty makes FDDP's Gauss-Newton model poor far from
+# the solution: solo12 trotting, the cone as a barrier of weight 1000, took FDDP 48
+# iterations against 16 at weight 10), raised x3 while the violation does not fall
+RHO0, RHO_MAX, RHO_STEP = 0.1, 1e10, 3.0
+DECREASE = 0.25      # rho stays while each outer step cuts the violation at least this
+STALLS = 3           # raises of rho in a row without halving the violation: infeasible
+FEAS_TOL = 1e-6
+OMEGA0 = 1e-1        # the first inner solve's tolerance (cost units; multipliers 0)
+OMEGA = 1.0          # an inner solve's tolerance: this fraction of its expected change
+
+
+class Infeasible(ValueError):
+    """The constraints cannot be met: ``result`` the least-violation trajectory found
+    (a ConstrainedResult, not a plan), ``worst`` (name, knot, row) of its worst
+    violation."""
+
+    def __init__(self, message, result):
+        super().__init__(message)
+        self.result = result
+        self.worst = result.worst
+
+
+@dataclass
+class ConstrainedResult(Result):
+    """A Result with the constraints' report: max_violation (the worst row's, in its
+    residual's unit), violations {constraint name: its worst violation}, worst (name,
+    knot, row) or None, multipliers (one (K, m) array per ConstraintSet group: mu > 0 on
+    an upper bound, < 0 on a lower one), rho (the final penalty), outer (multiplier
+    updates), complementarity, feasible (max_violation <= feas_tol); cost is the
+    problem's (without the penalty terms); history's dicts carry "outer" and "rho"."""
+    max_violation: float = 0.0
+    violations: dict = field(default_factory=dict)
+    worst: tuple = None
+    multipliers: list = None
+    rho: float = RHO0
+    outer: int = 0
+    complementarity: float = 0.0
+    feasible: bool = True
+
+
+class _Augmented:
+    """``prob`` seen by solve_fddp with the constraints' augmented-Lagrangian terms at
+    multipliers ``mus`` and penalty ``rho`` added to its cost and derivatives; every
+    other attribute is prob's."""
+
+    def __init__(self, prob, mus, rho):
+        self.prob, self.cset, self.mus, self.rho = prob, prob.constraints, mus, rho
+        self.reads_forces = prob.reads_forces or self.cset.reads_forces
+
+    def __getattr__(self, name):
+        return getattr(self.prob, name)
+
+    def penalty(self, rs):
+        """The augmented Lagrangian's terms of residuals rs (ConstraintSet.residuals)."""
+        p = 0.0
+        for (_, _, c, _), r, mu in zip(self.cset.groups, rs, self.mus):
+            _, Ar, _ = barrier_activation(r + mu / self.rho, c.lower, c.upper)
+            p += 0.5 * self.rho * np.einsum("ki,ki->", Ar, Ar) - \
+                np.einsum("ki,ki->", mu, mu) / (2.0 * self.rho)
+        return p
+
+    def cost(self, q, v, us, forces=None):
+        return self.prob.cost(q, v, us, forces) + \
+            self.penalty(self.cset.residuals(q, v, us, forces))
+
+    def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None):
+        """Problem.derivative_parts with the penalty terms' Gauss-Newton derivatives
+        added (l_xu allocated where a constraint reads the forces)."""
+        prob = self.prob
+        T, nx, nu = prob.T, 2 * prob.nv, prob.nu
+        df = None
+        if self.reads_forces:
+            nc = max(prob.ncmax, 1)
+            df = (np.zeros((T, nc, nx)), np.zeros((T, nc, nu)))
+        parts = prob._dynamics_parts(q, v, us, vnext, df, first)
+        c = prob.cost_derivatives(q, v, us, forces, df, curvature)
+        lx, lu, lxx, luu = c[:4]
+        lxu = c[4] if len(c) == 5 else (np.zeros((T, nx, nu)) if self.reads_forces
+                                         else None)
+        out = (lx, lu, lxx, luu, lxu)
+        for (_, knots, con, _), (r, Rx, Ru), mu in zip(
+                self.cset.groups, self.cset.jacobians(q, v, us, forces, df), self.mus):
+            _, Ar, Arr = barrier_activation(r + mu / self.rho, con.lower, con.upper)
+            add_gauss_newton(out, knots, self.rho, Ar, Arr, Rx, 0, Ru)
+        return parts, lx, lu, lxx, luu, lxu
+
+
+def _updated(cset, rs, mus, rho):
+    """mu+ = rho (s - proj(s)), s = r + mu / rho, per group (the first-order update)."""
+    return [rho * barrier_activation(r + mu / rho, g[2].lower, g[2].upper)[1]
+            for g, r, mu in zip(cset.groups, rs, mus)]
+
+
+def complementarity(cset, rs, mus):
+    """max over the inequality rows of min(|mu_i|, |r_i - b_i|), b_i the bound on mu_i's
+    side (upper for mu > 0, lower for mu < 0); 0 with no such row."""
+    worst = 0.0
+    for (_, _, c, _), r, mu in zip(cset.groups, rs, mus):
+        ineq = ~c.equality
+        if not ineq.any():
+            continue
+        b = np.where(mu > 0, c.upper, c.lower)
+        gap = np.where(mu != 0, np.abs(r - np.where(np.isfinite(b), b, 0.0)), 0.0)
+        worst = max(worst, float(np.minimum(np.abs(mu), gap)[:, ineq].max(initial=0.0)))
+    return worst
+
+
+def _multipliers(cset, multipliers):
+    if multipliers is None:
+        return [np.zeros((len(knots), len(c.lower))) for _, knots, c, _ in cset.groups]
+    mus = [np.array(m, dtype=float) for m in multipliers]
+    shapes = [(len(knots), len(c.lower)) for _, knots, c, _ in cset.groups]
+    if [m.shape for m in mus] != shapes or not all(np.isfinite(m).all() for m in mus):
+        raise ValueError(f"multipliers: expected finite arrays of shapes {shapes} (a "
+                         f"ConstrainedResult's of this problem), got "
+                         f"{[m.shape for m in mus]}")
+    return mus
+
+
+def _inner_tol(tol, rho, viol):
+    """The next inner solve's tolerance (BCL's inexact inner solves): a multiplier step
+    of size rho viol moves the augmented Lagrangian's minimum by about 0.5 rho viol^2
+    (its Hessian rho R'R on the active rows), so solving it finer than OMEGA of that is
+    wasted until the violation falls; tol once it is within feasibility."""
+    return max(tol, OMEGA * 0.5 * rho * viol * viol)
+
+
+def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None,
+             feas_tol=FEAS_TOL, rho=None, multipliers=None):
+    """Augmented-Lagrangian FDDP on ``prob`` (a Problem with constraints): (xs, us) the
+    warm start as solve_fddp's, ``multipliers`` and ``rho`` a previous
+    ConstrainedResult's (MPC) or None and RHO0; max_iter the FDDP iterations in all;
+    tol the inner FDDP's tolerance, feas_tol the violation's and complementarity's.
+    Returns a ConstrainedResult (converged: the stopping test of the module docstring
+    met); raises Infeasible (a ValueError) when the constraints cannot be met."""
+    cset = prob.constraints
+    if cset is None:
+        raise ValueError("solve_al: the problem has no constraints (Problem(..., "
+                         "constraints=...)); use method='fddp'")
+    rho, feas_tol = float(RHO0 if rho is None else rho), float(feas_tol)
+    if not (np.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho: expected a finite number > 0, got {rho}")
+    if not feas_tol > 0:
+        raise ValueError(f"feas_tol: expected > 0, got {feas_tol}")
+    mus = _multipliers(cset, multipliers)
+    nq = prob.nq
+    history, timings = [], dict(derivatives=0.0, backward=0.0, line_search=0.0,
+                                compile=0.0, constraints=0.0)
+    its, outer, stalls = 0, 0, 0
+    viol_prev = np.inf
+    res = None
+    feasible = False
+    omega = max(float(tol), OMEGA0)
+    while its < max_iter:
+        inner = solve_fddp(_Augmented(prob, mus, rho), xs, us, max_iter - its, omega, reg,
+                           feasible=feasible)
+        t0 = time.perf_counter()
+        outer += 1
+        its += inner.iterations
+        for k, v in inner.timings.items():
+            timings[k] += v
+        for h in inner.history:
+            history.append(dict(h, outer=outer, rho=rho, omega=omega))
+        xs, us, forces = inner.xs, inner.us, inner.forces
+        reg = max(inner.history[-1]["reg"], REG_MIN) if inner.history else reg
+        q, v = np.ascontiguousarray(xs[:, :nq]), np.ascontiguousarray(xs[:, nq:])
+        rs = cset.residuals(q, v, us, forces)
+        mus = _updated(cset, rs, mus, rho)
+        viol, per, worst = cset.report(rs)
+        comp = complementarity(cset, rs, mus)
+        history[-1].update(violation=viol, complementarity=comp)
+        done = inner.converged and omega == tol and viol <= feas_tol and comp <= feas_tol
+        feasible = bool(inner.history and inner.history[-1]["feasible"])
+        res = ConstrainedResult(
+            xs=xs, us=us, cost=float(prob.cost(q, v, us, forces)), iterations=its,
+            converged=done, method="al", history=list(history), timings=dict(timings),
+            forces=forces, max_violation=viol, violations=per, worst=worst,
+            multipliers=[m.copy() for m in mus], rho=rho, outer=outer,
+            complementarity=comp, feasible=viol <= feas_tol)
+        if done:
+            break
+        if viol > feas_tol and viol > DECREASE * viol_prev:
+            stalls = stalls + 1 if viol > 0.5 * viol_prev else 0
+            if stalls >= STALLS or rho >= RHO_MAX:
+                name, knot, row = worst
+                why = f"{STALLS} raises in a row did not halve it" if stalls >= STALLS \
+                    else "its bound"
+                raise Infeasible(
+                    f"infeasible: the constraints cannot be met; the worst is {name} at "
+                    f"knot {knot} (row {row}), violated by {viol:.3g} with the penalty "
+                    f"raised to {rho:g} ({why})", res)
+            rho = min(rho * RHO_STEP, RHO_MAX)
+        else:
+            stalls = 0
+        viol_prev = viol
+        # within feasibility: the last solves to tol (stationarity), else BCL's
+        omega = tol if viol <= feas_tol else _inner_tol(tol, rho, viol)
+        timings["constraints"] += time.perf_counter() - t0
+        if callback is not None:
+            callback(its, res)
+    return res
+
+
+def lagrangian_gradient(prob, res, multipliers=None):
+    """(g_u (T, nu), lambda (T+1, 2nv)): the gradient in the controls of the Lagrangian
+    J + sum_t mu_t . r_t along the (gap-free) trajectory of ``res`` (its multipliers by
+    default), the dynamics eliminated by the costates
+
+        lambda_T = l_x(T) + R_x(T)' mu_T,
+        lambda_t = l_x(t) + R_x(t)' mu_t + F_x(t)' lambda_{t+1},
+        g_u(t)   = l_u(t) + R_u(t)' mu_t + F_u(t)' lambda_{t+1}
+
+    with the dense tangent Jacobians F (Problem.dynamics_jacobians' assembly): KKT
+    stationarity is g_u = 0, checked without the solver's Riccati pass or penalty."""
+    cset = prob.constraints
+    mus = res.multipliers if multipliers is None else multipliers
+    nq, T, nx, nu = prob.nq, prob.T, 2 * prob.nv, prob.nu
+    q, v, us = (np.ascontiguousarray(res.xs[:, :nq]), np.ascontiguousarray(res.xs[:, nq:]),
+                np.ascontiguousarray(res.us))
+    _, vx, forces = prob.shoot(q, v, us)
+    nc = max(prob.ncmax, 1)
+    df = (np.zeros((T, nc, nx)), np.zeros((T, nc, nu)))
+    Fx, Fu = prob._assemble(*prob._dynamics_parts(q, v, us, vx, df))
+    lx, lu = prob.cost_derivatives(q, v, us, forces, df)[:2]
+    if cset is not None:
+        for (_, knots, _, _), (_, Rx, Ru), mu in zip(
+                cset.groups, cset.jacobians(q, v, us, forces, df), mus):
+            if Rx.shape[2]:
+                np.add.at(lx, knots, np.einsum("kmi,km->ki", Rx, mu))
+            if Ru.shape[2]:
+                np.add.at(lu, knots, np.einsum("kmi,km->ki", Ru, mu))
+    lam = np.empty((T + 1, nx))
+    gu = np.empty((T, nu))
+    lam[T] = lx[T]
+    for t in range(T - 1, -1, -1):
+        gu[t] = lu[t] + Fu[t].T @ lam[t + 1]
+        lam[t] = lx[t] + Fx[t].T @ lam[t + 1]
+    return gu, lam
