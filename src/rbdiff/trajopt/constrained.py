@@ -25,8 +25,8 @@ gradient g in the controls, which at mu+ is the Lagrangian's: KKT stationarity),
 worst constraint violation <= feas_tol (1e-6 by default: N, N m, rad, m/s as the
 residual's unit) and complementarity min(|mu+_i|, |r_i - bound_i|) <= feas_tol.
 
-Infeasible problems: when the violation stalls (less than halved) while rho was raised
-STALLS times in a row (x1000: a feasible problem's violation falls as 1/rho), or rho
+Infeasible problems: when the violation stalls (cut by less than 10 %) while rho was
+raised STALLS times in a row (x27: a feasible problem's violation falls as 1/rho), or rho
 reaches RHO_MAX, solve raises Infeasible naming the worst constraint, its knot and
 row (its ``result`` holds the least-violation trajectory: not a plan).
 """
@@ -47,7 +47,8 @@ from .solver import REG_MIN, Result, solve_fddp
 # iterations against 16 at weight 10), raised x3 while the violation does not fall
 RHO0, RHO_MAX, RHO_STEP = 0.1, 1e10, 3.0
 DECREASE = 0.25      # rho stays while each outer step cuts the violation at least this
-STALLS = 3           # raises of rho in a row without halving the violation: infeasible
+STALLS = 3           # raises of rho in a row, each cutting the violation by less than
+STALL = 0.9          # this factor: infeasible
 FEAS_TOL = 1e-6
 OMEGA0 = 1e-1        # the first inner solve's tolerance (cost units; multipliers 0)
 OMEGA = 1.0          # an inner solve's tolerance: this fraction of its expected change
@@ -223,11 +224,15 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
             complementarity=comp, feasible=viol <= feas_tol)
         if done:
             break
+        stalled = viol > feas_tol and viol > STALL * viol_prev
         if viol > feas_tol and viol > DECREASE * viol_prev:
-            stalls = stalls + 1 if viol > 0.5 * viol_prev else 0
+            # a stall counts where the inner solve was converged to tol: a loose one may
+            # not have moved (then the next is solved to tol)
+            stalls = stalls + 1 if stalled and inner.converged and omega == tol else 0
             if stalls >= STALLS or rho >= RHO_MAX:
                 name, knot, row = worst
-                why = f"{STALLS} raises in a row did not halve it" if stalls >= STALLS \
+                why = f"{STALLS} raises in a row did not cut it by {1 - STALL:.0%}" \
+                    if stalls >= STALLS \
                     else "its bound"
                 raise Infeasible(
                     f"infeasible: the constraints cannot be met; the worst is {name} at "
@@ -238,7 +243,7 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
             stalls = 0
         viol_prev = viol
         # within feasibility: the last solves to tol (stationarity), else BCL's
-        omega = tol if viol <= feas_tol else _inner_tol(tol, rho, viol)
+        omega = tol if (viol <= feas_tol or stalled) else _inner_tol(tol, rho, viol)
         timings["constraints"] += time.perf_counter() - t0
         if callback is not None:
             callback(its, res)

@@ -290,19 +290,17 @@ class ConstraintSet:
     def __init__(self, prob, per_knot, terminal=()):
         T, model = prob.T, prob.model
         per_knot = list(per_knot or ())
-        if len(per_knot) == T and all(isinstance(c, (list, tuple)) for c in per_knot):
-            knots = [list(c) for c in per_knot]
-        elif all(isinstance(c, Constraint) for c in per_knot):
-            knots = [[] if k == IMPULSE else list(per_knot) for k in prob.kind]
-        else:
-            raise TypeError(f"constraints: expected a list of rbdiff.trajopt.constraints "
-                            f"constraints or a list of {T} per-knot lists of them")
+        flat = not (len(per_knot) == T and all(isinstance(c, (list, tuple))
+                                               for c in per_knot))
+        knots = [[] if flat and k == IMPULSE else list(per_knot if flat else per_knot[t])
+                 for t, k in enumerate(prob.kind)]
         terminal = list(terminal or ())
         seen = set()
-        for c in [c for cs in knots for c in cs] + terminal:
+        for c in (per_knot if flat else []) + [c for cs in knots for c in cs] + terminal:
             if not isinstance(c, Constraint):
                 raise TypeError(f"constraints: expected rbdiff.trajopt.constraints "
-                                f"constraints, got {type(c).__name__}")
+                                f"constraints (or a list of {T} per-knot lists of them), "
+                                f"got {type(c).__name__}")
             if id(c) not in seen:
                 seen.add(id(c))
                 c.check(model, prob.nu)
