@@ -202,7 +202,12 @@ class Quadruped(_Gait):
     (3D feet, LOCAL_WORLD_ALIGNED, Baumgarte (0, 50)) Crocoddyl's linearised friction
     cone (mu 0.7, 4 facets) on each support foot (10); a swing knot the swing feet's
     positions (1e6) and the centre of mass (1e6); a touch-down an impulse knot with the
-    feet's positions (1e7) and its state regularisation."""
+    feet's positions (1e7) and its state regularisation.
+
+    ``constrained``: the cone (its f_n >= 0 row the minimum normal force) and the
+    model's torque limits (ControlBox, where model.effort_limits states them) are
+    constraints (trajopt/constraints.py) at every knot that is not an impulse knot,
+    not costs: solve(prob) then takes the augmented-Lagrangian FDDP."""
 
     impulse_foot_weight = 1e7
 
@@ -319,7 +324,8 @@ class Biped(_Gait):
     configuration. 6D contacts (LOCAL_WORLD_ALIGNED, Baumgarte (0, 30)) with Crocoddyl's
     wrench cone (mu 0.7, foot 0.1 x 0.05, 10); swing feet tracked by their placement
     (identity rotation; 1e6, 1e8 at a touch-down); state regularisation (weights
-    (0, 500, 0.01 | 10)^2, 10), control regularisation (0.1); no state bounds."""
+    (0, 500, 0.01 | 10)^2, 10), control regularisation (0.1); no state bounds.
+    ``constrained``: the wrench cone and the torque limits as constraints (Quadruped's)."""
 
     contact_kind, gains = "6d", (0.0, 30.0)
     impulse_foot_weight = 1e8
