@@ -56,8 +56,8 @@ def test_jacobians_against_finite_differences_on_the_manifold(solo):
     dynamics: shoot), q moved along each tangent direction by rbd.integrate."""
     m, x0 = solo
     rng = np.random.default_rng(0)
-    three, six = feet_contacts(FEET[1:]), (rbd.Contact("FL_FOOT", "6d", "local_world_aligned",
-                                                        gains=(0.0, 50.0)),)
+    three = feet_contacts(FEET[1:])
+    six = (rbd.Contact("FL_FOOT", "6d", "local_world_aligned", gains=(0.0, 50.0)),)
     lo, hi = np.full(2 * m.nv, -np.inf), np.full(2 * m.nv, np.inf)
     lo[[2, 9, m.nv + 10]], hi[[2, 9, m.nv + 10]] = -0.1, 0.2
     on_three = [K.FrictionCone("FR_FOOT", MU, inner_appr=True),
@@ -72,7 +72,7 @@ def test_jacobians_against_finite_differences_on_the_manifold(solo):
                       contacts=[three, three, six],
                       constraints=[on_three, on_three, on_six],
                       terminal_constraints=[K.StateEquality(x0),
-                                            K.FrameTranslationBox("HR_FOOT", upper=[1, 1, 1])])
+                                            K.FrameTranslationBox("HR_FOOT", upper=1.0)])
     q = np.stack([rbd.integrate(m, x0[:m.nq], 0.1 * rng.normal(size=m.nv))
                   for _ in range(T + 1)])
     v = 0.5 * rng.normal(size=(T + 1, m.nv))
@@ -223,7 +223,8 @@ def test_kkt_conditions_at_the_solution(trot):
     active = 0
     for (_, _, c, _), r, mu in zip(cs.groups, cs.residuals(q, v, res.us, res.forces),
                                    res.multipliers):
-        assert np.all(mu[:, np.isinf(c.upper)] <= 0) and np.all(mu[:, np.isinf(c.lower)] >= 0)
+        assert np.all(mu[:, np.isinf(c.upper)] <= 0)
+        assert np.all(mu[:, np.isinf(c.lower)] >= 0)
         up = np.where(mu > 0, c.upper - r, 0.0)          # mu > 0: r at its upper bound
         down = np.where(mu < 0, r - c.lower, 0.0)
         assert np.abs(np.minimum(np.abs(mu), np.abs(up + down))).max() <= FEAS_TOL

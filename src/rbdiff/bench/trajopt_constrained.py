@@ -14,6 +14,15 @@ termination_tolerance 1e-3 (its default stalls, issue 40), rbdiff with its defau
 interleaved solves after a warm-up. The violation of either solution is rbdiff's
 ConstraintSet's on its states and controls (the forces recomputed by the knots' contact
 dynamics), in newtons or newton metres.
+
+Measured (2026-11-29, a 2-core machine shared with other jobs, load ~5: absolute times
+inflated, the two solvers interleaved): the same optimum (cost within 1.6e-7 relative,
+rbdiff's the lower where CSQP does not stop), rbdiff's time to convergence 0.42x CSQP's
+on anymal walking (21 iterations against 7), 0.41x trotting (9 / 5), 0.63x solo12
+trotting (37 / 7); CSQP does not stop within 200 iterations on anymal jumping,
+talos_legs walking and solo12 walking, where rbdiff converges in 30, 38 and 113
+(0.03x, 0.05x, 0.02x its time); worst violation rbdiff <= 4e-7, CSQP 2.9e-6 at its
+tolerance.
 """
 
 from __future__ import annotations
@@ -39,7 +48,6 @@ TERMINATION_TOLERANCE = 1e-3
 def constrained_pair(name):
     """(rbdiff Problem with constraints, Crocoddyl ShootingProblem with the same
     constraints, warm-start controls (T, nu)) of gait ``name`` (CONSTRAINED_GAITS)."""
-    import crocoddyl
     import example_robot_data as erd
     from crocoddyl.utils.biped import SimpleBipedGaitProblem
     from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
@@ -99,8 +107,8 @@ def _with_constraints(cp, mu, effort):
             else:
                 cone = crocoddyl.FrictionCone(np.eye(3), mu, 4, False)
                 r = crocoddyl.ResidualModelContactFrictionCone(state, c.id, cone, nu)
-            cons.addConstraint(key + "_cone",
-                               crocoddyl.ConstraintModelResidual(state, r, cone.lb, cone.ub))
+            cons.addConstraint(key + "_cone", crocoddyl.ConstraintModelResidual(
+                state, r, cone.lb, cone.ub))
         cons.addConstraint("torques", crocoddyl.ConstraintModelResidual(
             state, crocoddyl.ResidualModelControl(state, nu), -effort, effort))
         dam = crocoddyl.DifferentialActionModelContactFwdDynamics(

@@ -315,8 +315,9 @@ class ConstraintSet:
             count = {}
             for c in cs:
                 if imp and c.reads_control:
-                    raise ValueError(f"knot {t}: {c.name} reads the control (or the contact "
-                                     "forces), which an impulse knot does not have")
+                    raise ValueError(f"knot {t}: {c.name} reads the control (or the "
+                                     "contact forces), which an impulse knot does not "
+                                     "have")
                 key = c.key()
                 n = count[key] = count.get(key, -1) + 1      # a key twice at one knot
                 key = (t == T, key, n)
