@@ -16,7 +16,8 @@ and infeasible warm start), no QP sub-solver (CSQP's ADMM takes 25-1000 iteratio
 step and stalls on solo12 walking, issue 40), no new compiled code. An outer loop
 (Aligator's ProxDDP, Conn-Gould-Toint's BCL) updates the multipliers mu <- mu+ after
 each inner solve, solved only as finely as the violation warrants (_inner_tol), and
-raises rho x3 when the worst violation did not fall below DECREASE of the previous one;
+raises rho x3 (and FDDP's regularisation to REG_RAISE) when the worst violation did
+not fall below DECREASE of the previous one;
 it warm-starts from (xs, us, multipliers, rho) and runs within max_iter FDDP iterations
 in all (an MPC's fixed budget). Control bounds alone keep solve_fddp's clamped-set path
 (Problem's u_lower / u_upper); a ControlBox constraint is a penalty term like the others
@@ -26,8 +27,8 @@ Measured (one thread, from x0 at every knot and the quasi-static controls, inner
 1e-9, violation <= 1e-6 at convergence; FDDP's soft-cone optimum's worst violation in
 brackets): anymal walking 21 iterations (FDDP 14; 5.8 N m over the torque limit),
 trotting 9 (8; 0.07 N), jumping 30 (17; 199 N m), hyq walking 13 (11), talos_legs
-walking 38 (16; 9.5 N on its wrench cone), solo12 trotting 37 (14; 1.2 N), solo12
-walking 108 (25; 5.1 N), where CSQP never stops (issue 40).
+walking 35 (16; 9.5 N on its wrench cone), solo12 trotting 38 (14; 1.2 N), solo12
+walking 49 (25; 5.1 N), where CSQP never stops (issue 40).
 
 Stopping test (convergence): the inner FDDP's own (|expected reduction of a full step|
 < tol, from a feasible trajectory: 0.5 g' H^-1 g < tol for the augmented Lagrangian's
@@ -60,6 +61,10 @@ DECREASE = 0.25      # rho stays while each outer step cuts the violation at lea
 STALLS = 3           # raises of rho in a row, each cutting the violation by less than
 STALL = 0.9          # this factor: infeasible
 FEAS_TOL = 1e-6
+# after a raise of rho the next inner solve starts from at least this regularisation: from
+# REG_MIN its first passes' steps failed (5-8 iterations of FDDP's x10 climbs a raise on
+# solo12 walking: 108 iterations in all against 49)
+REG_RAISE = 1e-2
 OMEGA0 = 1e-1        # the first inner solve's tolerance (cost units; multipliers 0)
 OMEGA = 1.0          # an inner solve's tolerance: this fraction of its expected change
 
@@ -249,6 +254,7 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
                     f"knot {knot} (row {row}), violated by {viol:.3g} with the penalty "
                     f"raised to {rho:g} ({why})", res)
             rho = min(rho * RHO_STEP, RHO_MAX)
+            reg = max(reg, REG_RAISE)
         else:
             stalls = 0
         viol_prev = viol
