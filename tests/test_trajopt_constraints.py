@@ -176,6 +176,30 @@ def test_constrained_trot_meets_the_cone_where_fddp_breaks_it(solo, trot):
     assert res.cost > ref.cost
 
 
+def test_constrained_gait_puts_the_cones_in_the_constraints(trot):
+    """Quadruped(constrained=True): no cone cost term; at each knot that is not an impulse
+    knot, the cone of each support foot (Crocoddyl's 4-facet outer pyramid with f_n >= 0)
+    and the torque limits (the model's effort limits) as constraints."""
+    prob, _ = trot
+    m = prob.model
+    assert not any(isinstance(t, to.FrictionCone) for ts in prob.knot_costs for t in ts)
+    cone = Quadruped(m, *FEET)._cone("FL_FOOT")        # the cost term's matrix and bounds
+    for t, cs in enumerate(prob.constraints.knot_constraints):
+        if prob.kind[t] == IMPULSE:
+            assert cs == []
+            continue
+        feet = sorted(c.frame for c in prob.knot_contacts[t])
+        assert sorted(c.frame for c in cs if isinstance(c, K.FrictionCone)) == feet
+        boxes = [c for c in cs if isinstance(c, K.ControlBox)]
+        assert len(boxes) == 1 and len(cs) == len(feet) + 1
+        np.testing.assert_array_equal(boxes[0].upper, m.effort_limits[6:])
+        np.testing.assert_array_equal(boxes[0].lower, -m.effort_limits[6:])
+        for c in cs[:-1]:
+            np.testing.assert_array_equal(c.A, cone.A)
+            np.testing.assert_array_equal(c.lower, cone.lower)
+            np.testing.assert_array_equal(c.upper, cone.upper)
+
+
 def _reduced_hessian(prob, res):
     """The Gauss-Newton Hessian in the controls of the dynamic knots of the augmented
     Lagrangian the last inner solve minimised (its multipliers and penalty), through the
