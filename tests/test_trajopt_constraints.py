@@ -63,9 +63,11 @@ def test_jacobians_against_finite_differences_on_the_manifold(solo):
     on_three = [K.FrictionCone("FR_FOOT", MU, inner_appr=True),
                 K.FrictionCone("HR_FOOT", MU, rotation=_rotation([0.1, -0.2, 0.3]), nf=6),
                 K.MinNormalForce("HL_FOOT", 1.0), K.ControlBox(), K.StateBox(),
+                K.CircularCone("HL_FOOT", MU, _rotation([0.2, 0.1, -0.3])),
                 K.StateBox(lo, hi, x0, name="some rows"),
                 K.FrameTranslationBox("FL_FOOT", [None, -1.0, 0.01], [0.5, 1.0, np.inf])]
     on_six = [K.WrenchCone("FL_FOOT", MU), K.FrictionCone("FL_FOOT", MU),
+              K.CircularCone("FL_FOOT", MU),
               K.ControlBox(-1.0, 2.0)]
     T = 3
     prob = to.Problem(m, x0, T, 0.01, running=[to.ControlRegularization(1e-3)],
@@ -118,7 +120,34 @@ def test_jacobians_against_finite_differences_on_the_manifold(solo):
                                        atol=1e-7 * max(np.abs(fu).max(), 1.0),
                                        err_msg=f"{c.name} R_u at knot {t}")
     assert kinds == {K.FrictionCone, K.MinNormalForce, K.ControlBox, K.StateBox,
-                     K.StateEquality, K.FrameTranslationBox, K.WrenchCone}
+                     K.StateEquality, K.FrameTranslationBox, K.WrenchCone, K.CircularCone}
+
+
+def test_circular_cone_projection():
+    """proj_K onto {||t|| <= mu n}: in K, idempotent, s - proj(s) normal to K at proj(s)
+    (orthogonal to it, in the polar cone), its Jacobian against central differences."""
+    rng = np.random.default_rng(3)
+    c = K.CircularCone("FL_FOOT", MU)
+    s = rng.normal(size=(200, 3)) * [1.0, 1.0, 0.7]
+    P, J = c.project(s)
+    a = np.hypot(P[:, 0], P[:, 1])
+    assert np.all(a <= MU * P[:, 2] + 1e-12)
+    np.testing.assert_allclose(c.project(P)[0], P, atol=1e-12)
+    d = s - P
+    np.testing.assert_allclose(np.einsum("ki,ki->k", d, P), 0.0, atol=1e-12)
+    assert np.all(np.hypot(d[:, 0], d[:, 1]) <= -d[:, 2] / MU + 1e-12)      # polar cone
+    kinds = set()
+    for k in range(len(s)):
+        a0 = np.hypot(*s[k, :2])
+        kinds.add((a0 <= MU * s[k, 2], MU * a0 <= -s[k, 2]))
+        fd = np.empty((3, 3))
+        for i in range(3):
+            e = np.zeros(3)
+            e[i] = H
+            fd[:, i] = (c.project((s[k] + e)[None])[0][0]
+                        - c.project((s[k] - e)[None])[0][0]) / (2 * H)
+        np.testing.assert_allclose(J[k], fd, rtol=1e-6, atol=1e-8)
+    assert len(kinds) == 3                   # inside, polar and boundary cases all met
 
 
 def _trot(m, x0, constrained):
@@ -198,6 +227,30 @@ def test_constrained_gait_puts_the_cones_in_the_constraints(trot):
             np.testing.assert_array_equal(c.A, cone.A)
             np.testing.assert_array_equal(c.lower, cone.lower)
             np.testing.assert_array_equal(c.upper, cone.upper)
+
+
+def test_exact_cone_on_a_trot(solo, trot):
+    """The circular cone ||f_t|| <= mu f_n in place of the pyramid: converged with
+    ||f_t|| - mu f_n <= 1e-6 at every stance knot and foot (from the forces), where the
+    pyramid's optimum breaks it (its corners reach sqrt(2) mu); it costs more."""
+    m, x0 = solo
+    prob, res = trot
+    cons = [[K.CircularCone(c.frame, MU) if isinstance(c, K.FrictionCone) else c
+             for c in cs] for cs in prob.constraints.knot_constraints]
+    exact = to.Problem(m, x0, prob.T, prob.dt, prob._running_arg, prob.terminal,
+                       actuation="floating_base", contacts=prob._args[0],
+                       impulses=prob._args[1], constraints=cons)
+    _, xs, us = _trot(m, x0, True)
+    r = to.solve(exact, xs=xs, us=us)
+    assert r.converged and r.max_violation <= FEAS_TOL
+
+    def worst(p, res):
+        return max(np.hypot(*res.forces[t, 3 * j:3 * j + 2]) - MU * res.forces[t, 3 * j + 2]
+                   for t in range(p.T) if p.kind[t] != IMPULSE
+                   for j in range(len(p.knot_contacts[t])))
+    assert worst(exact, r) <= FEAS_TOL
+    assert worst(prob, res) > 1.0
+    assert r.cost > res.cost
 
 
 def _reduced_hessian(prob, res):

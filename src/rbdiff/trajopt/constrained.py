@@ -9,7 +9,9 @@ a box constraint lower <= r <= upper with multipliers mu and penalty rho,
 is Crocoddyl's quadratic barrier (residuals.barrier_activation) on the shifted residual
 r + mu / rho, scaled by rho: its gradient R^T mu+ with mu+ = rho (s - proj(s)),
 s = r + mu / rho, and its Gauss-Newton Hessian rho R^T diag(active) R are what the
-cone cost terms already add (costs.add_gauss_newton). Folded into the stage costs, each
+cone cost terms already add (costs.add_gauss_newton). A second-order cone
+(CircularCone) is the same with the projection onto the cone: rho/2 dist(s, K)^2, its
+exact Hessian rho (I - d proj / ds) (K convex), a full (3, 3) block per knot. Folded into the stage costs, each
 iteration stays one FDDP iteration (solver.solve_fddp: one batched derivatives call,
 one Riccati pass riccati.backward_pass_fddp over the knots, its line search, its gaps
 and infeasible warm start), no QP sub-solver (CSQP's ADMM takes 25-1000 iterations a
@@ -50,7 +52,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .costs import add_gauss_newton
-from .residuals import barrier_activation
 from .solver import REG_MIN, Result, solve_fddp
 
 # penalty: small at first (a stiff penalty makes FDDP's Gauss-Newton model poor far from
@@ -114,7 +115,7 @@ class _Augmented:
         """The augmented Lagrangian's terms of residuals rs (ConstraintSet.residuals)."""
         p = 0.0
         for (_, _, c, _), r, mu in zip(self.cset.groups, rs, self.mus):
-            _, Ar, _ = barrier_activation(r + mu / self.rho, c.lower, c.upper)
+            Ar = c.activation(r + mu / self.rho)[0]
             p += 0.5 * self.rho * np.einsum("ki,ki->", Ar, Ar) - \
                 np.einsum("ki,ki->", mu, mu) / (2.0 * self.rho)
         return p
@@ -140,36 +141,39 @@ class _Augmented:
         out = (lx, lu, lxx, luu, lxu)
         for (_, knots, con, _), (r, Rx, Ru), mu in zip(
                 self.cset.groups, self.cset.jacobians(q, v, us, forces, df), self.mus):
-            _, Ar, Arr = barrier_activation(r + mu / self.rho, con.lower, con.upper)
-            add_gauss_newton(out, knots, self.rho, Ar, Arr, Rx, 0, Ru)
+            Ar, Arr = con.activation(r + mu / self.rho)
+            if Arr.ndim == 2:           # a box: diagonal a'', the cost terms' kernel
+                add_gauss_newton(out, knots, self.rho, Ar, Arr, Rx, 0, Ru)
+                continue
+            # a cone: a'' = I - d proj / ds, full (K, m, m); R_x, R_u both present
+            W = self.rho * Arr
+            lx[knots] += self.rho * np.einsum("kmi,km->ki", Rx, Ar)
+            lu[knots] += self.rho * np.einsum("kmi,km->ki", Ru, Ar)
+            WRx = W @ Rx
+            lxx[knots] += Rx.transpose(0, 2, 1) @ WRx
+            lxu[knots] += WRx.transpose(0, 2, 1) @ Ru
+            luu[knots] += Ru.transpose(0, 2, 1) @ W @ Ru
         return parts, lx, lu, lxx, luu, lxu
 
 
 def _updated(cset, rs, mus, rho):
     """mu+ = rho (s - proj(s)), s = r + mu / rho, per group (the first-order update)."""
-    return [rho * barrier_activation(r + mu / rho, g[2].lower, g[2].upper)[1]
+    return [rho * g[2].activation(r + mu / rho)[0]
             for g, r, mu in zip(cset.groups, rs, mus)]
 
 
 def complementarity(cset, rs, mus):
-    """max over the inequality rows of min(|mu_i|, |r_i - b_i|), b_i the bound on mu_i's
-    side (upper for mu > 0, lower for mu < 0); 0 with no such row."""
-    worst = 0.0
-    for (_, _, c, _), r, mu in zip(cset.groups, rs, mus):
-        ineq = ~c.equality
-        if not ineq.any():
-            continue
-        b = np.where(mu > 0, c.upper, c.lower)
-        gap = np.where(mu != 0, np.abs(r - np.where(np.isfinite(b), b, 0.0)), 0.0)
-        worst = max(worst, float(np.minimum(np.abs(mu), gap)[:, ineq].max(initial=0.0)))
-    return worst
+    """The worst of the constraints' complementarity (Constraint.complementarity: a box
+    row's min(|mu_i|, |r_i - b_i|)); 0 with no inequality."""
+    return max([float(g[2].complementarity(r, mu).max(initial=0.0))
+                for g, r, mu in zip(cset.groups, rs, mus)], default=0.0)
 
 
 def _multipliers(cset, multipliers):
     if multipliers is None:
-        return [np.zeros((len(knots), len(c.lower))) for _, knots, c, _ in cset.groups]
+        return [np.zeros((len(knots), c.size)) for _, knots, c, _ in cset.groups]
     mus = [np.array(m, dtype=float) for m in multipliers]
-    shapes = [(len(knots), len(c.lower)) for _, knots, c, _ in cset.groups]
+    shapes = [(len(knots), c.size) for _, knots, c, _ in cset.groups]
     if [m.shape for m in mus] != shapes or not all(np.isfinite(m).all() for m in mus):
         raise ValueError(f"multipliers: expected finite arrays of shapes {shapes} (a "
                          f"ConstrainedResult's of this problem), got "

@@ -21,7 +21,8 @@ Constraints: ControlBox (torque limits, default the model's effort limits), Stat
 (joint position and velocity limits, default the model's), StateEquality (a state,
 e.g. at the terminal knot), FrameTranslationBox (a frame's origin in a box: swing-foot
 clearance), FrictionCone (Crocoddyl's linearised cone, nf facets, inner or outer, with
-the normal force in [min_nforce, max_nforce]), MinNormalForce, WrenchCone (a 6D
+the normal force in [min_nforce, max_nforce]), CircularCone (the exact second-order
+cone ||f_t|| <= mu f_n), MinNormalForce, WrenchCone (a 6D
 contact's: the friction cone, the centre of pressure in the sole, the yaw torque). The
 cones' matrices are the cost terms' (residuals.friction_cone_matrix,
 wrench_cone_matrix): one statement of their math.
@@ -39,7 +40,7 @@ from ..kinematics import _frame_id as _frame_index
 from . import calls
 from .costs import _finite, _hashable, _stacked
 from .residuals import (FrictionCone as _ConeTerm, StateBounds, WrenchCone as _WrenchTerm,
-                        _bounds, friction_cone_matrix)
+                        _bounds, barrier_activation, friction_cone_matrix)
 from .rollout import IMPULSE
 
 _NONE = np.zeros((1, 1, 0))        # R_x or R_u of a residual without those columns
@@ -75,9 +76,28 @@ class Constraint:
         """(m,) bool: the rows that are equalities."""
         return self.lower == self.upper
 
+    @property
+    def size(self):
+        """m: the residual's rows."""
+        return len(self.lower)
+
     def violation(self, r):
         """(K, m): max(lower - r, r - upper, 0) row by row."""
         return np.maximum(np.maximum(self.lower - r, r - self.upper), 0.0)
+
+    def activation(self, s):
+        """(s - proj(s) (K, m), the derivative of s - proj(s): its diagonal (K, m)) of the
+        projection onto the box (the augmented Lagrangian's, constrained.py): Crocoddyl's
+        quadratic barrier's a', a'' (residuals.barrier_activation)."""
+        return barrier_activation(s, self.lower, self.upper)[1:]
+
+    def complementarity(self, r, mu):
+        """(K,): the worst over the inequality rows of min(|mu_i|, |r_i - b_i|), b_i the
+        bound on mu_i's side (upper for mu > 0, lower for mu < 0)."""
+        ineq = ~self.equality
+        b = np.where(mu > 0, self.upper, self.lower)
+        gap = np.where(mu != 0, np.abs(r - np.where(np.isfinite(b), b, 0.0)), 0.0)
+        return np.minimum(np.abs(mu), gap)[:, ineq].max(axis=1, initial=0.0)
 
     def key(self):
         return (type(self), self.frame, _hashable(self.lower), _hashable(self.upper))
@@ -249,6 +269,69 @@ class FrictionCone(_ForceConstraint):
         term = _ConeTerm(frame, mu, rotation, nf, inner_appr, 1.0, min_nforce, max_nforce)
         self.A, self.lower, self.upper = term.A, term.lower, term.upper
         self.mu, self.label = float(mu), name
+
+
+class CircularCone(_ForceConstraint):
+    """The exact (second-order) friction cone ||f_t|| <= mu f_n of the contact's linear
+    force f: its residual r = R' f (K, 3) = (t1.f, t2.f, n.f) in the cone's axes
+    (rotation R's columns t1, t2, n: world axes by default), the set K = {(t, n): ||t||
+    <= mu n} (f_n >= 0 with it). Not a box: the augmented Lagrangian projects onto K
+    (``activation``: s - proj_K(s) and its exact derivative I - d proj_K / ds, the
+    Hessian of 0.5 dist(s, K)^2, K being convex), as Aligator's second-order cones;
+    ``violation`` dist(r, K) (K, 1)."""
+
+    def __init__(self, frame, mu=0.7, rotation=None, name=None):
+        self.frame = frame
+        self.R = np.eye(3) if rotation is None else _finite("rotation", rotation, (3, 3))
+        friction_cone_matrix(mu, self.R, 2)           # mu's check, the linear cone's
+        self.mu, self.label = float(mu), name
+        self.A = np.ascontiguousarray(self.R.T)        # r = A f (_ForceConstraint's)
+
+    @property
+    def size(self):
+        return 3
+
+    def key(self):
+        return (type(self), self.frame, self.mu, _hashable(self.R))
+
+    def project(self, s):
+        """(proj_K(s) (K, 3), its Jacobian (K, 3, 3)): s inside K: s, I; in the polar
+        cone (mu ||t|| <= -n): 0, 0; else onto the boundary, beta (mu e, 1) with
+        e = t / ||t||, beta = (mu ||t|| + n) / (1 + mu^2)."""
+        mu, K = self.mu, s.shape[0]
+        a = np.hypot(s[:, 0], s[:, 1])
+        inside = a <= mu * s[:, 2]
+        polar = mu * a <= -s[:, 2]
+        side = ~(inside | polar)
+        P, J = s.copy(), np.zeros((K, 3, 3))
+        J[inside] = np.eye(3)
+        P[polar] = 0.0
+        if side.any():
+            e = s[side, :2] / a[side, None]
+            beta = (mu * a[side] + s[side, 2]) / (1.0 + mu * mu)
+            P[side, :2] = (beta * mu)[:, None] * e
+            P[side, 2] = beta
+            ee = e[:, :, None] * e[:, None, :]
+            c = 1.0 / (1.0 + mu * mu)
+            J[side, :2, :2] = mu * mu * c * ee + (beta * mu / a[side])[:, None, None] * (
+                np.eye(2) - ee)
+            J[side, :2, 2] = mu * c * e
+            J[side, 2, :2] = mu * c * e
+            J[side, 2, 2] = c
+        return P, J
+
+    def violation(self, r):
+        return np.linalg.norm(r - self.project(r)[0], axis=1)[:, None]
+
+    def activation(self, s):
+        P, J = self.project(s)
+        return s - P, np.eye(3) - J
+
+    def complementarity(self, r, mu):
+        """(K,): min(||mu||, |mu.r| / ||mu||): mu in the polar cone is normal to K at r."""
+        n = np.linalg.norm(mu, axis=1)
+        return np.where(n > 0, np.minimum(n, np.abs(np.einsum("ki,ki->k", mu, r))
+                                          / np.where(n > 0, n, 1.0)), 0.0)
 
 
 class MinNormalForce(_ForceConstraint):
