@@ -311,6 +311,19 @@ def test_kkt_conditions_at_the_solution(trot):
     assert res.complementarity <= FEAS_TOL
 
 
+def test_second_order_inner_solves_reach_the_same_optimum(solo, trot):
+    """second_order=True (the inner solves FDDP's with the dynamics' exact curvature,
+    contracted with the costates and the force constraints' multipliers: solve's "ddp"
+    on these problems) reaches the same constrained optimum."""
+    m, x0 = solo
+    prob, res = trot
+    _, xs, us = _trot(m, x0, True)
+    r = to.solve(prob, xs=xs, us=us, second_order=True)
+    assert r.converged and r.max_violation <= FEAS_TOL
+    assert any(h["second_order"] for h in r.history)
+    assert r.cost == pytest.approx(res.cost, rel=1e-8)
+
+
 def test_warm_start_with_the_multipliers(trot):
     """Warm-started from its own solution, multipliers and penalty (MPC), the solver stops
     at once; Problem.with_x0 keeps the constraints."""
