@@ -153,7 +153,7 @@ def solve(prob, method=None, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_M
 
     al (a problem with constraints, Problem(..., constraints=...)): the
     augmented-Lagrangian FDDP of constrained.py (its ``options``: feas_tol, rho,
-    multipliers), from the warm start as fddp's; a ConstrainedResult; raises
+    multipliers, second_order), from the warm start as fddp's; a ConstrainedResult; raises
     constrained.Infeasible when the constraints cannot be met. The other methods refuse
     a problem with constraints.
 
@@ -182,7 +182,8 @@ def solve(prob, method=None, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_M
         raise TypeError(f"solve: unexpected options {sorted(options)} (method 'al''s)")
     if constrained:
         raise ValueError(f"method {method!r} ignores the problem's constraints: use "
-                         "method='al' (the default on a problem with constraints)")
+                         "method='al' (the default on a problem with constraints; "
+                         "second_order=True for DDP's curvature)")
     method = "ddp" if method is None else method
     if method == "fddp":
         return solve_fddp(prob, xs, us, max_iter, tol, reg, callback)
