@@ -16,13 +16,13 @@ ConstraintSet's on its states and controls (the forces recomputed by the knots' 
 dynamics), in newtons or newton metres.
 
 Measured (2026-11-29, a 2-core machine shared with other jobs, load ~5: absolute times
-inflated, the two solvers interleaved): the same optimum (cost within 1.6e-7 relative,
-rbdiff's the lower where CSQP does not stop), rbdiff's time to convergence 0.42x CSQP's
-on anymal walking (21 iterations against 7), 0.41x trotting (9 / 5), 0.63x solo12
-trotting (37 / 7); CSQP does not stop within 200 iterations on anymal jumping,
-talos_legs walking and solo12 walking, where rbdiff converges in 30, 38 and 113
-(0.03x, 0.05x, 0.02x its time); worst violation rbdiff <= 4e-7, CSQP 2.9e-6 at its
-tolerance.
+inflated and noisy, the two solvers interleaved; rbdiff / CSQP iterations, time to
+convergence, CSQP's at termination_tolerance 1e-3): the same optimum (cost within 1.6e-7
+relative, rbdiff's the lower where CSQP does not stop); anymal walking 21 / 7 (141 / 357
+ms, 0.40x), anymal trotting 9 / 5 (0.41-0.54x), solo12 trotting 37-38 / 7 (0.63-1.07x);
+CSQP does not stop within 200 iterations on anymal jumping, talos_legs walking and
+solo12 walking, where rbdiff converges in 30, 35 and 82 (0.04x, 0.08x, 0.01x its time);
+worst violation rbdiff <= 1e-6, CSQP up to 2.9e-6 at its tolerance.
 """
 
 from __future__ import annotations

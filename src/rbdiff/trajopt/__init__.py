@@ -42,8 +42,8 @@ for floating bases with contact phases, in Crocoddyl's conventions.
 """
 
 from .constrained import ConstrainedResult, Infeasible
-from .constraints import (CircularCone, ControlBox, FrameTranslationBox, MinNormalForce,
-                          StateBox, StateEquality)
+from .constraints import (CircularCone, ControlBox, FramePlacementEquality,
+                          FrameTranslationBox, MinNormalForce, StateBox, StateEquality)
 from .costs import ControlRegularization, FrameTranslation, StateRegularization
 from .problem import Problem
 from .residuals import (CoMPosition, ContactForce, FramePlacement, FrameVelocity,
@@ -54,4 +54,4 @@ __all__ = ["Problem", "FrameTranslation", "StateRegularization", "ControlRegular
            "CoMPosition", "FramePlacement", "FrameVelocity", "ContactForce", "FrictionCone",
            "WrenchCone", "StateBounds", "solve", "rollout_cost", "Result", "ControlBox",
            "StateBox", "StateEquality", "FrameTranslationBox", "MinNormalForce",
-           "CircularCone", "ConstrainedResult", "Infeasible"]
+           "CircularCone", "FramePlacementEquality", "ConstrainedResult", "Infeasible"]

@@ -38,8 +38,10 @@ gradient g in the controls, which at mu+ is the Lagrangian's: KKT stationarity),
 worst constraint violation <= feas_tol (1e-6 by default: N, N m, rad, m/s as the
 residual's unit) and complementarity min(|mu+_i|, |r_i - bound_i|) <= feas_tol.
 
-Infeasible problems: when the violation stalls (cut by less than 10 %) while rho was
-raised STALLS times in a row (x27: a feasible problem's violation falls as 1/rho), or rho
+Infeasible problems: when a run of stalls (outer steps cutting the violation by less
+than 10 %, their inner solves converged to tol; each raises rho x10) raised rho by
+RHO_SPAN (1e4) without halving the violation (a feasible problem's violation falls as
+1/rho once the penalty dominates), or rho
 reaches RHO_MAX, solve raises Infeasible naming the worst constraint, its knot and
 row (its ``result`` holds the least-violation trajectory: not a plan).
 """
@@ -59,8 +61,10 @@ from .solver import REG_MIN, Result, solve_fddp
 # iterations against 16 at weight 10), raised x3 while the violation does not fall
 RHO0, RHO_MAX, RHO_STEP = 0.1, 1e10, 3.0
 DECREASE = 0.25      # rho stays while each outer step cuts the violation at least this
-STALLS = 3           # raises of rho in a row, each cutting the violation by less than
-STALL = 0.9          # this factor: infeasible
+STALL = 0.9          # an outer step that cuts the violation by less than 10 % stalls,
+RHO_STALL = 10.0     # raises rho x10,
+RHO_SPAN = 1e4       # and a run of them over this factor of rho without halving it:
+                     # infeasible
 FEAS_TOL = 1e-6
 # after a raise of rho the next inner solve starts from at least this regularisation: from
 # REG_MIN its first passes' steps failed (5-8 iterations of FDDP's x10 climbs a raise on
@@ -229,7 +233,8 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
     nq = prob.nq
     history, timings = [], dict(derivatives=0.0, backward=0.0, line_search=0.0,
                                 compile=0.0, constraints=0.0)
-    its, outer, stalls = 0, 0, 0
+    its, outer = 0, 0
+    stall_from = (rho, np.inf)
     viol_prev = np.inf
     res = None
     feasible = False
@@ -263,23 +268,25 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
         if done:
             break
         stalled = viol > feas_tol and viol > STALL * viol_prev
+        # a stall counts where the inner solve was converged to tol (a loose one may not
+        # have moved: then the next is solved to tol); a run of them that raised rho by
+        # RHO_SPAN without halving the violation is infeasibility (a feasible problem's
+        # violation falls as 1/rho once the penalty dominates; a badly scaled one's may
+        # stall at first: a terminal placement in metres, its cost 0.05, from rho 0.1
+        # to 24)
+        if not (stalled and inner.converged and omega == tol):
+            stall_from = (rho, viol)
+        elif rho >= RHO_SPAN * stall_from[0] and viol > 0.5 * stall_from[1] \
+                or rho >= RHO_MAX:
+            name, knot, row = worst
+            raise Infeasible(
+                f"infeasible: the constraints cannot be met; the worst is {name} at knot "
+                f"{knot} (row {row}), violated by {viol:.3g} with the penalty raised "
+                f"{rho / stall_from[0]:.3g}x to {rho:.3g} without halving it", res)
         if viol > feas_tol and viol > DECREASE * viol_prev:
-            # a stall counts where the inner solve was converged to tol: a loose one may
-            # not have moved (then the next is solved to tol)
-            stalls = stalls + 1 if stalled and inner.converged and omega == tol else 0
-            if stalls >= STALLS or rho >= RHO_MAX:
-                name, knot, row = worst
-                why = f"{STALLS} raises in a row did not cut it by {1 - STALL:.0%}" \
-                    if stalls >= STALLS \
-                    else "its bound"
-                raise Infeasible(
-                    f"infeasible: the constraints cannot be met; the worst is {name} at "
-                    f"knot {knot} (row {row}), violated by {viol:.3g} with the penalty "
-                    f"raised to {rho:g} ({why})", res)
-            rho = min(rho * RHO_STEP, RHO_MAX)
+            # a stall raises rho faster: the penalty has yet to dominate
+            rho = min(rho * (RHO_STALL if stalled else RHO_STEP), RHO_MAX)
             reg = max(reg, REG_RAISE)
-        else:
-            stalls = 0
         viol_prev = viol
         # within feasibility: the last solves to tol (stationarity), else BCL's
         omega = tol if (viol <= feas_tol or stalled) else _inner_tol(tol, rho, viol)

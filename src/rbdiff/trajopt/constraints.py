@@ -19,7 +19,8 @@ whose bounds are both infinite are left out (a free flyer's in a state box).
 
 Constraints: ControlBox (torque limits, default the model's effort limits), StateBox
 (joint position and velocity limits, default the model's), StateEquality (a state,
-e.g. at the terminal knot), FrameTranslationBox (a frame's origin in a box: swing-foot
+e.g. at the terminal knot), FramePlacementEquality (a frame's placement),
+FrameTranslationBox (a frame's origin in a box: swing-foot
 clearance), FrictionCone (Crocoddyl's linearised cone, nf facets, inner or outer, with
 the normal force in [min_nforce, max_nforce]), CircularCone (the exact second-order
 cone ||f_t|| <= mu f_n), MinNormalForce, WrenchCone (a 6D
@@ -39,8 +40,9 @@ import numpy as np
 from ..kinematics import _frame_id as _frame_index
 from . import calls
 from .costs import _finite, _hashable, _stacked
-from .residuals import (FrictionCone as _ConeTerm, StateBounds, WrenchCone as _WrenchTerm,
-                        _bounds, barrier_activation, friction_cone_matrix)
+from .residuals import (FramePlacement, FrictionCone as _ConeTerm, StateBounds,
+                        WrenchCone as _WrenchTerm, _bounds, _placement, barrier_activation,
+                        friction_cone_matrix)
 from .rollout import IMPULSE
 
 _NONE = np.zeros((1, 1, 0))        # R_x or R_u of a residual without those columns
@@ -233,6 +235,36 @@ class FrameTranslationBox(Constraint):
         R = np.zeros((q.shape[0], len(self.rows), 2 * model.nv))
         R[:, :, :model.nv] = J[:, self.rows]
         return self.residual(model, q), R, _NONE
+
+
+class FramePlacementEquality(Constraint):
+    """log6(M_ref^-1 M_frame(q)) = 0 (6 rows, [linear, angular] in the frame's axes): the
+    frame at placement M_ref (4, 4) (a terminal foot or hand placement); its residual and
+    Jacobian Jlog6(M_ref^-1 M) J_local are the cost FramePlacement's (residuals.py);
+    placements stacked per knot as the cost terms' targets."""
+
+    def __init__(self, frame, placement, name=None):
+        self.frame = frame
+        self.placement = _placement("FramePlacementEquality placement", placement)
+        self.lower = self.upper = np.zeros(6)
+        self.label = name
+
+    def check(self, model, nu=None):
+        model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
+
+    def stacked(self, terms):
+        return _stacked(self, terms, "placement")
+
+    def residual(self, model, q, v=None, u=None, f=None):
+        return FramePlacement._log(self, model, np.ascontiguousarray(q))[0]
+
+    def jacobians(self, model, q, v=None, u=None, f=None, df_dx=None, df_du=None):
+        q = np.ascontiguousarray(q)
+        r, Jl = FramePlacement._log(self, model, q)
+        J = calls.frame_jacobian(model, q, _frame_index(model, self.frame), "local")
+        R = np.zeros((q.shape[0], 6, 2 * model.nv))
+        R[:, :, :model.nv] = Jl @ J
+        return r, R, _NONE
 
 
 class _ForceConstraint(Constraint):
