@@ -366,6 +366,27 @@ def test_infeasible_is_reported_naming_the_worst_constraint(solo):
     assert r.violations["base height"] == r.max_violation
 
 
+def test_terminal_placement_badly_scaled_yet_feasible(solo):
+    """A terminal equality in metres on a problem whose cost is 0.05 (the base 2 cm
+    forward and down, 1 cm aside, in 0.2 s on four feet): its violation stalls while the
+    penalty is too weak to matter, which is not infeasibility; reached within 1e-6 (the
+    frame's placement computed by rbd.frame_placement)."""
+    m, x0 = solo
+    goal = rbd.frame_placement(m, x0[:m.nq], "base_link").copy()
+    goal[:3, 3] += [0.02, 0.01, -0.02]
+    prob = to.Problem(m, x0, 10, 0.02, running=[to.StateRegularization(x0, 1e-1),
+                                                 to.ControlRegularization(1e-3)],
+                      terminal=[to.StateRegularization(x0, 1e-1)], contacts=feet_contacts(),
+                      constraints=[K.FrictionCone(f, MU) for f in FEET],
+                      terminal_constraints=[K.FramePlacementEquality("base_link", goal)])
+    r = to.solve(prob)
+    assert r.converged and r.max_violation <= FEAS_TOL
+    assert r.cost < 0.1
+    reached = rbd.frame_placement(m, r.xs[-1, :m.nq], "base_link")
+    # the placement moves by about the log6 residual: its bound, twice for the lever arm
+    np.testing.assert_allclose(reached, goal, atol=2 * FEAS_TOL)
+
+
 def test_bad_input(solo):
     m, x0 = solo
     four, three = feet_contacts(), feet_contacts(FEET[1:])
