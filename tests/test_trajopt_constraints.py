@@ -330,15 +330,23 @@ def test_second_order_inner_solves_reach_the_same_optimum(solo, trot):
 
 
 def test_warm_start_with_the_multipliers(trot):
-    """Warm-started from its own solution, multipliers and penalty (MPC), the solver stops
-    at once; Problem.with_x0 keeps the constraints."""
+    """Warm-started from its own solution, multipliers and penalty, the solver stops at
+    once; from another initial state (Problem.with_x0 keeps the constraints: MPC's next
+    step) the multipliers save iterations against the same xs, us without them."""
     prob, res = trot
     again = to.solve(prob, xs=res.xs, us=res.us, multipliers=res.multipliers,
                      rho=res.rho)
     assert again.converged and again.iterations <= 3
     assert again.cost == pytest.approx(res.cost, rel=1e-9)
-    moved = prob.with_x0(prob.x0)
+    x1 = prob.x0.copy()
+    x1[prob.nq:prob.nq + 3] = [0.05, -0.02, 0.0]        # the base pushed (MPC's next state)
+    moved = prob.with_x0(x1)
     assert len(moved.constraints) == len(prob.constraints)
+    cold = to.solve(moved, xs=res.xs, us=res.us)
+    warm = to.solve(moved, **res.warm_start())
+    assert cold.converged and warm.converged and warm.max_violation <= FEAS_TOL
+    assert warm.cost == pytest.approx(cold.cost, rel=1e-6)
+    assert warm.iterations < cold.iterations
 
 
 def test_infeasible_is_reported_naming_the_worst_constraint(solo):

@@ -102,6 +102,11 @@ class ConstrainedResult(Result):
     complementarity: float = 0.0
     feasible: bool = True
 
+    def warm_start(self):
+        """solve's keywords to warm-start the same problem (or its with_x0: the same
+        constraint groups) from this result: xs, us, multipliers, rho (MPC)."""
+        return dict(xs=self.xs, us=self.us, multipliers=self.multipliers, rho=self.rho)
+
 
 class _Augmented:
     """``prob`` seen by solve_fddp with the constraints' augmented-Lagrangian terms at
