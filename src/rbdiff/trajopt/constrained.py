@@ -11,19 +11,20 @@ r + mu / rho, scaled by rho: its gradient R^T mu+ with mu+ = rho (s - proj(s)),
 s = r + mu / rho, and its Gauss-Newton Hessian rho R^T diag(active) R are what the
 cone cost terms already add (costs.add_gauss_newton). A second-order cone
 (CircularCone) is the same with the projection onto the cone: rho/2 dist(s, K)^2, its
-exact Hessian rho (I - d proj / ds) (K convex), a full (3, 3) block per knot. Folded into the stage costs, each
-iteration stays one FDDP iteration (solver.solve_fddp: one batched derivatives call,
-one Riccati pass riccati.backward_pass_fddp over the knots, its line search, its gaps
-and infeasible warm start), no QP sub-solver (CSQP's ADMM takes 25-1000 iterations a
-step and stalls on solo12 walking, issue 40), no new compiled code. An outer loop
-(Aligator's ProxDDP, Conn-Gould-Toint's BCL) updates the multipliers mu <- mu+ after
-each inner solve, solved only as finely as the violation warrants (_inner_tol), and
-raises rho x3 (and FDDP's regularisation to REG_RAISE) when the worst violation did
-not fall below DECREASE of the previous one;
-it warm-starts from (xs, us, multipliers, rho) and runs within max_iter FDDP iterations
-in all (an MPC's fixed budget). Control bounds alone keep solve_fddp's clamped-set path
-(Problem's u_lower / u_upper); a ControlBox constraint is a penalty term like the others
-(its multipliers reported, its violation <= feas_tol at convergence, not 0).
+exact Hessian rho (I - d proj / ds) (K convex), a full (3, 3) block per knot. Folded
+into the stage costs, each iteration stays one FDDP iteration (solver.solve_fddp: one
+batched derivatives call, one Riccati pass riccati.backward_pass_fddp over the knots,
+its line search, its gaps and infeasible warm start), no QP sub-solver (CSQP's ADMM
+takes 25-1000 iterations a step and stalls on solo12 walking, issue 40), no new
+compiled code. An outer loop (Aligator's ProxDDP, Conn-Gould-Toint's BCL) updates the
+multipliers mu <- mu+ after each inner solve, solved only as finely as the violation
+warrants (_inner_tol), and raises rho x3 (and FDDP's regularisation to REG_RAISE) when
+the worst violation did not fall below DECREASE of the previous one. It warm-starts
+from (xs, us, multipliers, rho) (ConstrainedResult.warm_start) and runs within max_iter
+FDDP iterations in all (an MPC's fixed budget). Control bounds alone keep solve_fddp's
+clamped-set path (Problem's u_lower / u_upper); a ControlBox constraint is a penalty
+term like the others (its multipliers reported, its violation <= feas_tol at
+convergence, not 0).
 
 Measured (one thread, from x0 at every knot and the quasi-static controls, inner tol
 1e-9, violation <= 1e-6 at convergence; FDDP's soft-cone optimum's worst violation in
@@ -41,9 +42,9 @@ residual's unit) and complementarity min(|mu+_i|, |r_i - bound_i|) <= feas_tol.
 Infeasible problems: when a run of stalls (outer steps cutting the violation by less
 than 10 %, their inner solves converged to tol; each raises rho x10) raised rho by
 RHO_SPAN (1e4) without halving the violation (a feasible problem's violation falls as
-1/rho once the penalty dominates), or rho
-reaches RHO_MAX, solve raises Infeasible naming the worst constraint, its knot and
-row (its ``result`` holds the least-violation trajectory: not a plan).
+1/rho once the penalty dominates), or rho reaches RHO_MAX, solve raises Infeasible
+naming the worst constraint, its knot and row (its ``result`` holds the least-violation
+trajectory: not a plan).
 """
 
 from __future__ import annotations
