@@ -28,8 +28,22 @@ for floating bases with contact phases, in Crocoddyl's conventions.
     from rbdiff.trajopt.gaits import Quadruped, Biped
     gait = Quadruped(anymal, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
     prob = gait.walking(x0, 0.25, 0.25, 1e-2, 25, 2)      # running: per-knot cost lists
+
+    # constraints (constraints.py), per knot or at every knot, and the terminal knot's:
+    # solve() takes the augmented-Lagrangian FDDP (constrained.py) on such a problem
+    from rbdiff.trajopt import constraints as C
+    prob = to.Problem(solo, x0, 12, 0.01, running=[...], contacts=feet,
+                      constraints=[C.FrictionCone(f, mu=0.7) for f in feet_names]
+                      + [C.ControlBox()],               # the model's effort limits
+                      terminal_constraints=[C.StateEquality(x_goal)])
+    res = to.solve(prob)        # a ConstrainedResult; raises to.Infeasible if it cannot
+    res.max_violation, res.violations, res.multipliers
+    prob = Quadruped(anymal, *feet, constrained=True).trotting(x0, 0.15, 0.1, 1e-2, 25, 2)
 """
 
+from .constrained import ConstrainedResult, Infeasible
+from .constraints import (CircularCone, ControlBox, FramePlacementEquality,
+                          FrameTranslationBox, MinNormalForce, StateBox, StateEquality)
 from .costs import ControlRegularization, FrameTranslation, StateRegularization
 from .problem import Problem
 from .residuals import (CoMPosition, ContactForce, FramePlacement, FrameVelocity,
@@ -38,4 +52,6 @@ from .solver import Result, rollout_cost, solve
 
 __all__ = ["Problem", "FrameTranslation", "StateRegularization", "ControlRegularization",
            "CoMPosition", "FramePlacement", "FrameVelocity", "ContactForce", "FrictionCone",
-           "WrenchCone", "StateBounds", "solve", "rollout_cost", "Result"]
+           "WrenchCone", "StateBounds", "solve", "rollout_cost", "Result", "ControlBox",
+           "StateBox", "StateEquality", "FrameTranslationBox", "MinNormalForce",
+           "CircularCone", "FramePlacementEquality", "ConstrainedResult", "Infeasible"]

@@ -26,6 +26,7 @@ import numpy as np
 import rbdiff as _rbd
 from ..contacts import Contact
 from ..kinematics import _frame_id
+from . import constraints as _con
 from .costs import ControlRegularization, FrameTranslation, StateRegularization
 from .problem import Problem
 from .residuals import CoMPosition, FramePlacement, FrictionCone, StateBounds, WrenchCone
@@ -52,7 +53,7 @@ class _Gait:
 
     contact_kind, gains, impulse_weights, foot_weight = "3d", (0.0, 50.0), None, 1e6
 
-    def __init__(self, model, feet, reference, reference_name, mu):
+    def __init__(self, model, feet, reference, reference_name, mu, constrained=False):
         if not (model.njoints > 1 and model.nqs[1] == 7):
             raise ValueError("gaits: expected a model with a free-flyer root joint")
         for f in feet:
@@ -69,6 +70,11 @@ class _Gait:
         self._ctrl_reg = ControlRegularization(1e-1)
         self._contacts = {}
         self._cones = {}
+        # constrained: the cones (their f_n >= 0 row the minimum normal force) and the
+        # torque limits (the model's, where it states them) are constraints, not costs
+        self.constrained = bool(constrained)
+        lim = np.asarray(model.effort_limits, dtype=float)[6:]
+        self._torque_box = _con.ControlBox() if np.isfinite(lim).any() else None
 
     # ---- knots -------------------------------------------------------------------------
 
@@ -90,7 +96,8 @@ class _Gait:
         costs = []
         if com is not None:
             costs.append(CoMPosition(com, 1e6))
-        costs += [self._cone(f) for f in support]
+        if not self.constrained:
+            costs += [self._cone(f) for f in support]
         costs += [self._foot_track(f, p, self.foot_weight) for f, p in swing]
         costs += self._regularisation()
         return tuple(self._contact(f) for f in support), costs
@@ -141,8 +148,22 @@ class _Gait:
             costs.append(terms)
         # the terminal model's costs at x_T (no control, no forces: those terms are zero)
         term = [t for t in terminal[2] if not getattr(t, "reads_control", False)]
+        cons = None
+        if self.constrained:
+            box = [self._torque_box] if self._torque_box is not None else []
+            cons = [[] if t in impulses else
+                    [self._cone_constraint(c.frame) for c in (contacts[t] or ())] + box
+                    for t in range(T)]
         return Problem(self.model, x0, T, dt, running=costs, terminal=term,
-                       actuation="floating_base", contacts=contacts, impulses=impulses)
+                       actuation="floating_base", contacts=contacts, impulses=impulses,
+                       constraints=cons)
+
+    def _cone_constraint(self, foot):
+        """The cost's cone (_cone) as a constraint, its normal-force row f_n >= 0."""
+        key = ("constraint", foot)
+        if key not in self._cones:
+            self._cones[key] = self._cone_kind(foot)
+        return self._cones[key]
 
     def _jumping(self, x0, jump_height, jump_length, dt, ground_knots, flying_knots,
                  landed_knots):
@@ -181,17 +202,22 @@ class Quadruped(_Gait):
     (3D feet, LOCAL_WORLD_ALIGNED, Baumgarte (0, 50)) Crocoddyl's linearised friction
     cone (mu 0.7, 4 facets) on each support foot (10); a swing knot the swing feet's
     positions (1e6) and the centre of mass (1e6); a touch-down an impulse knot with the
-    feet's positions (1e7) and its state regularisation."""
+    feet's positions (1e7) and its state regularisation.
+
+    ``constrained``: the cone (its f_n >= 0 row the minimum normal force) and the
+    model's torque limits (ControlBox, where model.effort_limits states them) are
+    constraints (trajopt/constraints.py) at every knot that is not an impulse knot,
+    not costs: solve(prob) then takes the augmented-Lagrangian FDDP."""
 
     impulse_foot_weight = 1e7
 
     def __init__(self, model, lf, rf, lh, rh, reference=None, velocity_limits=None,
-                 mu=0.7):
+                 mu=0.7, constrained=False):
         self.feet = (lf, rf, lh, rh)
         self.lf, self.rf, self.lh, self.rh = self.feet
         self.landing_order = self.feet
         self._right_front = rf
-        super().__init__(model, self.feet, reference, "standing", mu)
+        super().__init__(model, self.feet, reference, "standing", mu, constrained)
         lo, hi = StateBounds.limits(model, model.velocity_limits if velocity_limits is None
                                     else velocity_limits)
         self._bounds = StateBounds(lo, hi, 1e3)
@@ -209,6 +235,9 @@ class Quadruped(_Gait):
         if foot not in self._cones:
             self._cones[foot] = FrictionCone(foot, self.mu, np.eye(3), 4, False, 1e1)
         return self._cones[foot]
+
+    def _cone_kind(self, foot):
+        return _con.FrictionCone(foot, self.mu, np.eye(3), 4, False)
 
     def _foot_track(self, foot, p, weight):
         return FrameTranslation(foot, p, weight)
@@ -295,17 +324,19 @@ class Biped(_Gait):
     configuration. 6D contacts (LOCAL_WORLD_ALIGNED, Baumgarte (0, 30)) with Crocoddyl's
     wrench cone (mu 0.7, foot 0.1 x 0.05, 10); swing feet tracked by their placement
     (identity rotation; 1e6, 1e8 at a touch-down); state regularisation (weights
-    (0, 500, 0.01 | 10)^2, 10), control regularisation (0.1); no state bounds."""
+    (0, 500, 0.01 | 10)^2, 10), control regularisation (0.1); no state bounds.
+    ``constrained``: the wrench cone and the torque limits as constraints (Quadruped's)."""
 
     contact_kind, gains = "6d", (0.0, 30.0)
     impulse_foot_weight = 1e8
 
-    def __init__(self, model, right_foot, left_foot, reference=None, mu=0.7):
+    def __init__(self, model, right_foot, left_foot, reference=None, mu=0.7,
+                 constrained=False):
         self.feet = (right_foot, left_foot)
         self.right_foot, self.left_foot = self.feet
         self.landing_order = (left_foot, right_foot)
         self._right_front = right_foot
-        super().__init__(model, self.feet, reference, "half_sitting", mu)
+        super().__init__(model, self.feet, reference, "half_sitting", mu, constrained)
 
     @staticmethod
     def state_weights(nv):
@@ -320,6 +351,9 @@ class Biped(_Gait):
             self._cones[foot] = WrenchCone(foot, self.mu, (0.1, 0.05), np.eye(3), 4, True,
                                            1e1)
         return self._cones[foot]
+
+    def _cone_kind(self, foot):
+        return _con.WrenchCone(foot, self.mu, (0.1, 0.05), np.eye(3), 4, True)
 
     def _foot_track(self, foot, p, weight):
         M = np.eye(4)

@@ -41,6 +41,7 @@ from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
 from ..validation import DIVERGED as _DIVERGED
 from . import calls
+from .constraints import ConstraintSet
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
 _ACTUATIONS = ("auto", "full", "floating_base")
@@ -97,11 +98,16 @@ class Problem:
     rows are dependent at x0 (rbd.DependentContacts), an empty horizon (ValueError), a
     cost term on a missing frame (KeyError), a force term (ContactForce, FrictionCone,
     WrenchCone) at a knot without a contact on its frame or at an impulse knot, a state
-    bound whose lower bound is above its upper one (ValueError)."""
+    bound whose lower bound is above its upper one (ValueError).
+
+    ``constraints``: None, a list of constraints (trajopt/constraints.py) at every knot
+    that is not an impulse knot, or a list of T lists (each knot's);
+    ``terminal_constraints``: knot T's (state constraints). ``self.constraints``: their
+    ConstraintSet, or None; solve() then takes the constrained solver (constrained.py)."""
 
     def __init__(self, model, x0, horizon, dt, running=(), terminal=(), u_lower=None,
                  u_upper=None, actuation="auto", contacts=None, impulses=None,
-                 impulse_costs=()):
+                 impulse_costs=(), constraints=None, terminal_constraints=()):
         self.model = model
         self.nq, self.nv = model.nq, model.nv
         self.x0 = np.array(x0, dtype=float)
@@ -134,6 +140,9 @@ class Problem:
                                      for j in range(1, model.njoints) if model.nvs[j] > 1],
                                     np.int64).reshape(-1, 2)
         self._args = (contacts, impulses)
+        self._constraint_args = (constraints, terminal_constraints)
+        self.constraints = ConstraintSet(self, constraints, terminal_constraints) \
+            if (constraints or terminal_constraints) else None
 
     def _costs(self, running, terminal, impulse_costs):
         """The knots' cost terms, checked, and their groups: knots sharing a term's key
@@ -295,7 +304,7 @@ class Problem:
         """The same problem from another initial state (model predictive control)."""
         return Problem(self.model, x0, self.T, self.dt, self._running_arg, self.terminal,
                        self.u_lower, self.u_upper, self.actuation, *self._args,
-                       self.impulse_costs)
+                       self.impulse_costs, *self._constraint_args)
 
     def clamp(self, u):
         """u clipped to the control bounds (if any)."""

@@ -150,9 +150,16 @@ def _compiling(jobs):
     return compile_seconds() + jobs.get("waited", 0.0)
 
 
-def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN,
-          curvature="value", callback=None):
-    """Solve ``prob`` (a trajopt.Problem) by "ddp", "ilqr" or "fddp".
+def solve(prob, method=None, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN,
+          curvature="value", callback=None, **options):
+    """Solve ``prob`` (a trajopt.Problem) by "ddp", "ilqr", "fddp" or "al"; None: "al"
+    on a problem with constraints, "ddp" otherwise.
+
+    al (a problem with constraints, Problem(..., constraints=...)): the
+    augmented-Lagrangian FDDP of constrained.py (its ``options``: feas_tol, rho,
+    multipliers, second_order), from the warm start as fddp's; a ConstrainedResult; raises
+    constrained.Infeasible when the constraints cannot be met. The other methods refuse
+    a problem with constraints.
 
     ddp / ilqr (simple problems: vector-space joints, free knots, u = tau): from
     controls ``us`` (T, nv), or quasi-static controls along states ``xs`` (T+1, nq+nv),
@@ -171,10 +178,22 @@ def solve(prob, method="ddp", xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_
 
     Returns a Result; ``callback(iteration, result_so_far)`` is called after each
     iteration."""
+    constrained = getattr(prob, "constraints", None) is not None
+    if method == "al" or (method is None and constrained):
+        from .constrained import solve_al       # (it imports this module)
+        return solve_al(prob, xs, us, max_iter, tol, reg, callback, **options)
+    if options:
+        raise TypeError(f"solve: unexpected options {sorted(options)} (method 'al''s)")
+    if constrained:
+        raise ValueError(f"method {method!r} ignores the problem's constraints: use "
+                         "method='al' (the default on a problem with constraints; "
+                         "second_order=True for DDP's curvature)")
+    method = "ddp" if method is None else method
     if method == "fddp":
         return solve_fddp(prob, xs, us, max_iter, tol, reg, callback)
     if method not in ("ddp", "ilqr"):
-        raise ValueError(f"method: expected 'ddp', 'ilqr' or 'fddp', got {method!r}")
+        raise ValueError(f"method: expected 'ddp', 'ilqr', 'fddp' or 'al', got "
+                         f"{method!r}")
     if curvature not in ("value", "costate"):
         raise ValueError(f"curvature: expected 'value' or 'costate', got {curvature!r}")
     if not prob.simple:
@@ -339,7 +358,8 @@ def _quadratic(a, M, b):
 
 
 def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callback=None,
-               second_order=False, costate=False, local=False, shot=None):
+               second_order=False, costate=False, local=False, shot=None,
+               feasible=False):
     """Crocoddyl's feasibility-driven DDP (SolverFDDP::solve, Mastalli et al. 2020), step
     for step: the knots of the warm start (xs, us) are shot one by one (multiple
     shooting), their gaps fs closed by the forward pass (x_t = x_next (+) (alpha - 1) fs_t
@@ -372,7 +392,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     already in the local phase (an MPC tick from the previous tick's solution): the
     exact curvature from the first iteration. ``shot``: (q' (T, nq), v' (T, nv), forces
     (T, ncmax)) of the warm start's knots (Problem.shoot's), when the caller has them
-    from the rollout that made xs (an MPC's warm start): not computed again."""
+    from the rollout that made xs (an MPC's warm start): not computed again.
+    ``feasible``: the warm start is a rollout (no gaps; Crocoddyl's solve(...,
+    is_feasible)): it may stop at once."""
     T, nv, nu = prob.T, prob.nv, prob.nu
     nx = 2 * nv
     reg = float(reg)
@@ -397,7 +419,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     Vx, Vxx = np.zeros((T + 1, nx)), np.zeros((T + 1, nx, nx))
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
-    feasible = was_feasible = False
+    feasible = was_feasible = bool(feasible)
     recalc = True
     # ddp: the contact knots' first-order dynamics derivatives, kept for the contractions
     first = np.zeros((T, 3, nv + max(prob.ncmax, 1), nv)) if second_order else None
