@@ -13,8 +13,10 @@
      thread), where a compatible Crocoddyl is installed (the trajopt-bench extra, its own
      environment: Crocoddyl 3.2 needs pin 4.0.x). The cost of the warm start in both
      is printed: the same problem gives the same number.
-2. Closed loop: fddp against ddp at ``--iterations`` per tick, a trot with a lateral push:
-   tracking (RMS of the forward-speed error after the start), drift, tilt, tick times.
+2. Closed loop: fddp, ddp and al (the cones and torque limits as constraints) at
+   ``--iterations`` per tick, a trot with a lateral push: tracking (RMS of the
+   forward-speed error after the start), drift, tilt, the largest |f_t| / f_n of
+   MuJoCo's contact forces, tick times.
 
 Timings are per tick (ms), medians and 99th percentiles over the replayed ticks; one
 thread (NUMBA_NUM_THREADS is left to the caller; the MPC's batches are small enough to
@@ -181,7 +183,7 @@ def closed_loop(model, feet, gait, seconds, rate, horizon, dt, iterations, speed
     from ..mpc.loop import run
     from ..sim import Plant
     out = {}
-    for method in ("fddp", "ddp"):
+    for method in ("fddp", "ddp", "al"):
         plant = Plant(model, feet=feet)
         mpc = MPC(model, feet, gait, horizon=horizon, dt=dt, method=method,
                   iterations=iterations, foot_radius=float(plant.foot_radius.min()))
@@ -235,14 +237,15 @@ def report(res):
     if cl:
         lines += ["", f"closed loop, {cl['seconds']} s at {res['speed']} m/s with a push "
                   f"{cl['push']}:", "", "| method | fell | speed RMS error (m/s) | "
-                  "mean speed | lateral drift (m) | max roll | max pitch | tick p50 | "
-                  "tick p99 |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for m in ("fddp", "ddp"):
+                  "mean speed | lateral drift (m) | max roll | max pitch | max "
+                  "\\|f_t\\| / f_n (MuJoCo) | tick p50 | tick p99 |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for m in ("fddp", "ddp", "al"):
             s = cl[m]
             lines.append(f"| {m} | {s['fell']} | {s['speed_rms_error']:.3f} | "
                          f"{s['mean_speed']:.3f} | {s['lateral_drift']:.3f} | "
                          f"{s['max_abs_roll']:.3f} | {s['max_abs_pitch']:.3f} | "
+                         f"{s['max_friction_ratio']:.3f} | "
                          f"{s['tick_ms_p50']:.2f} | {s['tick_ms_p99']:.2f} |")
     return "\n".join(lines)
 

@@ -115,7 +115,8 @@ class Run:
         """The run in numbers: fell, seconds, distance (m, along the commanded heading's
         integral), mean_speed (m/s), lateral_drift (m), max_abs_roll, max_abs_pitch
         (rad), min_base_height (m), ticks, tick_ms_p50, tick_ms_p99, realtime_factor,
-        recovery_s (per push: :meth:`recovery_time`)."""
+        recovery_s (per push: :meth:`recovery_time`), max_friction_ratio
+        (:meth:`friction_ratio`)."""
         q = self.q
         yaw0 = yaw_of(q[0]) if len(q) else 0.0
         d = q[-1, :2] - q[0, :2] if len(q) else np.zeros(2)
@@ -147,7 +148,20 @@ class Run:
                     tick_ms_p99=float(np.percentile(ms, 99)),
                     tick_ms_max=float(ms.max()),
                     realtime_factor=float(self.seconds / max(self.wall, 1e-9)),
-                    recovery_s=recovery)
+                    recovery_s=recovery, max_friction_ratio=self.friction_ratio())
+
+    def friction_ratio(self, min_share=0.05):
+        """The largest |f_t| / f_n of MuJoCo's contact forces on the feet over the run,
+        where a foot carries at least ``min_share`` of the robot's weight (MuJoCo's
+        elliptic cone holds it at or below mu: near mu the feet slip)."""
+        if not len(self.forces):
+            return 0.0
+        f = self.forces.reshape(-1, 3)
+        load = np.abs(self.forces[:, :, 2]).sum(axis=1).max()
+        on = f[:, 2] > min_share * max(load, 1e-9)
+        if not on.any():
+            return 0.0
+        return float((np.hypot(f[on, 0], f[on, 1]) / f[on, 2]).max())
 
     def recovery_time(self, t_push, window=0.4, band=0.2):
         """Seconds after ``t_push`` until the base's velocity in the heading frame,

@@ -149,9 +149,11 @@ class _Augmented:
         return self.prob.cost(q, v, us, forces) + \
             self.penalty(self.cset.residuals(q, v, us, forces))
 
-    def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None):
+    def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None,
+                         total=None):
         """Problem.derivative_parts with the penalty terms' Gauss-Newton derivatives
-        added (l_xu allocated where a constraint reads the forces)."""
+        added (l_xu allocated where a constraint reads the forces); ``total``: as
+        Problem.cost_derivatives', the penalty included (this object's ``cost``)."""
         prob = self.prob
         T, nx, nu = prob.T, 2 * prob.nv, prob.nu
         df = None
@@ -159,7 +161,7 @@ class _Augmented:
             nc = max(prob.ncmax, 1)
             df = (np.zeros((T, nc, nx)), np.zeros((T, nc, nu)))
         parts = prob._dynamics_parts(q, v, us, vnext, df, first)
-        c = prob.cost_derivatives(q, v, us, forces, df, curvature)
+        c = prob.cost_derivatives(q, v, us, forces, df, curvature, total)
         lx, lu, lxx, luu = c[:4]
         lxu = c[4] if len(c) == 5 else (np.zeros((T, nx, nu)) if self.reads_forces
                                          else None)
@@ -167,6 +169,9 @@ class _Augmented:
         for (_, knots, con, _), (r, Rx, Ru), mu in zip(
                 self.cset.groups, self.cset.jacobians(q, v, us, forces, df), self.mus):
             Ar, Arr = con.activation(r + mu / self.rho)
+            if total is not None:       # the penalty's value, as penalty() has it
+                total[-1] += 0.5 * self.rho * np.einsum("ki,ki->", Ar, Ar) - \
+                    np.einsum("ki,ki->", mu, mu) / (2.0 * self.rho)
             if Arr.ndim == 2:           # a box: diagonal a'', the cost terms' kernel
                 add_gauss_newton(out, knots, self.rho, Ar, Arr, Rx, 0, Ru)
                 continue
@@ -268,7 +273,8 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
         res = ConstrainedResult(
             xs=xs, us=us, cost=float(prob.cost(q, v, us, forces)), iterations=its,
             converged=done, method="al", history=list(history), timings=dict(timings),
-            forces=forces, max_violation=viol, violations=per, worst=worst,
+            forces=forces, gains=inner.gains, max_violation=viol, violations=per,
+            worst=worst,
             multipliers=[m.copy() for m in mus], rho=rho, outer=outer,
             complementarity=comp, feasible=viol <= feas_tol)
         if done:
