@@ -124,6 +124,7 @@ class Plant:
             raise ValueError(f"timestep: expected a positive time, got {timestep!r}")
         if not (mu >= 0 and math.isfinite(mu)):
             raise ValueError(f"mu: expected a non-negative friction, got {mu!r}")
+        self.mu = float(mu)
         self._check_joints()
         self.xml = self._write(floor, timestep, mu, int(noslip_iterations), joint_limits)
         self.mj_model = mujoco.MjModel.from_xml_string(self.xml)

@@ -238,14 +238,15 @@ def report(res):
         lines += ["", f"closed loop, {cl['seconds']} s at {res['speed']} m/s with a push "
                   f"{cl['push']}:", "", "| method | fell | speed RMS error (m/s) | "
                   "mean speed | lateral drift (m) | max roll | max pitch | max "
-                  "\\|f_t\\| / f_n (MuJoCo) | tick p50 | tick p99 |",
+                  "\\|f_t\\| / f_n, share at mu (MuJoCo) | tick p50 | tick p99 |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for m in ("fddp", "ddp", "al"):
             s = cl[m]
             lines.append(f"| {m} | {s['fell']} | {s['speed_rms_error']:.3f} | "
                          f"{s['mean_speed']:.3f} | {s['lateral_drift']:.3f} | "
                          f"{s['max_abs_roll']:.3f} | {s['max_abs_pitch']:.3f} | "
-                         f"{s['max_friction_ratio']:.3f} | "
+                         f"{s['max_friction_ratio']:.3f}, "
+                         f"{100 * s['friction_saturated']:.2f} % | "
                          f"{s['tick_ms_p50']:.2f} | {s['tick_ms_p99']:.2f} |")
     return "\n".join(lines)
 

@@ -44,6 +44,9 @@ def build_parser():
     p.add_argument("--iterations", type=int, default=1, help="solver iterations a tick")
     p.add_argument("--period", type=float, default=None, help="gait period (s)")
     p.add_argument("--duty", type=float, default=None, help="gait duty factor")
+    p.add_argument("--mu", type=float, default=0.7,
+                   help="the floor's friction coefficient, the plant's and the "
+                        "controller's cones (default 0.7)")
     p.add_argument("--sole", default=None,
                    help="a biped's sole box 'length,width' (m; default: the robot's "
                         "from example-robot-data where known, else 0.2,0.1)")
@@ -92,14 +95,15 @@ def main(argv=None):
         if len(feet) == 2:          # a biped stands on box soles (6D contacts)
             sole = tuple(float(a) for a in args.sole.split(",")) if args.sole else \
                 default_sole(args.robot)
-            plant = Plant(model, feet=feet, sole=sole, foot_radius=0.01)
+            plant = Plant(model, feet=feet, sole=sole, foot_radius=0.01, mu=args.mu)
             extra = dict(sole=sole)
         else:
-            plant = Plant(model, feet=feet)
+            plant = Plant(model, feet=feet, mu=args.mu)
             extra = {}
         mpc = MPC(model, feet, args.gait, horizon=args.horizon, dt=args.dt,
                   method=args.method, iterations=args.iterations, period=args.period,
-                  duty=args.duty, foot_radius=float(plant.foot_radius.min()), **extra)
+                  duty=args.duty, foot_radius=float(plant.foot_radius.min()), mu=args.mu,
+                  **extra)
     except (ValueError, KeyError, ImportError) as e:
         print(f"python -m rbdiff mpc: {e}", file=sys.stderr)
         return 2

@@ -103,6 +103,7 @@ class Run:
     pushes: list = field(default_factory=list)
     nominal_height: float = 0.0
     failed_ticks: int = 0       # ticks whose solver gave up (the previous plan kept)
+    mu: float = None            # the plant's friction coefficient
 
     def base_velocity_world(self):
         """(N, 3) the base's linear velocity in the world frame."""
@@ -115,8 +116,8 @@ class Run:
         """The run in numbers: fell, seconds, distance (m, along the commanded heading's
         integral), mean_speed (m/s), lateral_drift (m), max_abs_roll, max_abs_pitch
         (rad), min_base_height (m), ticks, tick_ms_p50, tick_ms_p99, realtime_factor,
-        recovery_s (per push: :meth:`recovery_time`), max_friction_ratio
-        (:meth:`friction_ratio`)."""
+        recovery_s (per push: :meth:`recovery_time`), max_friction_ratio and
+        friction_saturated (:meth:`friction_ratio`, at the plant's mu)."""
         q = self.q
         yaw0 = yaw_of(q[0]) if len(q) else 0.0
         d = q[-1, :2] - q[0, :2] if len(q) else np.zeros(2)
@@ -134,6 +135,7 @@ class Run:
             lateral = float(np.sum(-s * dp[:, 0] + c * dp[:, 1]))
         rp = np.array([_roll_pitch(qn) for qn in q]) if len(q) else np.zeros((1, 2))
         recovery = [self.recovery_time(tp) for tp, _ in self.pushes if tp < self.seconds]
+        ratio, saturated = self.friction_ratio(mu=self.mu)
         ms = self.tick_ms if len(self.tick_ms) else np.zeros(1)
         return dict(fell=bool(self.fell), reason=self.reason, seconds=float(self.seconds),
                     distance=along, mean_speed=along / max(self.seconds, 1e-9),
@@ -148,20 +150,25 @@ class Run:
                     tick_ms_p99=float(np.percentile(ms, 99)),
                     tick_ms_max=float(ms.max()),
                     realtime_factor=float(self.seconds / max(self.wall, 1e-9)),
-                    recovery_s=recovery, max_friction_ratio=self.friction_ratio())
+                    recovery_s=recovery, max_friction_ratio=ratio,
+                    friction_saturated=saturated)
 
-    def friction_ratio(self, min_share=0.05):
-        """The largest |f_t| / f_n of MuJoCo's contact forces on the feet over the run,
-        where a foot carries at least ``min_share`` of the robot's weight (MuJoCo's
-        elliptic cone holds it at or below mu: near mu the feet slip)."""
+    def friction_ratio(self, min_share=0.05, mu=None):
+        """(largest, share): the largest |f_t| / f_n of MuJoCo's contact forces on the
+        feet over the run, and the share of the samples at 99 % of ``mu`` or more (the
+        feet sliding: MuJoCo's elliptic cone caps the ratio at mu), counting the feet
+        that carry at least ``min_share`` of the largest total load."""
         if not len(self.forces):
-            return 0.0
+            return 0.0, 0.0
         f = self.forces.reshape(-1, 3)
         load = np.abs(self.forces[:, :, 2]).sum(axis=1).max()
         on = f[:, 2] > min_share * max(load, 1e-9)
         if not on.any():
-            return 0.0
-        return float((np.hypot(f[on, 0], f[on, 1]) / f[on, 2]).max())
+            return 0.0, 0.0
+        ratio = np.hypot(f[on, 0], f[on, 1]) / f[on, 2]
+        top = float(ratio.max())
+        mu = top if mu is None else mu
+        return top, float(np.mean(ratio >= 0.99 * mu))
 
     def recovery_time(self, t_push, window=0.4, band=0.2):
         """Seconds after ``t_push`` until the base's velocity in the heading frame,
@@ -284,4 +291,5 @@ def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=5
                arr(log_v).reshape(-1, model.nv), arr(log_u).reshape(-1, mpc.nu), arr(log_c).reshape(-1, 3),
                arr(log_p).reshape(-1, nf, 3), arr(log_f).reshape(-1, nf, 3),
                arr(tick_t), arr(tick_ms), fell, reason or "ran to the end",
-               float(len(log_t) * h), wall, pushes, mpc.z0, failed_ticks)
+               float(len(log_t) * h), wall, pushes, mpc.z0, failed_ticks,
+               float(plant.mu) if hasattr(plant, "mu") else None)
