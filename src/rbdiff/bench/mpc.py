@@ -275,8 +275,11 @@ def main(argv=None):
     feet = default_feet(model)
     ticks, radius = record(model, feet, args.gait, args.record, args.rate, args.horizon,
                            args.dt, args.speed)
+    import inspect
+
     from ..mpc.controller import MPC
-    croc = crocoddyl_solver(args.robot, MPC.__init__.__defaults__[-1])
+    # the MPC's starting regularisation, which Crocoddyl's solve gets too (init_reg)
+    croc = crocoddyl_solver(args.robot, inspect.signature(MPC).parameters["reg"].default)
     if croc is None:
         print("Crocoddyl: not installed with pin 4.0.x here (pip install "
               "'rbdiff[trajopt-bench]' in an environment of its own); its row is left out")
