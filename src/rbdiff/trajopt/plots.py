@@ -84,7 +84,9 @@ def plot_gait(prob, res, feet, mu=0.7, snapshots=6, path=None, title=None):
 
     Top row: the centre of mass and the feet seen from the side (x-z) and from above (x-y),
     and their heights over time. Middle row, per foot: the tangential / normal force
-    ratio against mu (above the dashed line: outside the friction cone), the knots in
+    ratio against mu (above the dashed line: outside the friction cone), dotted the
+    4-facet pyramid's max(|f_x|, |f_y|) / f_n (Crocoddyl's cone's; not drawn where
+    the normal force is below 1e-6 of the largest: a foot unloaded), the knots in
     contact shaded, the normal force on the right axis. Bottom row: the robot's poses (a
     stick figure of its joints and feet, side view) at evenly spaced knots.
     """
@@ -123,17 +125,24 @@ def plot_gait(prob, res, feet, mu=0.7, snapshots=6, path=None, title=None):
     ax_z.set(xlabel="t [s]", ylabel="z [m]", title="heights")
     ax_xy.legend(fontsize=7, loc="best")
 
+    # a foot unloaded to rounding (1e-11 N at a lift-off) has no meaningful ratio
+    loaded = 1e-6 * max(float(np.nanmax(np.abs(f[..., 2]), initial=0.0)), 1e-300)
     for k, (ax, name) in enumerate(zip(mid, feet)):
         c = _COLOURS[k % len(_COLOURS)]
         fn = f[:, k, 2]
-        ratio = np.hypot(f[:, k, 0], f[:, k, 1]) / np.where(fn > 0, fn, np.nan)
+        ratio = np.hypot(f[:, k, 0], f[:, k, 1]) / np.where(fn > loaded, fn, np.nan)
+        # the 4-facet pyramid's own ratio (Crocoddyl's cone: |f_x|, |f_y| <= mu f_n):
+        # what a constrained plan holds at mu, the circular ratio up to mu sqrt(2)
+        facet = np.maximum(np.abs(f[:, k, 0]), np.abs(f[:, k, 1])) / np.where(
+            fn > loaded, fn, np.nan)
         _shade(ax, on[:, k], dt, c)
         ax.step(time[:-1], ratio, where="post", color=c, lw=1.5)
+        ax.step(time[:-1], facet, where="post", color=c, lw=0.8, ls=":")
         ax.axhline(mu, color="k", ls="--", lw=1)
         ax.set(xlabel="t [s]", title=name, xlim=(0, T * dt),
                ylim=(0, max(1.5 * mu, np.nanmax(ratio, initial=0) * 1.1)))
         if k == 0:
-            ax.set_ylabel(f"|f_t| / f_n  (mu = {mu:g} dashed)")
+            ax.set_ylabel(f"|f_t| / f_n, dotted: pyramid's  (mu = {mu:g} dashed)")
         twin = ax.twinx()
         twin.step(time[:-1], fn, where="post", color="0.5", lw=0.8)
         if k == len(feet) - 1:
@@ -187,11 +196,13 @@ def example_step(T=50, dt=0.01):
 GAIT_FIGURES = ("anymal walking", "anymal trotting", "anymal jumping", "talos_legs walking")
 
 
-def solve_gait(name):
+def solve_gait(name, constrained=False):
     """(problem, result, feet) of the gait ``name`` of bench.trajopt.GAITS (Crocoddyl's
     example arguments) built by rbdiff.trajopt.gaits on rbd.load_robot's model from its
     reference posture at rest, solved by FDDP from x0 at every knot and the quasi-static
-    controls along it (Crocoddyl's examples' warm start)."""
+    controls along it (Crocoddyl's examples' warm start); ``constrained``: the builder's
+    constrained=True (the cones and torque limits as constraints), solved by the
+    augmented-Lagrangian FDDP."""
     from rbdiff.bench.trajopt import BIPED_FEET, GAITS, QUADRUPED_FEET, _args
 
     from . import solve
@@ -203,24 +214,30 @@ def solve_gait(name):
     else:
         feet, builder, posture = QUADRUPED_FEET[robot], Quadruped, "standing"
     x0 = np.concatenate([model.reference_configurations[posture], np.zeros(model.nv)])
-    prob = getattr(builder(model, *feet), gait)(x0, *_args(args))
+    prob = getattr(builder(model, *feet, constrained=constrained), gait)(x0, *_args(args))
     xs = np.tile(x0, (prob.T + 1, 1))
     us = prob.quasi_static_controls(xs[:, :model.nq])
-    return prob, solve(prob, method="fddp", xs=xs, us=us), list(feet)
+    return prob, solve(prob, method="al" if constrained else "fddp", xs=xs, us=us), \
+        list(feet)
 
 
-def gait_figures(outdir="docs", names=GAIT_FIGURES):
+def gait_figures(outdir="docs", names=GAIT_FIGURES, constrained=False):
     """Solve each gait (solve_gait) and save its plot_gait figure to
-    outdir/gait_<robot>_<gait>.png; returns the paths."""
+    outdir/gait_<robot>_<gait>.png (``constrained``: ..._constrained.png, the cones and
+    torque limits as constraints); returns the paths."""
     import os
     plt = _pyplot()
     paths = []
     for name in names:
-        prob, res, feet = solve_gait(name)
-        path = os.path.join(outdir, "gait_" + name.replace(" ", "_") + ".png")
+        prob, res, feet = solve_gait(name, constrained)
+        path = os.path.join(outdir, "gait_" + name.replace(" ", "_")
+                            + ("_constrained" if constrained else "") + ".png")
+        how = (f"augmented-Lagrangian FDDP {res.iterations} iterations, cones and torque "
+               f"limits as constraints (worst violation {res.max_violation:.1e})"
+               if constrained else f"FDDP {res.iterations} iterations")
         fig = plot_gait(prob, res, feet, mu=0.7, path=path,
-                        title=f"{name} (Crocoddyl's example): {prob.T} knots, FDDP "
-                              f"{res.iterations} iterations, cost {res.cost:.6g}")
+                        title=f"{name} (Crocoddyl's example): {prob.T} knots, {how}, "
+                              f"cost {res.cost:.6g}")
         plt.close(fig)
         paths.append(path)
     return paths
@@ -232,8 +249,9 @@ if __name__ == "__main__":
     import sys
 
     from rbdiff.bench.trajopt import FEET
-    if sys.argv[1:2] == ["--gaits"]:
-        print("\n".join(gait_figures(*sys.argv[2:3])))
+    if sys.argv[1:2] in (["--gaits"], ["--constrained-gaits"]):
+        print("\n".join(gait_figures(*sys.argv[2:3],
+                                     constrained=sys.argv[1] == "--constrained-gaits")))
         sys.exit()
     prob, res = example_step()
     plot_gait(prob, res, FEET, mu=0.7,
