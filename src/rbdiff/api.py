@@ -22,6 +22,7 @@ from .declare import Function
 from .kernels.jit import native
 from .validation import F64 as _F64
 from .validation import ND as _ND
+from .validation import fext_fast as _fext_fast
 from .validation import no_forces as _no_forces
 
 # The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch: q also an
@@ -38,6 +39,10 @@ _empty = np.empty
 # (scratch: cpu.scratch's HELD workspaces: these entries hold the GIL)
 _rnea_one = native(single.rnea_one, "_rnea_one", globals())
 _aba_one = native(single.aba_one, "_aba_one", globals())
+# with fext: stand-ins of their own (a native function is compiled for its first call's
+# types, fext None there; here a C-contiguous fext: validation.fext_fast)
+_rnea_one_f = native(single.rnea_one, "_rnea_one_f", globals())
+_aba_one_f = native(single.aba_one, "_aba_one_f", globals())
 _crba_one = native(single.crba_one, "_crba_one", globals(), inputs=(2,))
 _minverse_one = native(single.minverse_one, "_minverse_one", globals(), inputs=(2,))
 _run = policy.run
@@ -91,13 +96,14 @@ def rnea(model, q, v, a, fext=None):
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
     try:    # fast paths (see _FAST_MISS); the entries check lengths and values
-        if fext is None and q.dtype is v.dtype is a.dtype is _F64:
+        if q.dtype is v.dtype is a.dtype is _F64:
             nd = q.ndim
-            if nd == 1 == v.ndim == a.ndim:
+            if nd == 1 == v.ndim == a.ndim and (fext is None or _fext_fast(model, fext)):
                 tau = _empty(model.nv)
-                _rnea_one(model.mi, model.mf, q, v, a, None, _HELD[model._scratch_key], tau)
+                (_rnea_one if fext is None else _rnea_one_f)(
+                    model.mi, model.mf, q, v, a, fext, _HELD[model._scratch_key], tau)
                 return tau
-            if nd == 2 == v.ndim == a.ndim and type(q) is _ND:
+            if fext is None and nd == 2 == v.ndim == a.ndim and type(q) is _ND:
                 n = len(q)
                 tau = _batch_out((n, model.nv))
                 _run(model, *_RNEA_F, n,
@@ -115,13 +121,14 @@ def aba(model, q, v, tau, fext=None):
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
     try:
-        if fext is None and q.dtype is v.dtype is tau.dtype is _F64:
+        if q.dtype is v.dtype is tau.dtype is _F64:
             nd = q.ndim
-            if nd == 1 == v.ndim == tau.ndim:
+            if nd == 1 == v.ndim == tau.ndim and (fext is None or _fext_fast(model, fext)):
                 qdd = _empty(model.nv)
-                _aba_one(model.mi, model.mf, q, v, tau, None, _HELD[model._scratch_key], qdd)
+                (_aba_one if fext is None else _aba_one_f)(
+                    model.mi, model.mf, q, v, tau, fext, _HELD[model._scratch_key], qdd)
                 return qdd
-            if nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
+            if fext is None and nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
                 n = len(q)
                 qdd = _batch_out((n, model.nv))
                 _run(model, *_ABA_F, n,

@@ -31,6 +31,7 @@ from .declare import Function, caller_outputs
 from .results import ABADerivatives, RNEADerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND
+from .validation import fext_fast as _fext_fast
 from .validation import gpu_call, no_forces, on_device
 
 METHODS = ("idsva", "chain_rule", "complex_step", "finite_difference")
@@ -46,6 +47,13 @@ _aba_d_one = native(cs.aba_derivatives_one, "_aba_d_one", globals())
 _rnea_cr_one = native(cs.rnea_chain_rule_one, "_rnea_cr_one", globals())
 _aba_p_one = native(cs.aba_derivatives_product_one, "_aba_p_one", globals())
 _aba_cr_one = native(cs.aba_chain_rule_one, "_aba_cr_one", globals())
+# with fext (a C-contiguous one: validation.fext_fast): stand-ins of their own (a native
+# function is compiled for its first call's types, where fext is None)
+_rnea_d_one_f = native(cs.rnea_derivatives_one, "_rnea_d_one_f", globals())
+_aba_d_one_f = native(cs.aba_derivatives_one, "_aba_d_one_f", globals())
+_rnea_cr_one_f = native(cs.rnea_chain_rule_one, "_rnea_cr_one_f", globals())
+_aba_p_one_f = native(cs.aba_derivatives_product_one, "_aba_p_one_f", globals())
+_aba_cr_one_f = native(cs.aba_chain_rule_one, "_aba_cr_one_f", globals())
 _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
 # batch entry pairs (serial, parallel): cpu.policy picks one per call
 _RNEA_D_B = (cb.rnea_derivatives_batch, cb.rnea_derivatives_parallel)
@@ -112,11 +120,13 @@ def _no_out(out, method):
                          "analytical methods ('idsva', 'chain_rule')")
 
 
-def _fast(q, v, u, fext):
-    """True for the common case the entry point can take directly."""
-    return (fext is None and type(q) is _ND and type(v) is _ND and type(u) is _ND
+def _fast(model, q, v, u, fext):
+    """True for the common case the entry point can take directly (fext None or one it
+    takes as it is: validation.fext_fast)."""
+    return (type(q) is _ND and type(v) is _ND and type(u) is _ND
             and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
-            and q.ndim == 1 and v.ndim == 1 and u.ndim == 1)
+            and q.ndim == 1 and v.ndim == 1 and u.ndim == 1
+            and (fext is None or _fext_fast(model, fext)))
 
 
 def _fast_batch(q, v, u, fext):
@@ -233,12 +243,13 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
         return RNEADerivatives(*_numerical(model, rnea, q, v, a, fext, method,
                                            ("q", "v", "a")))
     idsva = method == "idsva"
-    if out is None and _fast(q, v, a, fext):
+    if out is None and _fast(model, q, v, a, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
         try:
-            (_rnea_d_one if idsva else _rnea_cr_one)(model.mi, model.mf, q, v, a, None,
-                                                     d1, d2, d3)
+            one = (_rnea_d_one if idsva else _rnea_cr_one) if fext is None else \
+                (_rnea_d_one_f if idsva else _rnea_cr_one_f)
+            one(model.mi, model.mf, q, v, a, fext, d1, d2, d3)
             return _new(RNEADerivatives, (d1, d2, d3))
         except ValueError:
             pass
@@ -283,11 +294,12 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
         return ABADerivatives(*_numerical(model, aba, q, v, tau, fext, method,
                                           ("q", "v", "tau")))
     if method == "idsva" and code == DMM:
-        if out is None and _fast(q, v, tau, fext):
+        if out is None and _fast(model, q, v, tau, fext):
             s = model._svv
             d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
             try:
-                _aba_d_one(model.mi, model.mf, q, v, tau, None, d1, d2, d3)
+                (_aba_d_one if fext is None else _aba_d_one_f)(model.mi, model.mf, q, v,
+                                                                tau, fext, d1, d2, d3)
                 return _new(ABADerivatives, (d1, d2, d3))
             except ValueError:
                 pass
@@ -303,11 +315,12 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 else _batch_into_out(model, fast_b, q, v, tau, out, batch_extra))
         if outs is not None:
             return _new(ABADerivatives, outs)
-    if fast is not None and out is None and _fast(q, v, tau, fext):
+    if fast is not None and out is None and _fast(model, q, v, tau, fext):
         s = model._svv
         d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
         try:
-            globals()[fast](model.mi, model.mf, q, v, tau, None, d1, d2, d3, *extra)
+            globals()[fast if fext is None else fast + "_f"](model.mi, model.mf, q, v,
+                                                               tau, fext, d1, d2, d3, *extra)
             return _new(ABADerivatives, (d1, d2, d3))
         except ValueError:
             pass
