@@ -92,17 +92,35 @@ def dynamics_calls(model, pm, q, v, a):
     Calls are ``functools.partial`` objects: the cheapest zero-argument wrapper, the
     same for both sides."""
     tau = rbd.rnea(model, q, v, a)
+    f, pf = external_forces(model)
     ours = {"rnea": partial(rbd.rnea, model, q, v, a), "crba": partial(rbd.crba, model, q),
             "aba": partial(rbd.aba, model, q, v, tau),
-            "minverse": partial(rbd.minverse, model, q)}
+            "minverse": partial(rbd.minverse, model, q),
+            "rnea+fext": partial(rbd.rnea, model, q, v, a, fext=f),
+            "aba+fext": partial(rbd.aba, model, q, v, tau, fext=f)}
     if pm is None:
-        return {k: (f, None, None) for k, f in ours.items()}
+        return {k: (fn, None, None) for k, fn in ours.items()}
     pd = pm.createData()
     theirs = {"rnea": (partial(pin.rnea, pm, pd, q, v, a), np.array),
               "crba": (partial(pin.crba, pm, pd, q), _full),
               "aba": (partial(pin.aba, pm, pd, q, v, tau), np.array),
-              "minverse": (partial(pin.computeMinverse, pm, pd, q), _full)}
-    return {k: (ours[k], *theirs[k]) for k in ALGORITHMS}
+              "minverse": (partial(pin.computeMinverse, pm, pd, q), _full),
+              "rnea+fext": (partial(pin.rnea, pm, pd, q, v, a, pf), np.array),
+              "aba+fext": (partial(pin.aba, pm, pd, q, v, tau, pf), np.array)}
+    return {k: (ours[k], *theirs[k]) for k in ours}
+
+
+def external_forces(model, seed=SEED):
+    """(fext (njoints, 6), Pinocchio's StdVec_Force of the same, or None): a random
+    local-frame spatial force [linear, angular] on every joint's body (the universe's
+    row too, which both ignore)."""
+    f = np.random.default_rng(seed + 1).normal(size=(model.njoints, 6))
+    if pin is None:
+        return f, None
+    pf = pin.StdVec_Force()
+    for row in f:
+        pf.append(pin.Force(row[:3], row[3:]))
+    return f, pf
 
 
 def bench_pair(robot, model, alg, ours, theirs, post, settings):

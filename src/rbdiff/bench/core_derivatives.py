@@ -20,9 +20,13 @@ except ImportError:
 def calls(model, pm, q, v, a):
     """{name: (rbdiff call, Pinocchio call or None, post)} at the state (q, v, a); aba's
     torque is rnea's, so both sides differentiate the same forward dynamics."""
+    from rbdiff.bench.core import external_forces
     tau = rbd.rnea(model, q, v, a)
+    f, pf = external_forces(model)
     ours = {"rnea_derivatives": partial(rbd.rnea_derivatives, model, q, v, a),
             "aba_derivatives": partial(rbd.aba_derivatives, model, q, v, tau),
+            "rnea_derivatives+fext": partial(rbd.rnea_derivatives, model, q, v, a, fext=f),
+            "aba_derivatives+fext": partial(rbd.aba_derivatives, model, q, v, tau, fext=f),
             "rnea_second_order": partial(rbd.rnea_second_order_derivatives, model, q, v, a),
             "aba_second_order": partial(rbd.aba_second_order_derivatives, model, q, v, tau)}
     pairs = {k: (f, None, None) for k, f in ours.items()}
@@ -34,5 +38,13 @@ def calls(model, pm, q, v, a):
         lambda r: np.array([np.array(r[0]), np.array(r[1]), _full(np.array(r[2]))]))
     pairs["aba_derivatives"] = (
         ours["aba_derivatives"], partial(pin.computeABADerivatives, pm, pd, q, v, tau),
+        lambda r: np.array([np.array(r[0]), np.array(r[1]), _full(np.array(r[2]))]))
+    pairs["rnea_derivatives+fext"] = (
+        ours["rnea_derivatives+fext"],
+        partial(pin.computeRNEADerivatives, pm, pd, q, v, a, pf),
+        lambda r: np.array([np.array(r[0]), np.array(r[1]), _full(np.array(r[2]))]))
+    pairs["aba_derivatives+fext"] = (
+        ours["aba_derivatives+fext"],
+        partial(pin.computeABADerivatives, pm, pd, q, v, tau, pf),
         lambda r: np.array([np.array(r[0]), np.array(r[1]), _full(np.array(r[2]))]))
     return pairs
