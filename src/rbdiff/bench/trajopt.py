@@ -501,7 +501,8 @@ GAITS = {
     "talos_legs walking": ("talos_legs", "walking", (0.6, 0.1, 0.03, 15, 4)),
 }
 QUADRUPED_FEET = {"anymal": ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
-                  "hyq": ("lf_foot", "rf_foot", "lh_foot", "rh_foot")}
+                  "hyq": ("lf_foot", "rf_foot", "lh_foot", "rh_foot"),
+                  "solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")}
 BIPED_FEET = {"talos_legs": ("right_sole_link", "left_sole_link")}
 
 
@@ -509,13 +510,16 @@ def _args(args):
     return [np.array(a, dtype=float) if isinstance(a, tuple) else a for a in args]
 
 
-def gait_pair(name):
+def gait_pair(name, gaits=None, constrained=False):
     """(rbdiff Problem, Crocoddyl ShootingProblem, warm-start controls (T, nu)) of the gait
-    ``name`` (GAITS): the rbdiff problem from rbdiff.trajopt.gaits on rbd.load_robot's
-    model (its default reference posture: the model's "standing" or "half_sitting"
-    configuration), Crocoddyl's from its own builder (SimpleQuadrupedalGaitProblem,
-    SimpleBipedGaitProblem) on example-robot-data's, both from that posture at rest; the
-    controls Crocoddyl's quasiStatic along x0 (its examples' warm start)."""
+    ``name`` of ``gaits`` (default GAITS): the rbdiff problem from rbdiff.trajopt.gaits on
+    rbd.load_robot's model (its default reference posture: the model's "standing" or
+    "half_sitting" configuration), Crocoddyl's from its own builder
+    (SimpleQuadrupedalGaitProblem, SimpleBipedGaitProblem) on example-robot-data's, both
+    from that posture at rest; the controls Crocoddyl's quasiStatic along x0 (its
+    examples' warm start). ``constrained``: rbdiff's builder's constrained=True (the
+    cones and torque limits as constraints); Crocoddyl's problem is its builder's (the
+    caller puts the same constraints in it: trajopt_constrained)."""
     import crocoddyl
     import example_robot_data as erd
     from crocoddyl.utils.biped import SimpleBipedGaitProblem
@@ -523,19 +527,21 @@ def gait_pair(name):
 
     from rbdiff.trajopt.gaits import Biped, Quadruped
     from rbdiff.trajopt.rollout import IMPULSE
-    robot, gait, args = GAITS[name]
+    robot, gait, args = (GAITS if gaits is None else gaits)[name]
     pm = erd.load(robot).model
     model = rbd.load_robot(robot)
     if robot in BIPED_FEET:
         feet = BIPED_FEET[robot]
         q0 = pm.referenceConfigurations["half_sitting"].copy()
         croc = SimpleBipedGaitProblem(pm, *feet)
-        ours = Biped(model, *feet)
+        ours = Biped(model, *feet, constrained=constrained)
     else:
         feet = QUADRUPED_FEET[robot]
         q0 = pm.referenceConfigurations["standing"].copy()
         croc = SimpleQuadrupedalGaitProblem(pm, *feet)
-        ours = Quadruped(model, *feet, velocity_limits=np.array(pm.velocityLimit[6:]))
+        ours = Quadruped(model, *feet, reference=q0,
+                         velocity_limits=np.array(pm.velocityLimit[6:]),
+                         constrained=constrained)
     x0 = np.concatenate([q0, np.zeros(pm.nv)])
     cp = getattr(croc, f"create{gait.capitalize()}Problem")(x0, *_args(args))
     prob = getattr(ours, gait)(x0, *_args(args))

@@ -31,54 +31,28 @@ import time
 
 import numpy as np
 
-import rbdiff as rbd
 import rbdiff.trajopt as to
 from rbdiff.bench import report as rp
-from rbdiff.bench.trajopt import (BIPED_FEET, GAITS, QUADRUPED_FEET, _args,
-                                  crocoddyl_controls_list)
+from rbdiff.bench.trajopt import GAITS, crocoddyl_controls_list, gait_pair
 
 CONSTRAINED_GAITS = dict(GAITS)
 CONSTRAINED_GAITS.pop("hyq walking")
 CONSTRAINED_GAITS["solo12 trotting"] = ("solo12", "trotting", (0.15, 0.1, 1e-2, 25, 2))
 CONSTRAINED_GAITS["solo12 walking"] = ("solo12", "walking", (0.25, 0.25, 1e-2, 25, 2))
-FEET = dict(QUADRUPED_FEET, solo12=("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
 TERMINATION_TOLERANCE = 1e-3
 
 
 def constrained_pair(name):
     """(rbdiff Problem with constraints, Crocoddyl ShootingProblem with the same
     constraints, warm-start controls (T, nu)) of gait ``name`` (CONSTRAINED_GAITS)."""
+    prob, cp, us = gait_pair(name, CONSTRAINED_GAITS, constrained=True)
+    model, robot = prob.model, CONSTRAINED_GAITS[name][0]
     import example_robot_data as erd
-    from crocoddyl.utils.biped import SimpleBipedGaitProblem
-    from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
-
-    from rbdiff.trajopt.gaits import Biped, Quadruped
-    from rbdiff.trajopt.rollout import IMPULSE
-    robot, gait, args = CONSTRAINED_GAITS[name]
     pm = erd.load(robot).model
-    model = rbd.load_robot(robot)
-    if robot in BIPED_FEET:
-        feet = BIPED_FEET[robot]
-        q0 = pm.referenceConfigurations["half_sitting"].copy()
-        croc = SimpleBipedGaitProblem(pm, *feet)
-        ours = Biped(model, *feet, constrained=True)
-    else:
-        feet = FEET[robot]
-        q0 = pm.referenceConfigurations["standing"].copy()
-        croc = SimpleQuadrupedalGaitProblem(pm, *feet)
-        ours = Quadruped(model, *feet, reference=q0,
-                         velocity_limits=np.array(pm.velocityLimit[6:]), constrained=True)
-    x0 = np.concatenate([q0, np.zeros(pm.nv)])
-    cp = getattr(croc, f"create{gait.capitalize()}Problem")(x0, *_args(args))
-    prob = getattr(ours, gait)(x0, *_args(args))
     effort = np.asarray(model.effort_limits[6:])
     if not np.allclose(effort, pm.effortLimit[6:]):
         raise AssertionError(f"{robot}: rbdiff's effort limits differ from Pinocchio's")
-    cp = _with_constraints(cp, ours.mu, effort)
-    cu = cp.quasiStatic([x0] * cp.T)
-    us = np.array([np.zeros(prob.nu) if prob.kind[t] == IMPULSE else cu[t]
-                   for t in range(prob.T)])
-    return prob, cp, us
+    return prob, _with_constraints(cp, 0.7, effort), us
 
 
 def _with_constraints(cp, mu, effort):
