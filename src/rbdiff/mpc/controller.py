@@ -225,7 +225,6 @@ class MPC:
         self._prev = None
         self._carrot = None
         self._liftoff = feet0.copy()
-        self._landing = feet0.copy()
 
     # ---- set-up ------------------------------------------------------------------------
 
@@ -317,7 +316,7 @@ class MPC:
                       for f in self.feet]
             limits = np.asarray(self.model.effort_limits)[6:]
             torque = [C.ControlBox()] if np.isfinite(limits).any() else []
-        running, contacts, swing, constraints = [], [], [], []
+        running, contacts, constraints = [], [], []
         for k in range(T):
             terms = [StateRegularization(xref[k], 1.0, self._state_weights), ctrl]
             if bounds is not None:
@@ -335,7 +334,6 @@ class MPC:
                     terms.append(FrameTranslation(f, targets[k, i], w["swing"])
                                  if self.contact == "3d" else
                                  FramePlacement(f, placements[k, i], w["swing"]))
-                    swing.append((k, i))
             contacts.append(tuple(cs) if cs else None)
             running.append(terms)
             constraints.append(hard_k)
@@ -412,8 +410,6 @@ class MPC:
                 # knot the plan puts it in contact (a plan's contact on a foot still in
                 # the air is a support that is not there)
                 end = np.array([land[0], land[1], self._ground - self.touchdown_depth])
-                if lo <= t:
-                    self._landing[i] = end
                 k0 = max(int(math.ceil((lo - t) / dt - 1e-9)), 0)
                 k1 = min(int(math.ceil((td - t) / dt - 1e-9)), T)
                 k = np.arange(k0, k1)
@@ -422,7 +418,8 @@ class MPC:
                 s3 = (tau * tau * (3.0 - 2.0 * tau))[:, None]
                 targets[k, i] = start + (end - start) * s3
                 targets[k, i, 2] += 0.5 * self.step_height * (1.0 - np.cos(2 * np.pi * tau))
-                start = end
+                start = end.copy()          # the next swing lifts off from this foothold
+                start[2] = self._ground
 
     # ---- the tick ----------------------------------------------------------------------
 
@@ -557,4 +554,4 @@ class MPC:
         self._prev = self._carrot = self._al = None
         self._ddp_wait = self._ddp_backoff = 0
         feet0 = self._foot_positions(self.q_ref)
-        self._liftoff, self._landing = feet0.copy(), feet0.copy()
+        self._liftoff = feet0.copy()
