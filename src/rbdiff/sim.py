@@ -93,7 +93,7 @@ class Plant:
     :meth:`set_state`).
 
     Attributes: ``model``, ``mj_model``, ``mj_data``, ``xml`` (the MJCF compiled),
-    ``feet``, ``foot_radius``, ``sole`` (None or (length, width)), ``nu`` (actuated
+    ``feet``, ``foot_radius``, ``sole`` (None or (length, width)), ``mu``, ``nu`` (actuated
     dofs, tau's length), ``effort_limits`` (nu,), ``actuated_dofs`` (nu,: the rbdiff
     velocity index each torque drives), ``has_free_flyer``.
     """
