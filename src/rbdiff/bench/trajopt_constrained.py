@@ -6,8 +6,8 @@ of the cone cost; every other cost term Crocoddyl's.
 
     python -m rbdiff.bench.trajopt_constrained [gait ...]     (e.g. anymal_walking)
 
-Needs Crocoddyl 3.2 with pin 4.0.x and mim-solvers 0.3 (their own virtualenv: pip
-install 'crocoddyl==3.2.*' 'pin==4.0.*' mim-solvers example-robot-data). Both from x0 at
+Needs Crocoddyl 3.2 with pin 4.0.x and mim-solvers 0.3, in an environment of their own
+(pip install 'rbdiff[constrained-bench]'). Both from x0 at
 every knot and Crocoddyl's quasi-static controls along x0, one thread, CSQP with
 termination_tolerance 1e-3 (its default stalls, issue 40), rbdiff with its defaults
 (inner tol 1e-9, violation and complementarity <= 1e-6); the median of ``repeats``
