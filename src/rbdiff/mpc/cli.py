@@ -108,7 +108,12 @@ def main(argv=None):
         print(f"python -m rbdiff mpc: {e}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    mpc.prepare(args.rate, progress=not args.no_progress)
+    try:
+        mpc.prepare(args.rate, progress=not args.no_progress)
+    except ValueError as e:     # a problem the robot's contacts cannot pose (dependent)
+        print(f"python -m rbdiff mpc: {args.robot}'s {args.gait} problems: {e}",
+              file=sys.stderr)
+        return 2
     built = time.perf_counter() - t0
     r = run(mpc, plant, args.seconds, speed=args.speed, lateral=args.lateral,
             turn=args.turn, pushes=pushes, rate=args.rate,
