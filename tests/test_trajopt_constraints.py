@@ -439,3 +439,46 @@ def test_bad_input(solo):
         to.solve(to.Problem(m, x0, 2, 0.01, **mk), "fddp", rho=1.0)
     with pytest.raises(ValueError, match="no constraints"):
         to.solve(to.Problem(m, x0, 2, 0.01, **mk), "al")
+
+
+# Crocoddyl's example gaits with the cones (mu 0.7, f_n >= 0) and the URDF's torque
+# limits as constraints: each converges (its own stopping test) with every constraint
+# met to FEAS_TOL, checked on the forces and torques themselves
+_GAITS = {"anymal walking": ("anymal", "walking", (0.25, 0.25, 1e-2, 25, 2)),
+          "anymal trotting": ("anymal", "trotting", (0.15, 0.1, 1e-2, 25, 2)),
+          "anymal jumping": ("anymal", "jumping", (0.15, (0.0, 0.3, 0.0), 1e-2, 10, 20)),
+          "solo12 trotting": ("solo12", "trotting", (0.15, 0.1, 1e-2, 25, 2)),
+          "talos_legs walking": ("talos_legs", "walking", (0.6, 0.1, 0.03, 15, 4))}
+_FEET = {"anymal": ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
+         "solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"),
+         "talos_legs": ("right_sole_link", "left_sole_link")}
+
+
+@pytest.mark.parametrize("name", sorted(_GAITS))
+def test_gaits_meet_their_constraints(name):
+    from rbdiff.trajopt.gaits import Biped
+    robot, gait, args = _GAITS[name]
+    model = rbd.load_robot(robot)
+    biped = robot == "talos_legs"
+    builder = (Biped if biped else Quadruped)(model, *_FEET[robot], constrained=True)
+    posture = "half_sitting" if biped else "standing"
+    x0 = np.concatenate([model.reference_configurations[posture], np.zeros(model.nv)])
+    args = [np.array(a, dtype=float) if isinstance(a, tuple) else a for a in args]
+    prob = getattr(builder, gait)(x0, *args)
+    xs = np.tile(x0, (prob.T + 1, 1))
+    res = to.solve(prob, xs=xs, us=prob.quasi_static_controls(xs[:, :model.nq]))
+    assert res.converged and res.max_violation <= FEAS_TOL, (res.iterations,
+                                                             res.violations)
+    limit = np.asarray(model.effort_limits)[6:]
+    knots = [t for t in range(prob.T) if prob.kind[t] != IMPULSE]
+    assert (np.abs(res.us[knots]) <= limit + FEAS_TOL).all()
+    mu = builder.mu
+    for t in knots:
+        row = 0
+        for c in prob.knot_contacts[t]:
+            f = res.forces[t, row:row + c.dim]
+            row += c.dim
+            # the pyramid's facets, |f_x|, |f_y| <= mu f_n (Crocoddyl's outer cone), and
+            # f_n >= 0 (a 6D sole: its linear part; the wrench cone bounds the rest)
+            assert f[2] >= -FEAS_TOL
+            assert max(abs(f[0]), abs(f[1])) <= mu * f[2] + 2 * FEAS_TOL, (t, c.frame, f)
