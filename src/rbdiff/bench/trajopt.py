@@ -383,7 +383,19 @@ def run_legged(cfg):
 
 
 def total(cfg):
-    return 4
+    return 5 if _csqp_ok() and cfg.mode != "tiny" else 4
+
+
+def _csqp_ok():
+    """mim-solvers' CSQP importable beside a compatible Crocoddyl (the constrained-bench
+    extra, its own environment)."""
+    if not crocoddyl_ok():
+        return False
+    try:
+        import mim_solvers  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def run(cfg, bar, out):
@@ -400,6 +412,10 @@ def run(cfg, bar, out):
     bar.step("trajopt double pendulum")
     res["legged"] = run_legged(cfg)
     bar.step("trajopt legged (solo12, contact phases)")
+    if not tiny and _csqp_ok():     # the constraints against mim-solvers' CSQP
+        from . import trajopt_constrained
+        res["constrained"] = trajopt_constrained.run(repeats=1)
+        bar.step("trajopt constrained (against CSQP)")
     return res
 
 
@@ -460,6 +476,13 @@ def report(sec, files, cfg):
                   f"{s['best_cost']:.6g}): ilqr {ok['ilqr']:.0%}, ddp {ok['ddp']:.0%}."]
     if "legged" in sec:
         lines += ["", *_legged_report(sec["legged"])]
+    if "constrained" in sec:
+        from . import trajopt_constrained
+        lines += ["", "(E) Crocoddyl's gaits with the cones and torque limits as constraints: "
+                  "rbdiff's augmented-Lagrangian FDDP against mim-solvers' CSQP "
+                  "(termination_tolerance 1e-3), from x0 at every knot and the quasi-static "
+                  "controls, one thread.", "",
+                  trajopt_constrained.report(sec["constrained"])]
     if "trajopt" in files:
         lines += ["", f"![cost against iteration]({files['trajopt']})"]
     return lines
