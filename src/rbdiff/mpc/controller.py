@@ -271,8 +271,10 @@ class MPC:
 
     def prepare(self, rate=None, progress=False):
         """Build the problems of every phase of the gait now (each tick then only
-        updates one), and of the standing lead-in ticks at ``rate`` Hz; a first tick
-        of a phase would otherwise build its problem (tens of ms). Returns self."""
+        updates one), and of the standing lead-in ticks at ``rate`` Hz (a first tick
+        of a phase would otherwise build its problem: tens of ms), and run one tick
+        (then forgotten: reset) so that the first real one finds the solver's code
+        loaded. Returns self."""
         g, dt = self.gait, self.dt
         times = [g.start] if g.duty >= 1.0 else \
             [g.start + k * dt for k in range(max(int(round(g.period / dt)), 1))]
@@ -288,6 +290,10 @@ class MPC:
                 pass
         for t in it:
             self._problem(self._phase_key(t), t, x)
+        # one tick from standing, forgotten: the solver's compiled code loaded (a first
+        # tick would otherwise take ~0.1 s of it)
+        self.step(min(times), x)
+        self.reset()
         return self
 
     def _problem(self, key, t, x):
