@@ -60,8 +60,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .model import layout as L
-from .model.configuration import quat_to_rot
 from .model.mjcf import _import_mujoco as import_mujoco
+from .mujoco import JointMap, _free_rotation
 
 __all__ = ["Plant"]
 
@@ -270,39 +270,13 @@ class Plant:
         return ET.tostring(root, encoding="unicode")
 
     def _map_indices(self, mujoco):
-        """Index arrays: qpos[_q_mj] = q[_q_rb] (hinges, slides, quaternions reordered),
-        qvel[_v_mj] = v[_v_rb] (all but a free flyer's linear part), the unbounded
-        revolutes' (cos, sin) <-> angle, the free joint's addresses."""
+        """The state map (rbdiff.mujoco.JointMap: by joint names, as for any MuJoCo
+        model of the robot), the free joint's dof address, and the actuators' order."""
         m, mm = self.model, self.mj_model
-        q_rb, q_mj, v_rb, v_mj, cont = [], [], [], [], []
-        v_rb_of_mj = np.zeros(mm.nv, dtype=int)
-        for i in range(1, m.njoints):
-            j = mujoco.mj_name2id(mm, mujoco.mjtObj.mjOBJ_JOINT, m.names[i])
-            a, d = int(mm.jnt_qposadr[j]), int(mm.jnt_dofadr[j])
-            iq, iv, t = int(m.idx_q[i]), int(m.idx_v[i]), int(m.joint_types[i])
-            nv = int(m.nvs[i])
-            v_rb_of_mj[d:d + nv] = np.arange(iv, iv + nv)
-            if t == L.FREE_FLYER:
-                q_rb += [iq, iq + 1, iq + 2, iq + 6, iq + 3, iq + 4, iq + 5]
-                q_mj += list(range(a, a + 7))
-                v_rb += list(range(iv + 3, iv + 6))
-                v_mj += list(range(d + 3, d + 6))
-                self._free_qpos, self._free_dof = a, d
-                continue
-            if t == L.REVOLUTE_UNBOUNDED:
-                cont.append((iq, a))
-            elif t == L.SPHERICAL:
-                q_rb += [iq + 3, iq, iq + 1, iq + 2]
-                q_mj += list(range(a, a + 4))
-            else:
-                q_rb.append(iq)
-                q_mj.append(a)
-            v_rb += list(range(iv, iv + nv))
-            v_mj += list(range(d, d + nv))
-        self._q_rb, self._q_mj = np.array(q_rb, int), np.array(q_mj, int)
-        self._v_rb, self._v_mj = np.array(v_rb, int), np.array(v_mj, int)
-        self._cont = np.array(cont, int).reshape(-1, 2)
-        self._v_rb_of_mj = v_rb_of_mj
+        self._map = JointMap(m, mm)
+        self._v_rb_of_mj = self._map.dof_of_mj
+        if self.has_free_flyer:
+            self._free_dof = self._map.free[3]
         # the actuators in MuJoCo's order drive tau[_ctrl_tau]
         tau_of_dof = {int(iv): k for k, iv in enumerate(self.actuated_dofs)}
         self._ctrl_tau = np.array([tau_of_dof[int(mujoco.mj_id2name(
@@ -317,54 +291,19 @@ class Plant:
     def to_mujoco(self, q, v=None, a=None):
         """rbdiff's (q, v, a) as MuJoCo's (qpos, qvel, qacc) for this plant (v, a may be
         None; a needs v: a free joint's acceleration has a velocity-product term)."""
-        m, mm = self.model, self.mj_model
-        q = _vec(q, m.nq, "q")
-        qpos = np.zeros(mm.nq)
-        qpos[self._q_mj] = q[self._q_rb]
-        for iq, adr in self._cont:
-            qpos[adr] = math.atan2(q[iq + 1], q[iq])
-        qvel = qacc = None
-        if v is not None:
-            v = _vec(v, m.nv, "v")
-            qvel = np.zeros(mm.nv)
-            qvel[self._v_mj] = v[self._v_rb]
-        if a is not None:
-            if v is None:
-                raise ValueError("a needs v (a free joint's acceleration depends on it)")
-            a = _vec(a, m.nv, "a")
-            qacc = np.zeros(mm.nv)
-            qacc[self._v_mj] = a[self._v_rb]
-        if self.has_free_flyer and v is not None:
-            R = self._rotation(q)
-            lin, ang = slice(self._free_v, self._free_v + 3), \
-                slice(self._free_v + 3, self._free_v + 6)
-            d = self._free_dof
-            qvel[d:d + 3] = R @ v[lin]
-            if a is not None:
-                qacc[d:d + 3] = R @ (a[lin] + np.cross(v[ang], v[lin]))
-        return qpos, qvel, qacc
+        m = self.model
+        return self._map.to_mujoco(_vec(q, m.nq, "q"),
+                                   None if v is None else _vec(v, m.nv, "v"),
+                                   None if a is None else _vec(a, m.nv, "a"))
 
     def to_rbdiff(self, qpos, qvel=None):
         """MuJoCo's (qpos, qvel) of this plant as rbdiff's (q, v) (v None when qvel is)."""
-        m, mm = self.model, self.mj_model
-        qpos = _vec(qpos, mm.nq, "qpos")
-        q = np.zeros(m.nq)
-        q[self._q_rb] = qpos[self._q_mj]
-        for iq, adr in self._cont:
-            q[iq], q[iq + 1] = math.cos(qpos[adr]), math.sin(qpos[adr])
-        if qvel is None:
-            return q, None
-        qvel = _vec(qvel, mm.nv, "qvel")
-        v = np.zeros(m.nv)
-        v[self._v_rb] = qvel[self._v_mj]
-        if self.has_free_flyer:
-            d = self._free_dof
-            v[self._free_v:self._free_v + 3] = self._rotation(q).T @ qvel[d:d + 3]
-        return q, v
+        mm = self.mj_model
+        return self._map.to_rbdiff(_vec(qpos, mm.nq, "qpos"),
+                                   None if qvel is None else _vec(qvel, mm.nv, "qvel"))[:2]
 
     def _rotation(self, q):
-        quat = q[self._free_q + 3:self._free_q + 7]
-        return quat_to_rot(quat / np.linalg.norm(quat))
+        return _free_rotation(q, self._free_q)
 
     def state(self):
         """(q (nq,), v (nv,)): the plant's state in rbdiff's conventions."""
