@@ -179,7 +179,7 @@ def crocoddyl_solver(model_name, reg):
 def closed_loop(model, feet, gait, seconds, rate, horizon, dt, iterations, speed, push):
     """fddp against ddp in closed loop: a summary per method, plus the RMS of the
     forward-speed error after the gait's start."""
-    from ..mpc.controller import MPC, yaw_of
+    from ..mpc.controller import MPC
     from ..mpc.loop import run
     from ..sim import Plant
     out = {}
@@ -190,9 +190,7 @@ def closed_loop(model, feet, gait, seconds, rate, horizon, dt, iterations, speed
         mpc.prepare(rate)
         r = run(mpc, plant, seconds, speed=speed, rate=rate, pushes=[push])
         s = r.summary()
-        vw = r.base_velocity_world()
-        yaw = np.array([yaw_of(q) for q in r.q])
-        fwd = np.cos(yaw) * vw[:, 0] + np.sin(yaw) * vw[:, 1]
+        fwd, _ = r.heading_velocity()
         late = r.t > mpc.gait.start + 0.5
         s["speed_rms_error"] = float(np.sqrt(np.mean((fwd[late] - speed) ** 2))) \
             if late.any() else float("nan")

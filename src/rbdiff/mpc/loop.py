@@ -105,12 +105,22 @@ class Run:
     failed_ticks: int = 0       # ticks whose solver gave up (the previous plan kept)
     mu: float = None            # the plant's friction coefficient
 
+    def _rotations(self):
+        """(N, 3, 3) the base's orientation at every sample (one batched call)."""
+        return quat_to_rot(self.q[:, 3:7])
+
     def base_velocity_world(self):
         """(N, 3) the base's linear velocity in the world frame."""
-        out = np.empty((len(self.t), 3))
-        for n in range(len(self.t)):
-            out[n] = quat_to_rot(self.q[n, 3:7]) @ self.v[n, :3]
-        return out
+        return np.einsum("nij,nj->ni", self._rotations(), self.v[:, :3])
+
+    def heading_velocity(self, start=0):
+        """(forward (N,), lateral (N,)): the base's world velocity in its heading frame
+        (rotated by its yaw) from sample ``start`` on."""
+        R = self._rotations()[start:]
+        vw = np.einsum("nij,nj->ni", R, self.v[start:, :3])
+        yaw = np.arctan2(R[:, 1, 0], R[:, 0, 0])
+        c, s = np.cos(yaw), np.sin(yaw)
+        return c * vw[:, 0] + s * vw[:, 1], -s * vw[:, 0] + c * vw[:, 1]
 
     def summary(self):
         """The run in numbers: fell, seconds, distance (m, along the commanded heading's
@@ -133,7 +143,12 @@ class Run:
             c, s = np.cos(dirs[1:]), np.sin(dirs[1:])
             along = float(np.sum(c * dp[:, 0] + s * dp[:, 1]))
             lateral = float(np.sum(-s * dp[:, 0] + c * dp[:, 1]))
-        rp = np.array([_roll_pitch(qn) for qn in q]) if len(q) else np.zeros((1, 2))
+        if len(q):
+            R = self._rotations()       # ZYX Euler angles' roll and pitch
+            rp = np.stack([np.arctan2(R[:, 2, 1], R[:, 2, 2]),
+                           np.arcsin(np.clip(-R[:, 2, 0], -1.0, 1.0))], axis=1)
+        else:
+            rp = np.zeros((1, 2))
         recovery = [self.recovery_time(tp) for tp, _ in self.pushes if tp < self.seconds]
         ratio, saturated = self.friction_ratio(mu=self.mu)
         ms = self.tick_ms if len(self.tick_ms) else np.zeros(1)
@@ -176,14 +191,10 @@ class Run:
         within ``band`` of the commanded speed (forward: band x |command|, lateral:
         band x |command| too, at least 0.05 m/s) and stays there; None if it never
         does within the run."""
-        from .controller import yaw_of
         k0 = int(np.searchsorted(self.t, t_push))
         if k0 >= len(self.t) - 1:
             return None
-        vw = self.base_velocity_world()[k0:]
-        yaw = np.array([yaw_of(q) for q in self.q[k0:]])
-        fwd = np.cos(yaw) * vw[:, 0] + np.sin(yaw) * vw[:, 1]
-        lat = -np.sin(yaw) * vw[:, 0] + np.cos(yaw) * vw[:, 1]
+        fwd, lat = self.heading_velocity(k0)
         dt = float(self.t[1] - self.t[0])
         n = max(int(round(window / dt)), 1)
         if len(fwd) < n:
@@ -200,11 +211,6 @@ class Run:
             return None
         # the window ending at sample bad[-1] + n is the first good one from there on
         return float((bad[-1] + n) * dt)
-
-
-def _roll_pitch(q):
-    R = quat_to_rot(q[3:7])
-    return math.atan2(R[2, 1], R[2, 2]), math.asin(max(-1.0, min(1.0, -R[2, 0])))
 
 
 def run(mpc, plant, seconds, speed=0.0, lateral=0.0, turn=0.0, pushes=(), rate=50.0,

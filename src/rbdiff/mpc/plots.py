@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.configuration import quat_to_rot
+
 
 def plot_run(run, path=None, feet=None):
     """Three stacked panels of ``run`` (an rbdiff.mpc.loop.Run): the base's forward and
@@ -18,19 +20,17 @@ def plot_run(run, path=None, feet=None):
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("plot_run needs matplotlib: pip install matplotlib") from None
-    from .controller import yaw_of
     t = run.t
-    vw = run.base_velocity_world()
-    yaw = np.array([yaw_of(q) for q in run.q])
-    fwd = np.cos(yaw) * vw[:, 0] + np.sin(yaw) * vw[:, 1]
-    lat = -np.sin(yaw) * vw[:, 0] + np.cos(yaw) * vw[:, 1]
+    fwd, lat = run.heading_velocity()
     fig, ax = plt.subplots(3, 1, figsize=(9, 7.5), sharex=True)
     ax[0].plot(t, fwd, label="forward velocity", color="C0")
     ax[0].plot(t, run.command[:, 0], "--", label="command", color="C0", alpha=0.7)
     ax[0].plot(t, lat, label="lateral velocity", color="C1")
     ax[0].plot(t, run.command[:, 1], "--", color="C1", alpha=0.7)
     if np.any(run.command[:, 2]):
-        wz = np.gradient(np.unwrap(yaw), t) if len(t) > 1 else np.zeros_like(t)
+        R = quat_to_rot(run.q[:, 3:7])
+        yaw = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+        wz = np.gradient(yaw, t) if len(t) > 1 else np.zeros_like(t)
         ax[0].plot(t, wz, label="yaw rate (rad/s)", color="C2", lw=0.8)
         ax[0].plot(t, run.command[:, 2], "--", color="C2", alpha=0.7)
     ax[0].set_ylabel("m/s")
