@@ -133,15 +133,20 @@ def test_linearisation_against_finite_differences(name):
     assert np.abs(fu - lin.forces_u).max() < 1e-6 * np.abs(lin.forces_u).max()
 
 
+def _lqr_terms(ctrl):
+    """(A, B, Q, R, S) of the controller's LQR in the reduced coordinates: the state
+    cost with the force cost's part, the control cost with its, and their cross term."""
+    lin = ctrl.linearisation
+    Fz, Fu, W = lin.forces_z, lin.forces_u, ctrl.force_weights
+    return (lin.A, lin.B, lin.P.T @ ctrl.Q @ lin.P + Fz.T @ W @ Fz,
+            ctrl.R + Fu.T @ W @ Fu, Fz.T @ W @ Fu)
+
+
 def test_riccati_and_closed_loop():
     st = stance_of("talos_legs")
-    lin = S.linearise(st, 1e-3)
     ctrl = S.BalanceController(st, 1e-3, allocate=False)
-    A, B = lin.A, lin.B
-    Fz, Fu, W = lin.forces_z, lin.forces_u, ctrl.force_weights
-    Q = lin.P.T @ ctrl.Q @ lin.P + Fz.T @ W @ Fz
-    R = ctrl.R + Fu.T @ W @ Fu
-    Sx = Fz.T @ W @ Fu
+    lin = ctrl.linearisation
+    A, B, Q, R, Sx = _lqr_terms(ctrl)
     # no cross term: X solves the DARE, K is its gain, A - B K is stable
     X = S.dare(A, B, Q, R)
     K = S.lqr(A, B, Q, R)
@@ -170,12 +175,7 @@ def test_riccati_against_scipy():
     scipy_linalg = pytest.importorskip("scipy.linalg", reason="SciPy is optional")
     st = stance_of("talos_legs")
     ctrl = S.BalanceController(st, 1e-3)
-    lin = ctrl.linearisation
-    A, B = lin.A, lin.B
-    Fz, Fu, W = lin.forces_z, lin.forces_u, ctrl.force_weights
-    Q = lin.P.T @ ctrl.Q @ lin.P + Fz.T @ W @ Fz
-    R = ctrl.R + Fu.T @ W @ Fu
-    Sx = Fz.T @ W @ Fu
+    A, B, Q, R, Sx = _lqr_terms(ctrl)
     X = S.dare(A, B, Q, R)
     Xs = scipy_linalg.solve_discrete_are(A, B, Q, R)
     assert np.abs(Xs - X).max() < 1e-8 * np.abs(X).max()
