@@ -613,6 +613,25 @@ def _rbdiff_fddp(prob, us, threads, max_iter=200, method="fddp"):
                 split_s={k: v / it for k, v in r.timings.items() if k != "compile"})
 
 
+def interleaved_solves(solvers, repeats):
+    """{name: the last solve's dict with per_iter_s and total_s the medians} of
+    ``solvers`` ({name: a function returning a solve's dict}), each run once to warm up
+    (compiles, allocates) and then ``repeats`` times, interleaved."""
+    runs = {k: [] for k in solvers}
+    for f in solvers.values():
+        f()
+    for _ in range(repeats):
+        for k, f in solvers.items():
+            runs[k].append(f())
+    out = {}
+    for k, rs in runs.items():
+        best = dict(rs[-1])
+        best["per_iter_s"] = float(np.median([r["per_iter_s"] for r in rs]))
+        best["total_s"] = float(np.median([r["total_s"] for r in rs]))
+        out[k] = best
+    return out
+
+
 def run_gaits(names=tuple(GAITS), repeats=3):
     """For each gait: the cost of the warm-start controls in both, then FDDP from
     Crocoddyl's quasi-static warm start, rbdiff (numba threads 2 and 1) and Crocoddyl
@@ -632,17 +651,7 @@ def run_gaits(names=tuple(GAITS), repeats=3):
                    "rbdiff ddp 1": lambda: _rbdiff_fddp(prob, us, 1, method="ddp"),
                    "Crocoddyl 1": lambda: _croc_fddp(cp, prob.x0, us, 1),
                    "Crocoddyl 2": lambda: _croc_fddp(cp, prob.x0, us, 2)}
-        runs = {k: [] for k in solvers}
-        for f in solvers.values():
-            f()                                  # warm-up: compiles, allocates
-        for _ in range(repeats):
-            for k, f in solvers.items():
-                runs[k].append(f())
-        for k, rs in runs.items():
-            best = dict(rs[-1])
-            best["per_iter_s"] = float(np.median([r["per_iter_s"] for r in rs]))
-            best["total_s"] = float(np.median([r["total_s"] for r in rs]))
-            row[k] = best
+        row.update(interleaved_solves(solvers, repeats))
         row["optimum_rel"] = abs(row["rbdiff 2"]["cost"] - row["Crocoddyl 1"]["cost"]) \
             / abs(row["Crocoddyl 1"]["cost"])
         out.append(row)

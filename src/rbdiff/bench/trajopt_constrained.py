@@ -33,7 +33,8 @@ import numpy as np
 
 import rbdiff.trajopt as to
 from rbdiff.bench import report as rp
-from rbdiff.bench.trajopt import GAITS, crocoddyl_controls_list, gait_pair
+from rbdiff.bench.trajopt import (GAITS, crocoddyl_controls_list, gait_pair,
+                                  interleaved_solves)
 
 CONSTRAINED_GAITS = dict(GAITS)
 CONSTRAINED_GAITS.pop("hyq walking")
@@ -135,18 +136,7 @@ def run(names=tuple(CONSTRAINED_GAITS), repeats=3):
     for name in names:
         prob, cp, us = constrained_pair(name)
         solvers = {"rbdiff": lambda: _rbdiff(prob, us), "CSQP": lambda: _csqp(prob, cp, us)}
-        runs = {k: [] for k in solvers}
-        for f in solvers.values():
-            f()                                  # warm-up: compiles, allocates
-        for _ in range(repeats):
-            for k, f in solvers.items():
-                runs[k].append(f())
-        row = dict(gait=name, T=prob.T)
-        for k, rs in runs.items():
-            best = dict(rs[-1])
-            best["per_iter_s"] = float(np.median([r["per_iter_s"] for r in rs]))
-            best["total_s"] = float(np.median([r["total_s"] for r in rs]))
-            row[k] = best
+        row = dict(gait=name, T=prob.T, **interleaved_solves(solvers, repeats))
         row["cost_rel"] = (row["rbdiff"]["cost"] - row["CSQP"]["cost"]) / \
             abs(row["CSQP"]["cost"])
         rows.append(row)
