@@ -304,6 +304,67 @@ def test_control_bounds_warm_start_and_shift(solved):
     assert to.solve(mpc, method="ilqr", us=us, max_iter=50).converged
 
 
+def test_box_qp_meets_its_kkt_conditions():
+    """boxqp.box_qp on random definite QPs (some rows unbounded, one fixed, warm starts
+    inside and outside the box): x in the box, the gradient zero on the free rows and
+    pointing out of the box on the clamped ones (KKT), the free set and H_ff's factor as
+    reported."""
+    from rbdiff.trajopt.boxqp import box_qp
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        n = int(rng.integers(1, 13))
+        A = rng.normal(size=(n, n))
+        H = A @ A.T + 10.0 ** rng.uniform(-3, 1) * np.eye(n)
+        q = rng.normal(size=n) * 10.0 ** rng.uniform(-1, 2)
+        lb, ub = -rng.uniform(0.0, 2.0, n), rng.uniform(0.0, 2.0, n)
+        lb[rng.random(n) < 0.2], ub[rng.random(n) < 0.2] = -np.inf, np.inf
+        if n > 2:
+            lb[0] = ub[0] = 0.0                 # a fixed control (at both bounds)
+        x = rng.normal(size=n) * 3.0
+        free, W = np.zeros(n, np.int64), np.zeros((n, n))
+        nf = box_qp(H, q, lb, ub, x, free, W, *np.empty((3, n)))
+        assert 0 <= nf <= n
+        g = q + H @ x
+        tol = 1e-8 * (1.0 + np.abs(q).max() + np.abs(H).max() * np.abs(x).max())
+        assert (x >= lb).all() and (x <= ub).all()
+        at_lo, at_hi = x <= lb, x >= ub
+        inner = ~(at_lo | at_hi)
+        assert np.abs(g[inner]).max(initial=0.0) < tol
+        assert (g[at_lo & ~at_hi] > -tol).all() and (g[at_hi & ~at_lo] < tol).all()
+        f = free[:nf]
+        assert set(np.flatnonzero(inner)) <= set(f)     # the free rows include the inner
+        L = np.tril(W[:nf, :nf])
+        np.testing.assert_allclose(L @ L.T, H[np.ix_(f, f)], rtol=1e-12,
+                                   atol=1e-12 * np.abs(H).max())
+    # not definite: reported, not solved
+    assert box_qp(-np.eye(2), np.ones(2), -np.ones(2), np.ones(2), np.zeros(2),
+                  np.zeros(2, np.int64), np.zeros((2, 2)), *np.empty((3, 2))) == -1
+
+
+def test_fddp_box_reaches_a_kkt_point():
+    """FDDP with control bounds (the box QP in its backward pass, Crocoddyl's BoxFDDP)
+    on the reach with 15 N m limits: converged, within the bounds, a KKT point of the
+    box (no descent along the feasible directions), the policy's clamped rows without
+    feedback."""
+    prob, _, _ = _reach(u_lower=-np.full(7, 15.0), u_upper=np.full(7, 15.0))
+    g0 = np.abs(rollout_gradient(prob, to.solve(prob, max_iter=0).us)).max()
+    r = to.solve(prob, method="fddp", max_iter=200)
+    assert r.converged and (np.abs(r.us) <= 15.0).all()
+    at_lo, at_hi = r.us <= -15.0 + 1e-9, r.us >= 15.0 - 1e-9
+    assert (at_lo | at_hi).any()
+    g = rollout_gradient(prob, r.us).reshape(r.us.shape)
+    assert (g[at_lo] >= -1e-6).all() and (g[at_hi] <= 1e-6).all()
+    assert np.abs(g[~(at_lo | at_hi)]).max() < 1e-4 * g0
+    # iLQR's pass (the same box QP) stops at another KKT point from its rollout start;
+    # FDDP from there stays put: both passes agree on which points are stationary
+    i = to.solve(prob, method="ilqr", max_iter=100)
+    w = to.solve(prob, method="fddp", xs=i.xs, us=i.us, max_iter=200)
+    assert w.converged and w.iterations <= 2
+    assert w.cost == pytest.approx(i.cost, rel=1e-9)
+    clamped = (at_lo | at_hi)[0]
+    assert np.abs(r.gains[0][clamped]).max(initial=0.0) == 0.0
+
+
 def test_bad_input():
     prob, frame, target = _reach(T=5)
     with pytest.raises(ValueError, match="method"):

@@ -350,7 +350,7 @@ def test_warm_start_with_the_multipliers(trot):
 
 
 def test_infeasible_is_reported_naming_the_worst_constraint(solo):
-    """Torques of at most 0.3 N m (the control bounds' clamped set; holding solo12 takes
+    """Torques of at most 0.3 N m (the control bounds' box QP; holding solo12 takes
     0.66) cannot raise its base 3 cm: solve raises Infeasible naming the worst
     constraint, its knot and row, instead of returning a plan; its result the
     least-violation trajectory (the base sags: violated by more than the 3 cm)."""

@@ -22,7 +22,7 @@ warrants (_inner_tol), and raises rho x3 (and FDDP's regularisation to REG_RAISE
 the worst violation did not fall below DECREASE of the previous one. It warm-starts
 from (xs, us, multipliers, rho) (ConstrainedResult.warm_start) and runs within max_iter
 FDDP iterations in all (an MPC's fixed budget). Control bounds alone keep solve_fddp's
-clamped-set path (Problem's u_lower / u_upper); a ControlBox constraint is a penalty
+box-QP path (Problem's u_lower / u_upper); a ControlBox constraint is a penalty
 term like the others (its multipliers reported, its violation <= feas_tol at
 convergence, not 0).
 

@@ -374,9 +374,11 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     full step, Crocoddyl's sign, the opposite of ilqr's expected change), gap (the
     largest gap entry before the step), feasible; "stop" where it gave up (regularisation
     at its bound). Result.iterations counts the iterations run (Crocoddyl's ``iter`` + 1
-    when it converges). Control bounds (none
-    in Crocoddyl's FDDP; its BoxFDDP differs) as ilqr's: a clamped set in the backward
-    pass, clamping in the rollout.
+    when it converges). Control bounds (Problem's u_lower / u_upper; none in
+    Crocoddyl's FDDP) as Crocoddyl's SolverBoxFDDP: from a feasible trajectory a box QP
+    per knot in the backward pass (riccati._gains, boxqp.py), the plain gains while gaps
+    remain, clamping in the rollout; a warm start without gaps counts as feasible from
+    the first iteration.
 
     ``second_order`` (solve's "ddp" on these problems): the backward pass adds the
     dynamics' exact curvature contracted with the next knot's costate (V_x' + V_xx' gap,
@@ -437,6 +439,10 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         wait = max(wait - 1, 0)
         if recalc:
             fs = _gaps(prob, q, v, qx, vx)
+            if it == 1 and not fs.any():
+                # a warm start without gaps (a rollout: a previous solution) is feasible
+                # from the start: the box QP holds the bounds at once, and it may stop
+                feasible = was_feasible = True
             # the contact knots' first-order blocks and the residuals' curvature only
             # for a second-order try
             if curved and second:

@@ -1,0 +1,122 @@
+"""The control-limited backward pass's subproblem (compiled): a box-constrained QP
+
+    min_x 1/2 x^T H x + q^T x   subject to   lb <= x <= ub      (H positive definite)
+
+by projected Newton (Bertsekas 1982), as in Tassa, Mansard & Todorov 2014's
+control-limited DDP and Crocoddyl's BoxQP (SolverBoxFDDP's backward pass):
+
+    g = q + H x;  clamped c: x_i at lb_i with g_i > 0 or at ub_i with g_i < 0;  free f;
+    stop when |g_f|_inf <= tol;
+    dx_f = -H_ff^-1 g_f, dx_c = 0;  x <- proj(x + a dx), a = 1, 1/2, ..., 2^-(STEPS-1),
+    the first with f(x) - f(x_new) >= ARMIJO g^T (x - x_new).
+
+The QP is strictly convex, so its solution is unique and the iterations identify its
+active set in a few steps; H_ff's Cholesky factor at the solution gives the feedback
+rows (riccati._gains: K_f = -H_ff^-1 Q_ux,f, K_c = 0).
+"""
+
+import numpy as np
+
+from ..kernels.contact_dynamics import cholesky_solve
+from ..kernels.jit import kernel
+
+MAXITER = 100       # projected-Newton iterations (Crocoddyl's BoxQP: 100)
+STEPS = 10          # step lengths tried, 1 down to 2^-9
+ARMIJO = 0.1        # sufficient decrease (Crocoddyl's th_acceptstep)
+RTOL = 1e-10        # stop at |g_f|_inf <= RTOL max(1, |q|_inf): near rounding, not at
+                    # Crocoddyl's 1e-5 (an inexact step would show in FDDP's 1e-9 stop test)
+
+
+@kernel
+def factor(W, n):
+    """W[:n, :n] = L L^T in place (L in the lower triangle, read from W's lower
+    triangle); False when W[:n, :n] is not positive definite (a strict pivot test, not
+    kernels.contact_dynamics.cholesky's rank test: a badly scaled but definite Q_uu is
+    factored, not regularised)."""
+    for j in range(n):
+        s = W[j, j]
+        for k in range(j):
+            s -= W[j, k] * W[j, k]
+        if not s > 0.0:
+            return False
+        s = np.sqrt(s)
+        W[j, j] = s
+        for i in range(j + 1, n):
+            r = W[i, j]
+            for k in range(j):
+                r -= W[i, k] * W[j, k]
+            W[i, j] = r / s
+    return True
+
+
+@kernel
+def _objective(H, q, x):
+    """1/2 x^T H x + q^T x."""
+    f = 0.0
+    for i in range(x.shape[0]):
+        s = 0.5 * H[i, i] * x[i]
+        for j in range(i):
+            s += H[i, j] * x[j]
+        f += x[i] * (s + q[i])
+    return f
+
+
+@kernel
+def box_qp(H, q, lb, ub, x, free, W, g, dx, xn):
+    """Solve the module's QP: H (n, n) symmetric positive definite, q, lb, ub (n,) (+-inf:
+    no bound); x (n,): the warm start in (projected onto the box), the solution out.
+    Fills free (n,) int64 with the free rows' indices (the first nf, increasing) and W
+    (n, n) with H_ff's Cholesky factor in its leading nf x nf lower triangle (at the
+    solution); g, dx, xn (n,) scratch. Returns nf, or -1 where H_ff is not positive
+    definite (the caller raises its regularisation)."""
+    n = x.shape[0]
+    qmax = 1.0
+    for i in range(n):
+        x[i] = min(max(x[i], lb[i]), ub[i])
+        qmax = max(qmax, abs(q[i]))
+    tol = RTOL * qmax
+    nf = 0
+    for _ in range(MAXITER):
+        for i in range(n):
+            s = q[i]
+            for j in range(n):
+                s += H[i, j] * x[j]
+            g[i] = s
+        nf = 0
+        gmax = 0.0
+        for i in range(n):
+            if not ((x[i] <= lb[i] and g[i] > 0.0) or (x[i] >= ub[i] and g[i] < 0.0)):
+                free[nf] = i
+                nf += 1
+                gmax = max(gmax, abs(g[i]))
+        for a in range(nf):
+            for b in range(a + 1):
+                W[a, b] = H[free[a], free[b]]
+        if not factor(W, nf):
+            return -1
+        if gmax <= tol:
+            break
+        for a in range(nf):
+            xn[a] = -g[free[a]]
+        cholesky_solve(W, nf, xn)
+        for i in range(n):
+            dx[i] = 0.0
+        for a in range(nf):
+            dx[free[a]] = xn[a]
+        f0 = _objective(H, q, x)
+        step = 1.0
+        moved = False
+        for _s in range(STEPS):
+            dec = 0.0
+            for i in range(n):
+                xn[i] = min(max(x[i] + step * dx[i], lb[i]), ub[i])
+                dec += g[i] * (x[i] - xn[i])
+            if f0 - _objective(H, q, xn) >= ARMIJO * dec and dec > 0.0:
+                for i in range(n):
+                    x[i] = xn[i]
+                moved = True
+                break
+            step *= 0.5
+        if not moved:       # no descent left at rounding level: x is the solution
+            break
+    return nf
