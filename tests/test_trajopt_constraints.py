@@ -337,7 +337,11 @@ def test_warm_start_with_the_multipliers(trot):
     again = to.solve(prob, xs=res.xs, us=res.us, multipliers=res.multipliers,
                      rho=res.rho)
     assert again.converged and again.iterations <= 3
-    assert again.cost == pytest.approx(res.cost, rel=1e-9)
+    # both points meet the constraints to FEAS_TOL at the same multipliers, so their
+    # costs may differ by mu . dr (|dr| <= 2 FEAS_TOL a row) and no more
+    slack = 2 * FEAS_TOL * sum(float(np.abs(m).sum()) for m in res.multipliers)
+    assert abs(again.cost - res.cost) <= slack
+    assert slack < 1e-6 * abs(res.cost)         # (a bound that still means something)
     x1 = prob.x0.copy()
     x1[prob.nq:prob.nq + 3] = [0.05, -0.02, 0.0]        # the base pushed (MPC's next state)
     moved = prob.with_x0(x1)

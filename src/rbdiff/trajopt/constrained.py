@@ -28,10 +28,10 @@ convergence, not 0).
 
 Measured (one thread, from x0 at every knot and the quasi-static controls, inner tol
 1e-9, violation <= 1e-6 at convergence; FDDP's soft-cone optimum's worst violation in
-brackets): anymal walking 21 iterations (FDDP 14; 5.8 N m over the torque limit),
-trotting 9 (8; 0.07 N), jumping 30 (17; 199 N m), hyq walking 13 (11), talos_legs
-walking 35 (16; 9.5 N on its wrench cone), solo12 trotting 38 (14; 1.2 N), solo12
-walking 49 (25; 5.1 N), where CSQP never stops (issue 40).
+brackets): anymal walking 23 iterations (FDDP 14; 5.8 N m over the torque limit),
+trotting 10 (8; 0.07 N), jumping 24 (17; 199 N m), talos_legs walking 37 (16; 9.5 N
+on its wrench cone), solo12 trotting 32 (14; 1.2 N), solo12 walking 53 (25; 5.1 N),
+where CSQP never stops.
 
 Stopping test (convergence): the inner FDDP's own (|expected reduction of a full step|
 < tol, from a feasible trajectory: 0.5 g' H^-1 g < tol for the augmented Lagrangian's
@@ -59,8 +59,11 @@ from .solver import REG_MIN, Result, solve_fddp
 
 # penalty: small at first (a stiff penalty makes FDDP's Gauss-Newton model poor far from
 # the solution: solo12 trotting, the cone as a barrier of weight 1000, took FDDP 48
-# iterations against 16 at weight 10), raised x3 while the violation does not fall
-RHO0, RHO_MAX, RHO_STEP = 0.1, 1e10, 3.0
+# iterations against 16 at weight 10), raised x3 while the violation does not fall.
+# Iterations over the six constrained gaits (solo12 trotting, anymal walking / trotting
+# / jumping, talos_legs walking, solo12 walking) from rho0 = 0.1, 0.3, 1, 3, 10: 215,
+# 190, 179, 247, 354 (1: 32, 23, 10, 24, 37, 53; 0.1: 38, 21, 9, 30, 35, 82)
+RHO0, RHO_MAX, RHO_STEP = 1.0, 1e10, 3.0
 DECREASE = 0.25      # rho stays while each outer step cuts the violation at least this
 STALL = 0.9          # an outer step that cuts the violation by less than 10 % stalls,
 RHO_STALL = 10.0     # raises rho x10,
