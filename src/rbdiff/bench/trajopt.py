@@ -383,7 +383,8 @@ def run_legged(cfg):
 
 
 def total(cfg):
-    return 5 if _csqp_ok() and cfg.mode != "tiny" else 4
+    full = cfg.mode != "tiny"
+    return 4 + (full and _csqp_ok()) + (full and crocoddyl_ok())
 
 
 def _csqp_ok():
@@ -416,6 +417,10 @@ def run(cfg, bar, out):
         from . import trajopt_constrained
         res["constrained"] = trajopt_constrained.run(repeats=1)
         bar.step("trajopt constrained (against CSQP)")
+    if not tiny and crocoddyl_ok():     # control bounds alone against BoxFDDP
+        from . import trajopt_box
+        res["box"] = trajopt_box.run(repeats=1)
+        bar.step("trajopt control bounds (against BoxFDDP)")
     return res
 
 
@@ -483,6 +488,12 @@ def report(sec, files, cfg):
                   "(termination_tolerance 1e-3), from x0 at every knot and the quasi-static "
                   "controls, one thread.", "",
                   trajopt_constrained.report(sec["constrained"])]
+    if "box" in sec:
+        from . import trajopt_box
+        lines += ["", "(F) Control bounds alone (torques limited to 0.8 of the free "
+                  "optimum's): rbdiff's FDDP with a box QP in its backward pass against "
+                  "Crocoddyl's SolverBoxFDDP, the same start, one thread.", "",
+                  trajopt_box.report(sec["box"])]
     if "trajopt" in files:
         lines += ["", f"![cost against iteration]({files['trajopt']})"]
     return lines

@@ -106,6 +106,33 @@ def anymal_trot(repeats):
     return dict(limit=limit.tolist(), **_solve_pair(prob, cp, us0, repeats))
 
 
+PROBLEMS = (("panda reach", panda_reach), ("anymal trot", anymal_trot))
+
+
+def run(repeats=3):
+    """Both problems' rows (_solve_pair's, with the problem's name and torque limits)."""
+    return [dict(problem=name, **fn(repeats)) for name, fn in PROBLEMS]
+
+
+def report(rows):
+    """The markdown table of run's rows: each solver's iterations, cost and time, then
+    the cost gap and rbdiff / BoxFDDP time."""
+    from . import report as rp
+    body = []
+    for r in rows:
+        for who, key, b in (("rbdiff FDDP + box QP", "rbdiff", "bound_rows"),
+                            ("Crocoddyl BoxFDDP", "crocoddyl", "crocoddyl_bound_rows")):
+            x = r[key]
+            body.append([r["problem"], who, str(x["iterations"]),
+                         "yes" if x["converged"] else "no", f"{x['cost']:.10g}",
+                         f"{x['ms']:.1f}", str(r[b])])
+        body.append([r["problem"], "rbdiff / BoxFDDP", "", "",
+                     f"cost rel. diff {r['cost_gap']:.1e}",
+                     f"{r['rbdiff']['ms'] / r['crocoddyl']['ms']:.2f}x", ""])
+    return rp.md_table(["problem", "solver", "iterations", "converged", "cost",
+                        "ms to convergence", "controls at a bound"], body)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m rbdiff.bench.trajopt_box",
                                 description=__doc__,
@@ -117,18 +144,7 @@ def main(argv=None):
         print("needs Crocoddyl 3.2 with pin 4.0.x (pip install 'rbdiff[trajopt-bench]' in "
               "an environment of its own)")
         return 1
-    print("| problem | solver | iterations | converged | cost | ms to convergence | "
-          "controls at a bound |")
-    print("|---|---|---|---|---|---|---|")
-    for name, fn in (("panda reach", panda_reach), ("anymal trot", anymal_trot)):
-        r = fn(args.repeats)
-        for who, b in (("rbdiff FDDP + box", "bound_rows"),
-                       ("Crocoddyl BoxFDDP", "crocoddyl_bound_rows")):
-            x = r["rbdiff" if who.startswith("rbdiff") else "crocoddyl"]
-            print(f"| {name} | {who} | {x['iterations']} | {x['converged']} | "
-                  f"{x['cost']:.10g} | {x['ms']:.1f} | {r[b]} |")
-        print(f"| {name} | cost gap | | | {r['cost_gap']:.1e} | "
-              f"{r['rbdiff']['ms'] / r['crocoddyl']['ms']:.2f}x | |")
+    print(report(run(args.repeats)))
     return 0
 
 
