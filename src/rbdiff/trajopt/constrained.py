@@ -18,7 +18,8 @@ its line search, its gaps and infeasible warm start), no QP sub-solver (CSQP's A
 takes 25-1000 iterations a step and stalls on solo12 walking, issue 40), no new
 compiled code. An outer loop (Aligator's ProxDDP, Conn-Gould-Toint's BCL) updates the
 multipliers mu <- mu+ after each inner solve, solved only as finely as the violation
-warrants (_inner_tol), and raises rho x3 (and FDDP's regularisation to REG_RAISE) when
+warrants (_inner_tol; each from FDDP's regularisation at least REG_OUTER), and raises
+rho x3 (and the regularisation to REG_RAISE) when
 the worst violation did not fall below DECREASE of the previous one. It warm-starts
 from (xs, us, multipliers, rho) (ConstrainedResult.warm_start) and runs within max_iter
 FDDP iterations in all (an MPC's fixed budget). Control bounds alone keep solve_fddp's
@@ -28,9 +29,9 @@ convergence, not 0).
 
 Measured (one thread, from x0 at every knot and the quasi-static controls, inner tol
 1e-9, violation <= 1e-6 at convergence; FDDP's soft-cone optimum's worst violation in
-brackets): anymal walking 23 iterations (FDDP 14; 5.8 N m over the torque limit),
+brackets): anymal walking 24 iterations (FDDP 14; 5.8 N m over the torque limit),
 trotting 10 (8; 0.07 N), jumping 24 (17; 199 N m), talos_legs walking 37 (16; 9.5 N
-on its wrench cone), solo12 trotting 32 (14; 1.2 N), solo12 walking 53 (25; 5.1 N),
+on its wrench cone), solo12 trotting 27 (14; 1.2 N), solo12 walking 53 (25; 5.1 N),
 where CSQP never stops.
 
 Stopping test (convergence): the inner FDDP's own (|expected reduction of a full step|
@@ -74,6 +75,11 @@ FEAS_TOL = 1e-6
 # REG_MIN its first passes' steps failed (5-8 iterations of FDDP's x10 climbs a raise on
 # solo12 walking: 108 iterations in all against 49)
 REG_RAISE = 1e-2
+# and after any multiplier update from at least this: the active set moves with the
+# multipliers, and a nearly unregularised first step runs over rows the Gauss-Newton
+# model holds inactive (solo12 trotting: seven failed iterations, reg climbing from 1e-8
+# to 1e-1, 27 iterations against 32 and 132 ms against 194 with it)
+REG_OUTER = 1e-4
 OMEGA0 = 1e-1        # the first inner solve's tolerance (cost units; multipliers 0)
 OMEGA = 1.0          # an inner solve's tolerance: this fraction of its expected change
 
@@ -303,6 +309,7 @@ def solve_al(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, callba
             rho = min(rho * (RHO_STALL if stalled else RHO_STEP), RHO_MAX)
             reg = max(reg, REG_RAISE)
         viol_prev = viol
+        reg = max(reg, REG_OUTER)
         # within feasibility: the last solves to tol (stationarity), else BCL's
         omega = tol if (viol <= feas_tol or stalled) else _inner_tol(tol, rho, viol)
         timings["constraints"] += time.perf_counter() - t0
