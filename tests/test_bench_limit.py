@@ -84,6 +84,7 @@ def test_report_fields(monkeypatch):
         assert row["fma_cycles"] >= row["flops"] / 2
     flops = [row["flops"] for row in r["rows"]]
     assert flops == sorted(flops)          # rnea < aba < aba_derivatives
+    assert set(r["one_joint_rnea_ns"]) == {"rbdiff", "pin"}
     table = limit.format_table(r)
     assert table.count("\n| ") == 1 + len(limit.ALGORITHMS)
 

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 import types
@@ -54,14 +53,17 @@ from rbdiff.kernels.rnea import rnea
 
 ROBOT = "panda"
 ALGORITHMS = ("rnea", "aba", "aba_derivatives")
-# kernel calls per compiled loop: the loop's one Python call (~1 us) is then < 1% of it
-LOOP = {"rnea": 1000, "aba": 1000, "aba_derivatives": 200}
-SETTINGS = {False: dict(repeats=61, min_time=5e-3), True: dict(repeats=9, min_time=2e-3)}
+# kernel calls per compiled loop (~0.3 ms): the loop's one Python call (~1 us) is < 1% of it
+LOOP = {"rnea": 500, "aba": 300, "aba_derivatives": 100}
+# short rounds (~1 ms, inside a scheduler time slice): on a shared machine many rounds then
+# run unpreempted, and the minimum finds them
+SETTINGS = {False: dict(repeats=101, min_time=1e-3), True: dict(repeats=15, min_time=1e-3)}
 
 
 # ---- counting the flops ---------------------------------------------------------------
 
-_TALLY = {"mul": 0, "add": 0, "div": 0, "sqrt": 0, "neg": 0, "cmp": 0, "round": 0}
+_TALLY = {"mul": 0, "add": 0, "div": 0, "sqrt": 0, "neg": 0, "cmp": 0, "round": 0,
+          "load": 0, "store": 0}
 
 
 def _val(o):
@@ -152,12 +154,23 @@ def _int(x=0, *args):
 
 class CountingArray(np.ndarray):
     """An object ndarray whose stores keep every float a :class:`Counted` (a constant
-    written into the workspace, such as ``set6(x, 0.0)``, then counts when used)."""
+    written into the workspace, such as ``set6(x, 0.0)``, then counts when used), and
+    which tallies element reads ("load") and writes ("store") as the source spells them
+    (the compiled code keeps some in registers: an upper bound on its memory ops)."""
+
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        if isinstance(out, Counted):       # an element, not a view
+            _TALLY["load"] += 1
+        return out
 
     def __setitem__(self, key, value):
         if isinstance(value, (float, int, np.floating, np.integer)) and \
                 not isinstance(value, (bool, np.bool_)):
             value = Counted(value)
+        if isinstance(value, Counted) and not isinstance(super().__getitem__(key),
+                                                         np.ndarray):
+            _TALLY["store"] += 1
         super().__setitem__(key, value)
 
 
@@ -269,30 +282,28 @@ def _seconds(loop, n):
     return time.perf_counter() - t0
 
 
-def clock(n=50_000, repeats=21, vector=None):
+def clock(n=20_000, repeats=31, vector=None):
     """The core's clock and scalar float64 throughput, measured: each of ``repeats``
     rounds runs n blocks of _CHAIN dependent integer adds (one cycle each on any x86
     core: the clock), then of 12 * _REPS independent multiplies and adds (half each),
-    then of as many FMAs, and (``vector`` "ymm" or "zmm") of as many vector FMAs.
-    Returns {"ghz": the fastest round's clock, "mul_add", "fma" and "fma_vector":
-    instructions per cycle, the median over rounds of each round's count per add-chain
-    cycle (a ratio in one round: a clock change between rounds cancels)}; None off
-    x86-64."""
+    then of as many FMAs, and (``vector`` "ymm" or "zmm") of as many vector FMAs; each
+    run ~0.5 ms, inside a scheduler time slice. Returns {"ghz", "mul_add", "fma" and
+    "fma_vector": instructions per cycle}, each from its fastest run (a preempted run
+    is only slower); None off x86-64."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
     blocks = (_ADD_CHAIN, _MUL_ADD, _FMA) + ((_FMA_VEC[vector],) if vector else ())
     loops = [_block_loop(b) for b in blocks]
     for f in loops:
         f(10)        # compiles
-    rounds = []
+    best = [math.inf] * len(loops)
     for _ in range(repeats):
-        rounds.append([_seconds(f, n) for f in loops])
+        best = [min(b, _seconds(f, n)) for b, f in zip(best, loops)]
+    cycles = n * _CHAIN / best[0]          # per second
     ops = n * 12 * _REPS
-    return {"ghz": max(n * _CHAIN / t[0] for t in rounds) / 1e9,
-            "mul_add": statistics.median(ops / _CHAIN / n * t[0] / t[1] for t in rounds),
-            "fma": statistics.median(ops / _CHAIN / n * t[0] / t[2] for t in rounds),
-            "fma_vector": statistics.median(ops / _CHAIN / n * t[0] / t[3]
-                                            for t in rounds) if vector else None}
+    return {"ghz": cycles / 1e9, "mul_add": ops / best[1] / cycles,
+            "fma": ops / best[2] / cycles,
+            "fma_vector": ops / best[3] / cycles if vector else None}
 
 
 def machine():
@@ -408,6 +419,22 @@ def setup(robot=ROBOT, seed=0):
     return r
 
 
+def one_joint_calls():
+    """{"rbdiff": rbd.rnea, "pin": pin.rnea (or absent)} on one z-revolute joint
+    (bench.core's empty-call model), where the kernels cost ~30 ns: what is left is each
+    library's boundary (argument conversion, checks, output, dispatch)."""
+    import rbdiff as rbd
+    from rbdiff.bench import core
+
+    m = core._one_joint_model()
+    q, v, a = np.array([0.3]), np.array([0.2]), np.array([0.1])
+    calls = {"rbdiff": partial(rbd.rnea, m, q, v, a)}
+    if core.pin is not None:
+        pm = core._pin_one_joint(m)
+        calls["pin"] = partial(core.pin.rnea, pm, pm.createData(), q, v, a)
+    return calls
+
+
 def run(robot=ROBOT, quick=False, algorithms=ALGORITHMS):
     """The report: {"robot", "nq", "nv", "machine" (:func:`machine`), "date" (UTC),
     "rows": [one dict per algorithm]}. A row: "algorithm", the tally of
@@ -417,8 +444,10 @@ def run(robot=ROBOT, quick=False, algorithms=ALGORITHMS):
     FMA rate), and per timed call (keys
     "loop" = kernel in a compiled loop, "entry" = compiled entry from Python, "public",
     "pin") "<call>_ns" (median) and "<call>_min_ns"; then "x_fma_bound" (loop / floor,
-    medians), "boundary_ns" (public - loop, medians) and "boundary_share" (of the public
-    call), and "boundary_min_ns", "boundary_min_share" the same from the minima."""
+    medians) and "x_fma_bound_min" (minima), "boundary_ns" (public - loop, medians) and "boundary_share" (of the public
+    call), and "boundary_min_ns", "boundary_min_share" the same from the minima.
+    "one_joint_rnea_ns": {"rbdiff", "pin"} -> (median, min) ns of rnea on one joint
+    (:func:`one_joint_calls`): each library's boundary with next to no kernel."""
     from rbdiff.bench.timing import interleaved
     mach = machine()
     s = setup(robot)
@@ -443,12 +472,16 @@ def run(robot=ROBOT, quick=False, algorithms=ALGORITHMS):
             row[f"{k}_ns"] = res["median"] / per * 1e9
             row[f"{k}_min_ns"] = res["min"] / per * 1e9
         row["x_fma_bound"] = row["loop_ns"] / row["fma_bound_ns"]
+        row["x_fma_bound_min"] = row["loop_min_ns"] / row["fma_bound_ns"]
         for k in ("", "_min"):        # from the medians, and from the minima
             row[f"boundary{k}_ns"] = row[f"public{k}_ns"] - row[f"loop{k}_ns"]
             row[f"boundary{k}_share"] = row[f"boundary{k}_ns"] / row[f"public{k}_ns"]
         rows.append(row)
+    one = {k: (res["median"] * 1e9, res["min"] * 1e9)
+           for k, res in interleaved(one_joint_calls(), **SETTINGS[quick]).items()}
     return {"robot": robot, "nq": model.nq, "nv": model.nv, "machine": mach,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows,
+            "one_joint_rnea_ns": one}
 
 
 def format_table(report):
@@ -475,10 +508,15 @@ def format_table(report):
         lines.append(
             f"| {r['algorithm']} | {r['mul']} | {r['add']} | {r['flops']} "
             f"| {r['fma_bound_ns']:.0f} | {r['scalar_peak_ns']:.0f} "
-            f"| {r['vector_peak_ns']:.0f} | {t(r, 'loop')} | {r['x_fma_bound']:.2f} "
+            f"| {r['vector_peak_ns']:.0f} | {t(r, 'loop')} "
+            f"| {r['x_fma_bound']:.2f} ({r['x_fma_bound_min']:.2f}) "
             f"| {t(r, 'entry')} | {t(r, 'public')} | {t(r, 'pin')} "
             f"| {r['boundary_ns']:.0f} ({r['boundary_min_ns']:.0f}) "
             f"| {100 * r['boundary_share']:.0f}% ({100 * r['boundary_min_share']:.0f}%) |")
+    one = report.get("one_joint_rnea_ns", {})
+    if one:
+        lines += ["", "rnea on one revolute joint (the boundary alone), ns: " + ", ".join(
+            f"{k} {med:.0f} ({mn:.0f})" for k, (med, mn) in one.items())]
     return "\n".join(lines)
 
 
