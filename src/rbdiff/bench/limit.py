@@ -72,7 +72,9 @@ def _val(o):
 
 class Counted:
     """A float64 that counts the arithmetic done on it into the module's tally: mul, add
-    (subtractions too), div, sqrt, neg and cmp. Any other use raises (no silent miss)."""
+    (subtractions too), div, sqrt, neg, cmp and round (math.floor). Any other operation
+    raises (no silent miss); arithmetic on two plain Python numbers (constants) is not
+    seen, as the compiler folds most of it."""
 
     __slots__ = ("x",)
 
@@ -168,9 +170,9 @@ class CountingArray(np.ndarray):
         if isinstance(value, (float, int, np.floating, np.integer)) and \
                 not isinstance(value, (bool, np.bool_)):
             value = Counted(value)
-        if isinstance(value, Counted) and not isinstance(super().__getitem__(key),
-                                                         np.ndarray):
-            _TALLY["store"] += 1
+        if isinstance(value, Counted):      # one element, or a block filled with it
+            target = super().__getitem__(key)
+            _TALLY["store"] += target.size if isinstance(target, np.ndarray) else 1
         super().__setitem__(key, value)
 
 
@@ -209,9 +211,11 @@ def pure(fn, _memo=None):
 def count_flops(kernel, args):
     """Run the dispatcher ``kernel`` once as plain Python on ``args`` (float arrays are
     made :class:`CountingArray`, floats :class:`Counted`; int arrays, ints and None pass
-    as they are) and return its tally: {"mul", "add", "div", "sqrt", "neg", "cmp",
-    "round"} (counts per call), "flops" = mul + add + div + sqrt, "fma_cycles" =
-    max(mul, add) + div + sqrt, and "result" (what the kernel returned)."""
+    as they are; a CountingArray given stays the caller's, to read back) and return its
+    tally: {"mul", "add", "div", "sqrt", "neg", "cmp", "round", "load", "store"} (counts
+    per call; load and store: array elements as the source reads and writes them),
+    "flops" = mul + add + div + sqrt, "fma_cycles" = max(mul, add) + div + sqrt, and
+    "result" (what the kernel returned)."""
     conv = [counting(a) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else
             Counted(a) if isinstance(a, float) else a for a in args]
     fn = pure(kernel)
