@@ -141,6 +141,10 @@ def build_parser():
     _forward(sub, "bench-core", "rbdiff.bench.core",
              "rbdiff vs Pinocchio single-call times per robot (rnea, crba, aba, "
              "minverse); see bench-core --help")
+    _forward(sub, "bench-limit", "rbdiff.bench.limit",
+             "rnea, aba and aba_derivatives on panda against their flop counts at one "
+             "FMA per cycle, and the Python boundary's share of a call; see "
+             "bench-limit --help")
     _forward(sub, "bench-coldstart", "rbdiff.bench.coldstart",
              "seconds to the first call of each public function in a fresh process with "
              "an empty Numba cache; see bench-coldstart --help")
