@@ -14,15 +14,14 @@ Needs Crocoddyl 3.2 with pin 4.0.x (the trajopt-bench extra, its own environment
 solvers from the same controls (the problem's quasi-static ones, clamped), one thread,
 to their own stopping test (1e-9), the median of ``repeats`` interleaved solves.
 
-Measured (2026-11-29, idle 2-core machine, Crocoddyl 3.2.1 / pin 4.0.0): anymal trot,
-the same optimum (cost 233.0271373, 6e-16 apart, 47 controls at a bound in both) in 31
-iterations against BoxFDDP's 34, 139 against 147 ms (0.94x). panda reach: the two box
-methods (the clamped set against a box QP) take different paths from the same start
-and stop at different local optima: at 0.8 of the free torques rbdiff 0.2547 (128
-iterations, 263 ms) against Crocoddyl's 0.1352 (167, 410 ms); at 0.9, 0.131 against
-0.105; at 0.95, rbdiff's the lower, 0.082 against 0.149. Each stops at a KKT point:
-rbdiff's FDDP from Crocoddyl's solution (a feasible warm start, the controls at their
-bounds) stops after one iteration, its expected change 3e-10, at Crocoddyl's cost.
+Measured (2026-11-29, 2-core machine, load ~1.5, Crocoddyl 3.2.1 / pin 4.0.0; rbdiff's
+box QP in the backward pass): panda reach the same optimum (0.1351759802 against
+0.1351759799, 220 controls at a bound in both) in 72 iterations against 167, 136
+against 451 ms (0.30x); anymal trot the same optimum (233.0271373, 8.5e-16 apart, 47
+at a bound) in 9 iterations against 34, 45 against 560 ms (BoxFDDP's 16 ms an
+iteration inflated by the load: 0.26x by iterations). At other limits the two may stop
+at different KKT points of the nonconvex reach: at 0.9 of the free torques 0.1047786
+against 0.1047803, at 0.95 0.0818 against 0.1485.
 """
 
 from __future__ import annotations
