@@ -205,6 +205,13 @@ def cholesky(W, n):
     complex W: the analytic continuation). Returns the first row whose pivot is at the
     rounding level of W's largest diagonal entry (a row dependent on those before it),
     or -1."""
+    return cholesky_to(W, n, SINGULAR_RTOL)
+
+
+@helper
+def cholesky_to(W, n, rtol):
+    """cholesky with the pivot test d > rtol max_i |W_ii| (rtol 0: definiteness
+    itself)."""
     big = 0.0
     for i in range(n):
         big = max(big, abs(W[i, i].real))
@@ -212,7 +219,7 @@ def cholesky(W, n):
         d = W[j, j]
         for k in range(j):
             d -= W[j, k] * W[j, k]
-        if not d.real > SINGULAR_RTOL * big:
+        if not d.real > rtol * big:
             return j
         d = np.sqrt(d)
         W[j, j] = d

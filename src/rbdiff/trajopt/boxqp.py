@@ -17,7 +17,7 @@ rows (riccati._gains: K_f = -H_ff^-1 Q_ux,f, K_c = 0).
 
 import numpy as np
 
-from ..kernels.contact_dynamics import cholesky_solve
+from ..kernels.contact_dynamics import cholesky_solve, cholesky_to
 from ..kernels.jit import kernel
 
 MAXITER = 100       # projected-Newton iterations (Crocoddyl's BoxQP: 100)
@@ -30,23 +30,10 @@ RTOL = 1e-10        # stop at |g_f|_inf <= RTOL max(1, |q|_inf): near rounding, 
 @kernel
 def factor(W, n):
     """W[:n, :n] = L L^T in place (L in the lower triangle, read from W's lower
-    triangle); False when W[:n, :n] is not positive definite (a strict pivot test, not
-    kernels.contact_dynamics.cholesky's rank test: a badly scaled but definite Q_uu is
-    factored, not regularised)."""
-    for j in range(n):
-        s = W[j, j]
-        for k in range(j):
-            s -= W[j, k] * W[j, k]
-        if not s > 0.0:
-            return False
-        s = np.sqrt(s)
-        W[j, j] = s
-        for i in range(j + 1, n):
-            r = W[i, j]
-            for k in range(j):
-                r -= W[i, k] * W[j, k]
-            W[i, j] = r / s
-    return True
+    triangle); False when W[:n, :n] is not positive definite (the strict pivot test, not
+    the contacts' rank test: a badly scaled but definite Q_uu is factored, not
+    regularised)."""
+    return cholesky_to(W, n, 0.0) < 0
 
 
 @kernel
