@@ -468,7 +468,7 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     S = [[I, dt I], [0, I]]; the products run on those nv x nv blocks (about half the work
     of dense 2nv x 2nv ones; _q_blocks). lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the
     terminal cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds (+-inf:
-    none). ddp: add the curvature terms contracted with V_x' (classical DDP) or, with
+    none; where any is finite, every knot's gains come from _gains' box QP). ddp: add the curvature terms contracted with V_x' (classical DDP) or, with
     ``costate``, with the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1}
     (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
     the controls). With ``contract`` (what solve() does) the contraction is computed at
