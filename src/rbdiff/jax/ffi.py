@@ -534,9 +534,19 @@ N_CONTACT_OUT = 8
 
 
 @cached_njit
-def _ret(rets, k, B):
-    """Output k as a (B, n) float64 array, or an empty one where the call has fewer."""
-    return _out_f64(rets[k], B) if k < rets.size else np.empty((0, 0))
+def _ret(rets, k, B, e):
+    """Output k as a (B, n) float64 array, or ``e`` (empty) where the call has fewer."""
+    return _out_f64(rets[k], B) if k < rets.size else e
+
+
+@cached_njit
+def _cnothing():
+    """_cframe's answer when nothing is to run (built only then: its arrays are
+    allocations, a microsecond of a small call's)."""
+    e, e2 = np.empty((0, 0)), np.empty((0, 0), np.int64)
+    ei = np.empty(0, np.int64)
+    return (False, ei, e2, e, ei, e, np.zeros(N_OPTS, np.int32), e2, e, np.empty(0), e, e,
+            e, (e, e, e, e, e, e, e, e))
 
 
 @cached_njit
@@ -544,13 +554,9 @@ def _cframe(frame, n_in):
     """Read a contact handler's call frame: (ok, rets, mi, mf, frame_parents, frame_mf,
     opts, cint, cflt, [damping, restitution], q, v, u, outputs (8, unused ones empty)).
     ok is False for the metadata query and for a refused call (outputs NaN-filled)."""
-    e, e2 = np.empty((0, 0)), np.empty((0, 0), np.int64)
-    ei = np.empty(0, np.int64)
-    nothing = (False, ei, e2, e, ei, e, np.zeros(N_OPTS, np.int32), e2, e, np.empty(0), e,
-               e, e, (e, e, e, e, e, e, e, e))
     f = _execute_frame(frame)
     if f.size == 0:
-        return nothing
+        return _cnothing()
     nargs, nrets = f[7], f[12]
     atypes, args = _ints(f[8], nargs), _words(f[9], nargs)
     rtypes, rets = _ints(f[13], nrets), _words(f[14], nrets)
@@ -572,7 +578,7 @@ def _cframe(frame, n_in):
             and _size(args[N_MODEL + 2]) == 4
     if not ok:
         _fail(rets)
-        return nothing
+        return _cnothing()
     B = _batch(rets[0], 1)
     d0, d1 = _dims(args[0]), _dims(args[1])
     mi = carray(_vp(_words(args[0], 6)[3]), (d0[0], d0[1] // 2), np.int64)
@@ -587,9 +593,10 @@ def _cframe(frame, n_in):
     sc = carray(_vp(_words(args[N_MODEL + 2], 6)[3]), (2,), np.float64)
     q = _in(args[first], B)
     v = _in(args[first + 1], B)
+    e = np.empty((0, 0))      # every unused slot: one allocation
     u = _in(args[first + 2], B) if n_in > 2 else e
-    o = (_ret(rets, 0, B), _ret(rets, 1, B), _ret(rets, 2, B), _ret(rets, 3, B),
-         _ret(rets, 4, B), _ret(rets, 5, B), _ret(rets, 6, B), _ret(rets, 7, B))
+    o = (_ret(rets, 0, B, e), _ret(rets, 1, B, e), _ret(rets, 2, B, e), _ret(rets, 3, B, e),
+         _ret(rets, 4, B, e), _ret(rets, 5, B, e), _ret(rets, 6, B, e), _ret(rets, 7, B, e))
     return (True, rets, mi, mf, fp, fm, opts, ci, cf, sc, q, v, u, o)
 
 
