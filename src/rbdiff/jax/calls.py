@@ -121,7 +121,7 @@ def _chunks(batch):
     run two handlers concurrently; workqueue would abort), else 0 (always serial). Whether
     a call uses them is decided per call at run time (plans.py: rbdiff.cpu.policy's
     rule), not here."""
-    if batch < 2:
+    if batch < 2 or numba.get_num_threads() < 2:   # one chunk: the serial entry's work
         return 0
     try:
         layer = numba.threading_layer()
