@@ -139,12 +139,14 @@ def _model_operands(model):
 
 
 def contact_operands(cint, cflt, damping=0.0, restitution=0.0):
-    """A contact set's packed tables (rbd.contacts.pack) and [damping, restitution] as
-    32-bit words (their bytes unchanged, as _model_operands), NumPy arrays: the contact
-    kernels' ``tables``."""
+    """A contact set's packed tables (rbd.contacts.pack) as 32-bit words (their bytes
+    unchanged, as _model_operands), NumPy arrays: the contact kernels' ``tables``. cflt
+    gets a last row [damping, restitution, 0...]: a separate [0, 0] operand would be a
+    splat constant, which XLA makes a broadcast run on every call."""
+    extra = np.zeros((1, cflt.shape[1]))
+    extra[0, :2] = damping, restitution
     return (np.ascontiguousarray(cint).view(np.int32),
-            np.ascontiguousarray(cflt).view(np.uint32),
-            np.array([damping, restitution], np.float64).view(np.uint32))
+            np.ascontiguousarray(np.vstack([cflt, extra])).view(np.uint32))
 
 
 def call(model, name, *arrays, static=(), tables=(), nc=0):

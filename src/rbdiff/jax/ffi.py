@@ -521,15 +521,16 @@ def _potential_energy(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 
 
 # ---- contact and impulse dynamics: a contact set's packed tables are operands after the
-# options (cint as int32 words, cflt and [damping, restitution] as uint32 words: JAX
-# without x64 would truncate them), so one handler serves every set; nc (the constraint
+# options (cint as int32 words, cflt with a last row [damping, restitution, 0...] as
+# uint32 words: JAX without x64 would truncate them, calls.contact_operands), so one
+# handler serves every set; nc (the constraint
 # rows) is the forces output's item size. Outputs: the value, then (the *_d kernels) the
 # NumPy API's partials; up to eight, read and copied by _cframe / _cfinish.
 _CDYN = SLOT["contact_dynamics_batch"]
 _CDYN_D = SLOT["contact_dynamics_derivatives_batch"]
 _IDYN = SLOT["impulse_dynamics_batch"]
 _IDYN_D = SLOT["impulse_dynamics_derivatives_batch"]
-N_TABLES = 3            # cint, cflt, [damping, restitution]
+N_TABLES = 2            # cint, cflt + [damping, restitution]
 N_CONTACT_OUT = 8
 
 
@@ -569,13 +570,13 @@ def _cframe(frame, n_in):
     if ok:
         for k in (0, 2, 4, N_MODEL):
             ok = ok and _ints(args[k], 6)[4] == _S32
-        for k in (1, 3, N_MODEL + 1, N_MODEL + 2):
+        for k in (1, 3, N_MODEL + 1):
             ok = ok and _ints(args[k], 6)[4] == _U32
         for k in range(first, nargs):
             dt = _ints(args[k], 6)[4]
             ok = ok and (dt == _F64 or dt == _F32)
-        ok = ok and _dims(args[N_MODEL]).size == 2 and _dims(args[N_MODEL + 1]).size == 2 \
-            and _size(args[N_MODEL + 2]) == 4
+        ok = ok and _dims(args[N_MODEL]).size == 2 and _dims(args[N_MODEL + 1]).size == 2
+        ok = ok and _dims(args[N_MODEL + 1])[0] >= 1 and _dims(args[N_MODEL + 1])[1] >= 4
     if not ok:
         _fail(rets)
         return _cnothing()
@@ -589,8 +590,9 @@ def _cframe(frame, n_in):
     opts = carray(_vp(_words(args[4], 6)[3]), (N_OPTS,), np.int32)
     d5, d6 = _dims(args[N_MODEL]), _dims(args[N_MODEL + 1])
     ci = carray(_vp(_words(args[N_MODEL], 6)[3]), (d5[0], d5[1] // 2), np.int64)
-    cf = carray(_vp(_words(args[N_MODEL + 1], 6)[3]), (d6[0], d6[1] // 2), np.float64)
-    sc = carray(_vp(_words(args[N_MODEL + 2], 6)[3]), (2,), np.float64)
+    p6, w6 = _words(args[N_MODEL + 1], 6)[3], d6[1] // 2
+    cf = carray(_vp(p6), (d6[0] - 1, w6), np.float64)
+    sc = carray(_vp(p6 + 8 * w6 * (d6[0] - 1)), (2,), np.float64)   # its last row
     q = _in(args[first], B)
     v = _in(args[first + 1], B)
     e = np.empty((0, 0))      # every unused slot: one allocation
