@@ -4,7 +4,9 @@ One handler per kernel, compiled on first use and cached on disk; calls.py regis
 them with ``jax.ffi.register_ffi_target`` for the CPU and holds the vmap rule.
 Operands: the model's packed arrays as 32-bit words (mi, mf, frame_parents, frame_mf:
 one handler serves every model, and JAX without x64 cannot truncate them), [frame,
-chunks], then the per-item inputs with their batch axes; XLA allocates the results.
+chunks, plan, mode], for the contact and impulse kernels a contact set's packed tables
+(likewise as words: one handler serves every set), then the per-item inputs with their
+batch axes; XLA allocates the results.
 The handler reads XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
 
 - registration: XLA calls it with the metadata extension; it answers the API version it
@@ -522,10 +524,10 @@ def _potential_energy(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
 
 # ---- contact and impulse dynamics: a contact set's packed tables are operands after the
 # options (cint as int32 words, cflt with a last row [damping, restitution, 0...] as
-# uint32 words: JAX without x64 would truncate them, calls.contact_operands), so one
-# handler serves every set; nc (the constraint
-# rows) is the forces output's item size. Outputs: the value, then (the *_d kernels) the
-# NumPy API's partials; up to eight, read and copied by _cframe / _cfinish.
+# uint32 words: JAX without x64 would truncate them; calls.contact_operands), so one
+# handler serves every set; nc (the constraint rows) is the forces output's item size.
+# Outputs: the value, then (the *_d kernels) the NumPy API's partials; up to eight, read
+# and copied by _cframe / _cfinish.
 _CDYN = SLOT["contact_dynamics_batch"]
 _CDYN_D = SLOT["contact_dynamics_derivatives_batch"]
 _IDYN = SLOT["impulse_dynamics_batch"]
