@@ -20,6 +20,12 @@ per robot (iiwa14; solo12 and hyq, floating bases, where example-robot-data is
 installed) and B = 1, 4, 16, 64, 256 (--quick: 1, 64), against floor = 1.5 x the NumPy
 batch (rbd.aba + rbd.aba_derivatives) + 20 us, interleaved (rbdiff.bench.timing);
 ratio = rbdiff / floor (at most 1: at the floor).
+
+Contact dynamics (contact_floors): solo12 + free flyer on its four feet, jitted
+rj.contact_dynamics, jit(value_and_grad) of a loss of it and jit(vmap(grad)) over B = 64
+states, each beside its floor (JAX's empty jitted call of the same arguments and as many
+outputs + 1.5 x the NumPy call; the batch: 1.5 x the NumPy batch of the same value and
+derivatives + 20 us), interleaved in one process, medians and fastest rounds.
 """
 
 import argparse
