@@ -42,8 +42,9 @@ def _state(seed=1, batch=None, model=MODEL):
 
 
 def retract(model, q):
-    """q as the kernels read it: the jitted retraction rbdiff.jax applies (rules.py)."""
-    return np.asarray(jax.jit(functools.partial(_retract, model))(jnp.asarray(q)))
+    """q as the kernels read it: the jitted retraction rbdiff.jax applies (rules.py); a
+    writeable copy (a read-only JAX buffer would compile the NumPy batches again)."""
+    return np.array(jax.jit(functools.partial(_retract, model))(jnp.asarray(q)))
 
 
 def _near(x, y, tol=1e-10):
