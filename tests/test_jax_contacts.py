@@ -2,10 +2,10 @@
 as operands, under a custom_jvp: jax/contacts.py): values equal the NumPy API; jacfwd /
 jacrev (q through rj.integrate) and jit(grad) / jit(vmap(vmap(grad))) of a loss equal
 rbd.contact_dynamics_derivatives to 1e-10; check_grads in ambient coordinates; no host
-callback in the jitted computation; two contact sets under one jitted function; float32
-without x64; dependent sets refused at trace time, NaN in gives NaN out. solo12 + free
-flyer on its four feet (3D, LOCAL_WORLD_ALIGNED, Baumgarte gains) and talos on its two
-soles (6D, LOCAL)."""
+callback in the jitted computation; Pinocchio's constraintDynamics and its derivatives
+(jitted); two contact sets under one jitted function; float32 without x64; dependent
+sets refused at trace time, NaN in gives NaN out. solo12 + free flyer on its four feet
+(3D, LOCAL_WORLD_ALIGNED, Baumgarte gains) and talos on its two soles (6D, LOCAL)."""
 
 import functools
 
@@ -73,6 +73,29 @@ def test_values_and_jacobians_equal_numpy(robot):
         (qq, qv, qt), (fq, fv, ft) = jax.jit(jac(through, argnums=(0, 1, 2)))(z, v, tau)
         for ours, theirs in zip((qq, qv, qt, fq, fv, ft), d):
             _near(ours, theirs)
+
+
+def test_jitted_value_and_jacobians_equal_pinocchio():
+    """The independent oracle: Pinocchio 4.1's constraintDynamics and
+    computeConstraintDynamicsDerivatives, set up as tests/test_contact_dynamics.py does
+    (its tolerance: 1e-10, or cond(J M^-1 J^T) eps where that is larger)."""
+    pytest.importorskip("pinocchio")
+    from test_contact_dynamics import contact_set, pair, pin_solve, rel, state, tolerance
+    model, pm, _ = pair("solo12")
+    q, v, tau = state(pm, 3)
+    cs = contact_set("solo12", "3d", "local_world_aligned", (2.0, 1.0))
+    tol = tolerance(model, q, cs)
+    out = jax.jit(rj.contact_dynamics, static_argnums=(0, 4))(model, q, v, tau, cs)
+    a, lam = pin_solve(model, pm, q, v, tau, cs)
+    assert rel(out.qdd, a) < tol and rel(out.forces, lam) < tol
+
+    def through(dq, v, tau):
+        return tuple(rj.contact_dynamics(model, rj.integrate(model, q, dq), v, tau, cs))
+
+    ours = jax.jit(jax.jacrev(through, argnums=(0, 1, 2)))(np.zeros(model.nv), v, tau)
+    for x, theirs in zip((*ours[0], *ours[1]), pin_solve(model, pm, q, v, tau, cs,
+                                                         derivatives=True)):
+        assert rel(x, theirs) < tol
 
 
 def test_check_grads_ambient():
