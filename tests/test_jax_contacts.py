@@ -155,8 +155,10 @@ def test_jit_grad_and_vmap_over_two_axes_equal_numpy():
         _near(ours.reshape(6, -1), theirs)
     # one batched handler call: the vmapped values equal the batch under jit
     f = jax.jit(lambda a, b, c: rj.contact_dynamics(MODEL, a, b, c, CS).forces)
-    vm = jax.jit(jax.vmap(jax.vmap(f)))(*(x.reshape((2, 3, -1)) for x in (q, v, tau)))
+    two = [x.reshape((2, 3, -1)) for x in (q, v, tau)]
+    vm = jax.jit(jax.vmap(jax.vmap(f)))(*two)
     np.testing.assert_array_equal(vm.reshape(6, -1), f(q, v, tau))
+    np.testing.assert_array_equal(f(*two), vm)       # two leading axes without vmap
 
 
 def test_jitted_call_runs_no_host_callback():
