@@ -266,9 +266,19 @@ def _jax_handler(name):
     return job
 
 
+def _jax_rule_calls(rbd, m, s):
+    """The custom calls every rbdiff.jax derivative rule makes (contract.py's products,
+    tangent_map.py's T(q)): else a fresh cache's first jitted gradient compiles them."""
+    from rbdiff.jax import contract, tangent_map
+    contract._target(False)
+    contract._target(True)
+    tangent_map._target()
+
+
 if importlib.util.find_spec("jax") is not None:      # the extra rbdiff[jax]
     from rbdiff.jax.ffi import _KERNELS as _JAX_KERNELS
     JOBS.update({f"jax:{k}": (1, _jax_handler(k)) for k in _JAX_KERNELS})
+    JOBS["jax:rule_calls"] = (1, _jax_rule_calls)
 
 # the public functions each job calls (for --only and the coverage test)
 CALLS = {**CALLS_OF, **{j: ("jax",) for j in JOBS if j.startswith("jax:")}}

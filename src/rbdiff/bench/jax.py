@@ -20,6 +20,12 @@ per robot (iiwa14; solo12 and hyq, floating bases, where example-robot-data is
 installed) and B = 1, 4, 16, 64, 256 (--quick: 1, 64), against floor = 1.5 x the NumPy
 batch (rbd.aba + rbd.aba_derivatives) + 20 us, interleaved (rbdiff.bench.timing);
 ratio = rbdiff / floor (at most 1: at the floor).
+
+Contact dynamics (contact_floors): solo12 + free flyer on its four feet, jitted
+rj.contact_dynamics, jit(value_and_grad) of a loss of it and jit(vmap(grad)) over B = 64
+states, each beside its floor (JAX's empty jitted call of the same arguments and as many
+outputs + 1.5 x the NumPy call; the batch: 1.5 x the NumPy batch of the same value and
+derivatives + 20 us), interleaved in one process, medians and fastest rounds.
 """
 
 import argparse
@@ -168,6 +174,96 @@ def floor_table(rows):
     return "\n".join(lines)
 
 
+CONTACT_BATCH = 64
+
+
+def contact_floors(quick=False):
+    """[{"what", "rbdiff", "floor", "numpy", "ratio", "strict_floor", "strict_ratio",
+    ...}] (seconds per call, medians of interleaved rounds in one process; "min_*": the
+    same from each contender's fastest round) on solo12 + free flyer standing on its
+    four feet (3D point contacts, LOCAL_WORLD_ALIGNED, Baumgarte gains):
+    - jit(contact_dynamics) against JAX's empty jitted call + 1.5 x rbd.contact_dynamics;
+    - jit(value_and_grad(loss)) in q, v, tau, loss = |qdd|^2 + 0.5 |forces|^2, against
+      the empty call + 1.5 x (rbd.contact_dynamics + rbd.contact_dynamics_derivatives);
+    - jit(vmap(grad(loss))) over B = 64 states against 1.5 x the NumPy batch of the same
+      value and derivatives + 20 us.
+    The empty call takes the same arguments and returns as many arrays (2, and 4 for
+    value_and_grad: JAX's dispatch cost grows with the outputs); "strict_*" uses the
+    empty call of one output instead. ratio = rbdiff / floor (at most 1: at the floor)."""
+    from rbdiff.bench.timing import interleaved
+    model = rbd.load_robot("solo12", floating_base=True)
+    feet = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0),
+                             placement=np.eye(4))
+                 for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    rng = np.random.default_rng(0)
+    B = CONTACT_BATCH
+    qb = rbd.random_configuration(model, rng, batch=B)
+    vb, tb = rng.normal(size=(B, model.nv)), rng.normal(size=(B, model.nv))
+    q, v, tau = qb[0].copy(), vb[0].copy(), tb[0].copy()
+
+    def loss(q_, v_, t_):
+        qdd, forces = rj.contact_dynamics(model, q_, v_, t_, feet)
+        return jnp.sum(qdd ** 2) + 0.5 * jnp.sum(forces ** 2)
+
+    value = jax.jit(lambda q_, v_, t_: rj.contact_dynamics(model, q_, v_, t_, feet))
+    vgrad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))
+    bgrad = jax.jit(jax.vmap(jax.grad(loss, argnums=(0, 1, 2))))
+    empties = {1: jax.jit(lambda q_, v_, t_: q_), 2: jax.jit(lambda q_, v_, t_: (q_, v_)),
+               4: jax.jit(lambda q_, v_, t_: (q_, (q_, v_, t_)))}
+    qj, vj, tj = jnp.asarray(q), jnp.asarray(v), jnp.asarray(tau)
+    qbj, vbj, tbj = jnp.asarray(qb), jnp.asarray(vb), jnp.asarray(tb)
+
+    def numpy_d(q=q, v=v, tau=tau):
+        rbd.contact_dynamics(model, q, v, tau, feet)
+        rbd.contact_dynamics_derivatives(model, q, v, tau, feet)
+
+    t = interleaved({
+        **{f"empty {n}": (lambda f=f: _block(f(qj, vj, tj))) for n, f in empties.items()},
+        "contact_dynamics": lambda: _block(value(qj, vj, tj)),
+        "numpy contact_dynamics": lambda: rbd.contact_dynamics(model, q, v, tau, feet),
+        "value_and_grad": lambda: _block(vgrad(qj, vj, tj)),
+        "numpy value + derivatives": numpy_d,
+        "vmap grad": lambda: _block(bgrad(qbj, vbj, tbj)),
+        "numpy batch": lambda: numpy_d(qb, vb, tb),
+    }, repeats=7 if quick else 21, min_time=2e-3 if quick else 4e-3)
+    rows = []
+    for what, ours, numpy, outs in (
+            ("jit(contact_dynamics)", "contact_dynamics", "numpy contact_dynamics", 2),
+            ("jit(value_and_grad(loss))", "value_and_grad", "numpy value + derivatives", 4),
+            (f"jit(vmap(grad(loss))), B = {B}", "vmap grad", "numpy batch", None)):
+        row = dict(what=what)
+        for stat, key in (("", "median"), ("min_", "min")):
+            x = {k: r[key] for k, r in t.items()}
+            base = FLOOR_FACTOR * x[numpy]
+            floor = base + (x[f"empty {outs}"] if outs else FLOOR_SLACK_S)
+            strict = base + (x["empty 1"] if outs else FLOOR_SLACK_S)
+            row.update({f"{stat}rbdiff": x[ours], f"{stat}numpy": x[numpy],
+                        f"{stat}empty": x[f"empty {outs}"] if outs else None,
+                        f"{stat}floor": floor, f"{stat}ratio": x[ours] / floor,
+                        f"{stat}strict_floor": strict,
+                        f"{stat}strict_ratio": x[ours] / strict})
+        rows.append(row)
+    return rows
+
+
+def contact_table(rows):
+    lines = ["rbdiff.jax contact dynamics, solo12 on four point feet, against its floor: "
+             "JAX's empty jitted call (same arguments, as many outputs) + 1.5 x NumPy (the "
+             "batch: 1.5 x NumPy + 20 us); strict: the empty call of one output. us per "
+             "call, medians of interleaved rounds (fastest rounds in brackets)", "",
+             "| function | rbdiff.jax | NumPy | empty jit | floor | rbdiff / floor | "
+             "strict floor | rbdiff / strict |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        e = "-" if r["empty"] is None else f"{r['empty'] * 1e6:.1f}"
+        lines.append(f"| {r['what']} | {r['rbdiff'] * 1e6:.1f} ({r['min_rbdiff'] * 1e6:.1f}) "
+                     f"| {r['numpy'] * 1e6:.1f} | {e} | {r['floor'] * 1e6:.1f} | "
+                     f"{r['ratio']:.2f} ({r['min_ratio']:.2f}) | "
+                     f"{r['strict_floor'] * 1e6:.1f} | {r['strict_ratio']:.2f} "
+                     f"({r['min_strict_ratio']:.2f}) |")
+    return "\n".join(lines)
+
+
 def table(rows):
     lines = ["| B | function | NumPy (us) | rbdiff.jax jit (us) | adam jit (us) | "
              "rbdiff.jax - NumPy (us) | adam / rbdiff.jax |",
@@ -194,9 +290,13 @@ def main(argv=None):
         print()
     fl = floors(args.quick)
     print(floor_table(fl))
+    print()
+    cf = contact_floors(args.quick)
+    print(contact_table(cf))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "floors": fl} if rows else {"floors": fl}, fh, indent=1)
+            json.dump(dict(({"rows": rows} if rows else {}), floors=fl, contacts=cf), fh,
+                      indent=1)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,10 @@ NamedTuples; differentiable once more); the contact kinematics frame_velocity(mo
 v, frame, reference), frame_acceleration(model, q, v, a, frame, reference, classical),
 center_of_mass(model, q), centroidal_momentum(model, q, v), potential_energy(model, q),
 kinetic_energy(model, q, v); contact_dynamics(model, q, v, tau, contacts) -> (qdd,
-forces), first derivatives from rbd.contact_dynamics_derivatives (a jax.pure_callback
-into the NumPy API, whose output size depends on the contacts: contacts.py).
+forces) and impulse_dynamics(model, q, v_before, contacts, restitution) -> (v_after,
+impulses), first derivatives from rbd.contact_dynamics_derivatives and
+rbd.impulse_dynamics_derivatives (the contact set's packed tables are operands of the
+handlers: contacts.py).
 
 - Traceable under jit, vmap (nested too), grad, jacfwd, jacrev, jvp, vjp and hessian.
   Each function is a ``jax.custom_jvp`` whose rule takes its partials from rbdiff's
@@ -72,7 +74,7 @@ __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "i
            "difference", "frame_placement", "rnea_derivatives", "aba_derivatives",
            "rnea_second_order_derivatives", "aba_second_order_derivatives",
            "frame_velocity", "frame_acceleration", "center_of_mass", "centroidal_momentum",
-           "potential_energy", "kinetic_energy", "contact_dynamics"]
+           "potential_energy", "kinetic_energy", "contact_dynamics", "impulse_dynamics"]
 
 _RULES = {}     # id(model) -> (model, Rules): the model is kept alive with its rules
 
@@ -300,12 +302,23 @@ def kinetic_energy(model, q, v):
 def contact_dynamics(model, q, v, tau, contacts):
     """Accelerations and contact forces of the model held by ``contacts`` (an rbd.Contact
     or a sequence), as rbd.contact_dynamics without damping or fext: q (..., nq), v, tau
-    (..., nv) -> ContactDynamics(qdd (..., nv), forces (..., nc)). First derivatives
+    (..., nv) -> ContactDynamics(qdd (..., nv), forces (..., nc)), nc the set's
+    constraint rows (3 per point contact, 6 per surface contact). First derivatives
     only, from rbd.contact_dynamics_derivatives (q through the retraction and the
-    tangent map as above); a second derivative raises NotImplementedError. A
-    jax.pure_callback into the NumPy API (its output size depends on the contacts;
-    contacts.py), not an FFI handler: an error of the NumPy API (NaN, dependent
-    contacts) surfaces when the computation runs."""
+    tangent map as above); a second derivative raises NotImplementedError. FFI handlers
+    with the set's packed tables as operands (contacts.py): a set whose rows are
+    dependent (the same frame twice) raises rbd.DependentContacts when traced; a NaN
+    input, or a configuration where the rows happen to be dependent, gives NaN."""
     from . import contacts as _c
     return _c.contact_dynamics(model, q, v, tau, contacts, inputs=_inputs,
+                               rules=_rules(model))
+
+
+def impulse_dynamics(model, q, v_before, contacts, restitution=0.0):
+    """The velocity jump of an impact with ``contacts``, as rbd.impulse_dynamics without
+    damping: q (..., nq), v_before (..., nv) -> ImpulseDynamics(v_after (..., nv),
+    impulses (..., nc)); ``restitution`` a number in [0, 1] (static). First derivatives
+    only, from rbd.impulse_dynamics_derivatives; errors as contact_dynamics'."""
+    from . import contacts as _c
+    return _c.impulse_dynamics(model, q, v_before, contacts, restitution, inputs=_inputs,
                                rules=_rules(model))

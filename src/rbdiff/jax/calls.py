@@ -20,7 +20,8 @@ import jax.numpy as jnp
 from ..kernels.jit import harden_cache
 from . import entries
 from . import plans
-from .ffi import _KERNELS, N_MODEL, PARALLEL, SERIAL, pack_frame_options
+from .ffi import _KERNELS, CONTACT_KERNELS, N_MODEL, N_TABLES, PARALLEL, SERIAL, \
+    pack_frame_options
 
 _TARGETS = {}
 _SIG = types.voidptr(types.voidptr)
@@ -46,7 +47,9 @@ _DERIVATIVE = {"rnea": "rnea_derivatives", "aba": "aba_derivatives",
                "frame_acceleration": "frame_acceleration_partials",
                "center_of_mass": "center_of_mass_partials",
                "centroidal_momentum": "centroidal_momentum_partials",
-               "kinetic_energy": "kinetic_energy_partials", "potential_energy": "gravity"}
+               "kinetic_energy": "kinetic_energy_partials", "potential_energy": "gravity",
+               "contact_dynamics": "contact_dynamics_derivatives",
+               "impulse_dynamics": "impulse_dynamics_derivatives"}
 
 
 def _target(name):
@@ -76,8 +79,9 @@ def _target(name):
 
 
 # kernel name -> per-item output shapes ("v": (nv,), "vv": (nv, nv), "vvv": (nv, nv, nv),
-# "t": (6, nv), "c": (3, nv)); the handlers in ffi.py write them in this order
-_V, _VV, _VVV, _T, _C = "v", "vv", "vvv", "t", "c"
+# "t": (6, nv), "c": (3, nv), "f": (nc,), "fv": (nc, nv) with nc a contact set's rows);
+# the handlers in ffi.py write them in this order
+_V, _VV, _VVV, _T, _C, _F, _FV = "v", "vv", "vvv", "t", "c", "f", "fv"
 _OUTPUTS = {
     "rnea": (_V,), "aba": (_V,), "crba": (_VV,), "minverse": (_VV,),
     "nonlinear_effects": (_V,), "gravity": (_V,),
@@ -95,13 +99,19 @@ _OUTPUTS = {
     "centroidal_momentum": ((6,),), "centroidal_momentum_partials": ((6,), _T, _T),
     "kinetic_energy": ((),), "kinetic_energy_partials": ((), _V, _V),
     "potential_energy": ((),),
+    # contact and impulse dynamics: the value, then the NumPy API's partials
+    "contact_dynamics": (_V, _F),
+    "contact_dynamics_derivatives": (_V, _F) + (_VV,) * 3 + (_FV,) * 3,
+    "impulse_dynamics": (_V, _F),
+    "impulse_dynamics_derivatives": (_V, _F) + (_VV,) * 2 + (_FV,) * 2,
 }
 
 
-def out_shapes(model, name):
-    """The per-item output shapes of kernel ``name``."""
+def out_shapes(model, name, nc=0):
+    """The per-item output shapes of kernel ``name`` (``nc``: a contact set's rows)."""
     nv = model.nv
-    sizes = {_V: (nv,), _VV: (nv, nv), _VVV: (nv, nv, nv), _T: (6, nv), _C: (3, nv)}
+    sizes = {_V: (nv,), _VV: (nv, nv), _VVV: (nv, nv, nv), _T: (6, nv), _C: (3, nv),
+             _F: (nc,), _FV: (nc, nv)}
     return [sizes[s] if isinstance(s, str) else s for s in _OUTPUTS[name]]
 
 
@@ -111,7 +121,7 @@ def _chunks(batch):
     run two handlers concurrently; workqueue would abort), else 0 (always serial). Whether
     a call uses them is decided per call at run time (plans.py: rbdiff.cpu.policy's
     rule), not here."""
-    if batch < 2:
+    if batch < 2 or numba.get_num_threads() < 2:   # one chunk: the serial entry's work
         return 0
     try:
         layer = numba.threading_layer()
@@ -128,36 +138,56 @@ def _model_operands(model):
                   (model.frame_parents, np.int32), (model.frame_mf, np.uint32)))
 
 
-def call(model, name, *arrays, static=()):
+def contact_operands(cint, cflt, damping=0.0, restitution=0.0):
+    """A contact set's packed tables (rbd.contacts.pack) as 32-bit words (their bytes
+    unchanged, as _model_operands), NumPy arrays: the contact kernels' ``tables``. cflt
+    gets a last row [damping, restitution, 0...]: a separate [0, 0] operand would be a
+    splat constant, which XLA makes a broadcast run on every call."""
+    extra = np.zeros((1, cflt.shape[1]))
+    extra[0, :2] = damping, restitution
+    return (np.ascontiguousarray(cint).view(np.int32),
+            np.ascontiguousarray(np.vstack([cflt, extra])).view(np.uint32))
+
+
+def call(model, name, *arrays, static=(), tables=(), nc=0):
     """Kernel ``name`` of the per-item arrays (each (..., n), the same leading axes) as one
     ffi_call, for any nesting of vmap (custom_vmap rule); a tuple of outputs (..., *shape)
-    in the arrays' dtype (the handler computes in float64)."""
+    in the arrays' dtype (the handler computes in float64). A contact kernel takes its
+    set's ``tables`` (contact_operands: operands never batched) and rows ``nc``."""
+    if (name in CONTACT_KERNELS) != bool(tables):
+        raise ValueError(f"rbdiff.jax: kernel {name} takes {N_TABLES} contact tables")
     lead, dtype = arrays[0].shape[:-1], arrays[0].dtype
-    results = tuple(jax.ShapeDtypeStruct(lead + s, dtype) for s in out_shapes(model, name))
+    results = tuple(jax.ShapeDtypeStruct(lead + s, dtype)
+                    for s in out_shapes(model, name, nc))
     frame = pack_frame_options(*static) if static else 0
-    plan = plans.slot(model, name)
-    return _batched(name, results, frame, plan)(*_model_operands(model), *arrays)
+    # a plan row per contact row count too: the sets' costs differ
+    plan = plans.slot(model, f"{name}[{nc}]" if tables else name)
+    return _batched(name, results, frame, plan, len(tables))(
+        *_model_operands(model), *map(jnp.asarray, tables), *arrays)
 
 
 _BATCHED = {}
 
 
-def _batched(name, results, frame, plan):
+def _batched(name, results, frame, plan, ntables=0):
     """The custom_vmap kernel call for these results (one object per key: JAX's eager
-    dispatch caches compiled calls by the function's identity)."""
-    key = (name, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame, plan)
+    dispatch caches compiled calls by the function's identity); ``ntables`` unbatched
+    operands (a contact set's) follow the model's."""
+    key = (name, tuple((r.shape, np.dtype(r.dtype).str) for r in results), frame, plan,
+           ntables)
     hit = _BATCHED.get(key)
     if hit is None:
-        hit = _BATCHED[key] = _make_batched(name, results, frame, plan)
+        hit = _BATCHED[key] = _make_batched(name, results, frame, plan, ntables)
     return hit
 
 
-def _make_batched(name, results, frame, plan):
+def _make_batched(name, results, frame, plan, ntables):
     target = _target(name)
+    m = N_MODEL - 1 + ntables   # operands never batched: the model's, the contact tables
 
     @jax.custom_batching.custom_vmap
     def kernel(*ops):
-        B = int(np.prod(ops[N_MODEL - 1].shape[:-1]))
+        B = int(np.prod(ops[m].shape[:-1]))
         nch = _chunks(B)
         if nch:                   # a possible parallel run: its entries if ready, else
             entries.link_or_prefetch(PARALLEL[name])    # compiling in the background
@@ -169,13 +199,14 @@ def _make_batched(name, results, frame, plan):
 
     @kernel.def_vmap
     def rule(axis_size, in_batched, *ops):
-        m = N_MODEL - 1           # the model's arrays (the options are made in kernel)
+        # (the options are made in kernel)
         if any(in_batched[:m]):
-            raise NotImplementedError("rbdiff.jax: vmap over the model's arrays")
+            raise NotImplementedError("rbdiff.jax: vmap over the model's arrays or a "
+                                      "contact set's tables")
         xs = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape)
               for x, b in zip(ops[m:], in_batched[m:])]
         inner = _batched(name, tuple(jax.ShapeDtypeStruct((axis_size,) + r.shape, r.dtype)
-                                       for r in results), frame, plan)
+                                       for r in results), frame, plan, ntables)
         return inner(*ops[:m], *xs), (True,) * len(results)
 
     return kernel

@@ -31,6 +31,7 @@ from numba.extending import intrinsic
 from ..cpu import background
 from ..cpu import batch as cb
 from ..cpu import centroidal as cc
+from ..cpu import contacts as ccon
 from ..cpu import frame_motion as cfm
 
 TABLE_SYMBOL = "rbdiff_jax_batch_entries"
@@ -41,7 +42,7 @@ _A1, _A2, _A3, _A4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
 _N = types.none           # an optional input or output left out (cpu/centroidal.py)
 _R1i, _R2i = (types.Array(types.int64, d, "C", readonly=True) for d in (1, 2))
 _R2 = types.Array(types.float64, 2, "C", readonly=True)
-_I, _B = types.int64, types.boolean
+_I, _B, _F = types.int64, types.boolean, types.float64
 _DYN = (_R2i, _R2, _A2, _A2, _A2, _A3)       # mi, mf, q, v, u, fext
 _FR = (_R2i, _R2, _R1i, _R2, _A2)            # mi, mf, frame_parents, frame_mf, q
 
@@ -85,7 +86,16 @@ SLOTS = (_pair("rnea", *_DYN, _A2) + _pair("aba", *_DYN, _A2)
          + _pair("centroidal_derivatives", _R2i, _R2, _A2, _A2, _A2, _A3, _A3, _A3, _A3,
                  module=cc)
          + _pair("kinetic_energy", _R2i, _R2, _A2, _A2, _A1, module=cc)
-         + _pair("potential_energy", _R2i, _R2, _A2, _A1, module=cc))
+         + _pair("potential_energy", _R2i, _R2, _A2, _A1, module=cc)
+         # contact and impulse dynamics: the packed contact tables (read-only, as
+         # contacts.pack makes them) and damping (impulses: restitution, damping)
+         + _pair("contact_dynamics", *_FR, _A2, _A2, _A3, _A2, _A2, _R2i, _R2, _F,
+                 module=ccon)
+         + _pair("contact_dynamics_derivatives", *_FR, _A2, _A2, _A3, *(_A3,) * 6, _R2i,
+                 _R2, _F, module=ccon)
+         + _pair("impulse_dynamics", *_FR, _A2, _A2, _A2, _R2i, _R2, _F, _F, module=ccon)
+         + _pair("impulse_dynamics_derivatives", *_FR, _A2, *(_A3,) * 4, _R2i, _R2, _F, _F,
+                 module=ccon))
 SLOT = {name: k for k, (name, _) in enumerate(SLOTS)}
 
 _TABLE = np.zeros(len(SLOTS), np.int64)
@@ -172,6 +182,7 @@ def run(typingctx, slot, nch, args):
     ok = name.endswith("_batch") and len(given) == len(sig) - 1 and all(
         (g == s or g.copy(readonly=True) == s) if isinstance(s, types.Array)
         else g == s if s == _N
+        else isinstance(g, (types.Integer, types.Float)) if s == _F
         else isinstance(g, (types.Integer, types.Boolean)) for g, s in zip(given, sig))
     if not ok:
         raise errors.TypingError(f"run({name}): arguments {given}, expected {sig[:-1]}")

@@ -4,7 +4,9 @@ One handler per kernel, compiled on first use and cached on disk; calls.py regis
 them with ``jax.ffi.register_ffi_target`` for the CPU and holds the vmap rule.
 Operands: the model's packed arrays as 32-bit words (mi, mf, frame_parents, frame_mf:
 one handler serves every model, and JAX without x64 cannot truncate them), [frame,
-chunks], then the per-item inputs with their batch axes; XLA allocates the results.
+chunks, plan, mode], for the contact and impulse kernels a contact set's packed tables
+(likewise as words: one handler serves every set), then the per-item inputs with their
+batch axes; XLA allocates the results.
 The handler reads XLA_FFI_CallFrame itself (xla/ffi/api/c_api.h, API 0.x):
 
 - registration: XLA calls it with the metadata extension; it answers the API version it
@@ -519,6 +521,136 @@ def _potential_energy(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
     return run(_PE, nch, (mi, mf, q, o0.reshape(q.shape[0])))
 
 
+
+# ---- contact and impulse dynamics: a contact set's packed tables are operands after the
+# options (cint as int32 words, cflt with a last row [damping, restitution, 0...] as
+# uint32 words: JAX without x64 would truncate them; calls.contact_operands), so one
+# handler serves every set; nc (the constraint rows) is the forces output's item size.
+# Outputs: the value, then (the *_d kernels) the NumPy API's partials; up to eight, read
+# and copied by _cframe / _cfinish.
+_CDYN = SLOT["contact_dynamics_batch"]
+_CDYN_D = SLOT["contact_dynamics_derivatives_batch"]
+_IDYN = SLOT["impulse_dynamics_batch"]
+_IDYN_D = SLOT["impulse_dynamics_derivatives_batch"]
+N_TABLES = 2            # cint, cflt + [damping, restitution]
+N_CONTACT_OUT = 8
+
+
+@cached_njit
+def _ret(rets, k, B, e):
+    """Output k as a (B, n) float64 array, or ``e`` (empty) where the call has fewer."""
+    return _out_f64(rets[k], B) if k < rets.size else e
+
+
+@cached_njit
+def _cnothing():
+    """_cframe's answer when nothing is to run (built only then: its arrays are
+    allocations, a microsecond of a small call's)."""
+    e, e2 = np.empty((0, 0)), np.empty((0, 0), np.int64)
+    ei = np.empty(0, np.int64)
+    return (False, ei, e2, e, ei, e, np.zeros(N_OPTS, np.int32), e2, e, np.empty(0), e, e,
+            e, (e, e, e, e, e, e, e, e))
+
+
+@cached_njit
+def _cframe(frame, n_in):
+    """Read a contact handler's call frame: (ok, rets, mi, mf, frame_parents, frame_mf,
+    opts, cint, cflt, [damping, restitution], q, v, u, outputs (8, unused ones empty)).
+    ok is False for the metadata query and for a refused call (outputs NaN-filled)."""
+    f = _execute_frame(frame)
+    if f.size == 0:
+        return _cnothing()
+    nargs, nrets = f[7], f[12]
+    atypes, args = _ints(f[8], nargs), _words(f[9], nargs)
+    rtypes, rets = _ints(f[13], nrets), _words(f[14], nrets)
+    first = N_MODEL + N_TABLES
+    ok = nargs == first + n_in and nrets >= 2 and nrets <= N_CONTACT_OUT
+    for k in range(nrets):
+        ok = ok and rtypes[k] == _ARG_BUFFER and _words(rets[k], 1)[0] >= _BUFFER_SIZE
+    for k in range(nargs):
+        ok = ok and atypes[k] == _ARG_BUFFER and _words(args[k], 1)[0] >= _BUFFER_SIZE
+    if ok:
+        for k in (0, 2, 4, N_MODEL):
+            ok = ok and _ints(args[k], 6)[4] == _S32
+        for k in (1, 3, N_MODEL + 1):
+            ok = ok and _ints(args[k], 6)[4] == _U32
+        for k in range(first, nargs):
+            dt = _ints(args[k], 6)[4]
+            ok = ok and (dt == _F64 or dt == _F32)
+        ok = ok and _dims(args[N_MODEL]).size == 2 and _dims(args[N_MODEL + 1]).size == 2
+        ok = ok and _dims(args[N_MODEL + 1])[0] >= 1 and _dims(args[N_MODEL + 1])[1] >= 4
+    if not ok:
+        _fail(rets)
+        return _cnothing()
+    B = _batch(rets[0], 1)
+    d0, d1 = _dims(args[0]), _dims(args[1])
+    mi = carray(_vp(_words(args[0], 6)[3]), (d0[0], d0[1] // 2), np.int64)
+    mf = carray(_vp(_words(args[1], 6)[3]), (d1[0], d1[1] // 2), np.float64)
+    d2, d3 = _dims(args[2]), _dims(args[3])
+    fp = carray(_vp(_words(args[2], 6)[3]), (d2[0] // 2,), np.int64)
+    fm = carray(_vp(_words(args[3], 6)[3]), (d3[0], d3[1] // 2), np.float64)
+    opts = carray(_vp(_words(args[4], 6)[3]), (N_OPTS,), np.int32)
+    d5, d6 = _dims(args[N_MODEL]), _dims(args[N_MODEL + 1])
+    ci = carray(_vp(_words(args[N_MODEL], 6)[3]), (d5[0], d5[1] // 2), np.int64)
+    p6, w6 = _words(args[N_MODEL + 1], 6)[3], d6[1] // 2
+    cf = carray(_vp(p6), (d6[0] - 1, w6), np.float64)
+    sc = carray(_vp(p6 + 8 * w6 * (d6[0] - 1)), (2,), np.float64)   # its last row
+    q = _in(args[first], B)
+    v = _in(args[first + 1], B)
+    e = np.empty((0, 0))      # every unused slot: one allocation
+    u = _in(args[first + 2], B) if n_in > 2 else e
+    o = (_ret(rets, 0, B, e), _ret(rets, 1, B, e), _ret(rets, 2, B, e), _ret(rets, 3, B, e),
+         _ret(rets, 4, B, e), _ret(rets, 5, B, e), _ret(rets, 6, B, e), _ret(rets, 7, B, e))
+    return (True, rets, mi, mf, fp, fm, opts, ci, cf, sc, q, v, u, o)
+
+
+@cached_njit
+def _cfinish(rets, o):
+    """Copy float64 results into f32 outputs (f64 ones were written in place)."""
+    for k in range(rets.size):
+        _store(rets[k], o[k])
+
+
+@cached_njit
+def _rows(o, B, n, nv):
+    """A flat output (B, n nv) as (B, n, nv)."""
+    return o.reshape((B, n, nv))
+
+
+@cached_njit
+def _contact_dynamics(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+    """(qdd, forces)."""
+    return run(_CDYN, nch, (mi, mf, fp, fm, q, v, u, _fx(q), o[0], o[1], ci, cf, sc[0]))
+
+
+@cached_njit
+def _contact_dynamics_d(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+    """(qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, dforces_dq, dforces_dv, dforces_dtau)."""
+    if not _contact_dynamics(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+        return False
+    B, nv, nc = q.shape[0], _nv(mi), o[1].shape[1]
+    return run(_CDYN_D, nch, (mi, mf, fp, fm, q, v, u, _fx(q), _m2(o[2], B, nv),
+                              _m2(o[3], B, nv), _m2(o[4], B, nv), _rows(o[5], B, nc, nv),
+                              _rows(o[6], B, nc, nv), _rows(o[7], B, nc, nv), ci, cf,
+                              sc[0]))
+
+
+@cached_njit
+def _impulse_dynamics(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+    """(v_after, impulses)."""
+    return run(_IDYN, nch, (mi, mf, fp, fm, q, v, o[0], o[1], ci, cf, sc[1], sc[0]))
+
+
+@cached_njit
+def _impulse_dynamics_d(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+    """(v_after, impulses, dvafter_dq, dvafter_dv, dimpulses_dq, dimpulses_dv)."""
+    if not _impulse_dynamics(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+        return False
+    B, nv, nc = q.shape[0], _nv(mi), o[1].shape[1]
+    return run(_IDYN_D, nch, (mi, mf, fp, fm, q, v, _m2(o[2], B, nv), _m2(o[3], B, nv),
+                              _rows(o[4], B, nc, nv), _rows(o[5], B, nc, nv), ci, cf,
+                              sc[1], sc[0]))
+
 # ---- the serial / parallel decision (plans.py: rbdiff.cpu.policy's rule at run time) ---
 _MIN_S, _UNTIMED_S, _LOSS = policy.PARALLEL_MIN_S, policy.UNTIMED_S, policy.LOSS
 _BACKOFF_MIN, _BACKOFF_MAX = policy.BACKOFF_MIN_S, policy.BACKOFF_MAX_S
@@ -622,6 +754,45 @@ def _kernel_of(k, mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3):
         return fn(mi, mf, fp, fm, fr, nch, q, v, u, o0, o1, o2, o3)
     return impl
 
+
+
+@cached_njit
+def _cserve(frame, k, n_in):
+    """_serve for the contact kernels (_cframe's operands and outputs; kernel k of
+    _BY_NUMBER_C)."""
+    ok, rets, mi, mf, fp, fm, opts, ci, cf, sc, q, v, u, o = twin(_cframe, (frame, n_in))
+    if not ok:
+        return
+    B = q.shape[0]
+    nch, t0 = _choose(opts, B)
+    try:
+        if _ckernel(k, mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+            _record(opts, B, nch, t0)
+            _cfinish(rets, o)
+        else:
+            _fail(rets)
+    except Exception:
+        _fail(rets)
+
+
+def _ckernel(k, mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+    """Contact kernel number k (a compile-time constant), as _kernel."""
+    raise NotImplementedError("rbdiff.jax.ffi._ckernel runs compiled only")
+
+
+@overload(_ckernel, prefer_literal=True)
+def _ckernel_of(k, mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+    if not isinstance(k, types.IntegerLiteral):
+        raise errors.TypingError("_ckernel: the kernel number must be a constant")
+    fn = _BY_NUMBER_C[k.literal_value]
+
+    def impl(k, mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o):
+        return fn(mi, mf, fp, fm, ci, cf, sc, nch, q, v, u, o)
+    return impl
+
+
+_BY_NUMBER_C = (_contact_dynamics, _contact_dynamics_d, _impulse_dynamics,
+                _impulse_dynamics_d)
 
 _BY_NUMBER = (_rnea, _aba, _crba, _minverse, _nonlinear_effects, _gravity, _rnea_d, _aba_d,
               _rnea_so, _aba_so, _crba_d, _frame_placement, _frame_placement_d,
@@ -754,6 +925,26 @@ def _h_potential_energy(frame):
     return _vp(0)    # NULL: success (a refusal was NaN-filled)
 
 
+def _h_contact_dynamics(frame):
+    _cserve(_addr(frame), 0, 3)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_contact_dynamics_d(frame):
+    _cserve(_addr(frame), 1, 3)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_impulse_dynamics(frame):
+    _cserve(_addr(frame), 2, 2)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
+def _h_impulse_dynamics_d(frame):
+    _cserve(_addr(frame), 3, 2)
+    return _vp(0)    # NULL: success (a refusal was NaN-filled)
+
+
 _KERNELS = {
     "rnea": _h_rnea,
     "aba": _h_aba,
@@ -779,7 +970,13 @@ _KERNELS = {
     "kinetic_energy": _h_kinetic_energy,
     "kinetic_energy_partials": _h_kinetic_energy_p,
     "potential_energy": _h_potential_energy,
+    "contact_dynamics": _h_contact_dynamics,
+    "contact_dynamics_derivatives": _h_contact_dynamics_d,
+    "impulse_dynamics": _h_impulse_dynamics,
+    "impulse_dynamics_derivatives": _h_impulse_dynamics_d,
 }
+CONTACT_KERNELS = ("contact_dynamics", "contact_dynamics_derivatives", "impulse_dynamics",
+                   "impulse_dynamics_derivatives")     # their operands: _cframe
 
 # the rbdiff.cpu.batch entries each handler calls, serial and parallel (entries.link)
 _PAIRS = {"rnea": ("rnea",), "aba": ("aba",), "crba": ("crba",),
@@ -802,6 +999,10 @@ _PAIRS = {"rnea": ("rnea",), "aba": ("aba",), "crba": ("crba",),
           "centroidal_momentum_partials": ("centroidal_momentum", "centroidal_derivatives"),
           "kinetic_energy": ("kinetic_energy",),
           "kinetic_energy_partials": ("kinetic_energy", "rnea_derivatives"),
-          "potential_energy": ("potential_energy",)}
+          "potential_energy": ("potential_energy",),
+          "contact_dynamics": ("contact_dynamics",),
+          "contact_dynamics_derivatives": ("contact_dynamics", "contact_dynamics_derivatives"),
+          "impulse_dynamics": ("impulse_dynamics",),
+          "impulse_dynamics_derivatives": ("impulse_dynamics", "impulse_dynamics_derivatives")}
 SERIAL = {k: tuple(f"{p}_batch" for p in pairs) for k, pairs in _PAIRS.items()}
 PARALLEL = {k: tuple(f"{p}_parallel" for p in pairs) for k, pairs in _PAIRS.items()}

@@ -81,9 +81,9 @@ class Rules:
             # (``tangent``) costs XLA flops that send small computations asynchronous
             return contract(tangent_matrix(q), dq)
 
-        def kernel(name, q, *rest, static=()):
+        def kernel(name, q, *rest, static=(), **contact):
             return calls.call(m, name, q if m.nq == m.nv else retract_m(q), *rest,
-                             static=static)
+                              static=static, **contact)
 
         # ---- second order: the last kernels; a third derivative raises
         @jax.custom_jvp
