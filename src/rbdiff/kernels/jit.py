@@ -210,6 +210,11 @@ def _relative_imports(text):
             if line.startswith("from .") and not line.startswith("from ..")}
 
 
+def _read(path):
+    with open(path) as f:       # closed at once (a bare open().read() warns under -W error)
+        return f.read()
+
+
 def compiled_sources(root=None):
     """The rbdiff source files an entry point can compile (relative paths, sorted): all
     but the UNCOMPILED_ROOMS, and in a MIXED_ROOM only the modules that compile (they
@@ -223,7 +228,7 @@ def compiled_sources(root=None):
         names = sorted(f for f in files if f.endswith(".py")
                        and (rel != "." or f not in UNCOMPILED_ROOMS))
         if rel in MIXED_ROOMS:
-            texts = {f[:-3]: open(os.path.join(folder, f)).read() for f in names}
+            texts = {f[:-3]: _read(os.path.join(folder, f)) for f in names}
             keep = {m for m, t in texts.items() if compiles(t)}
             todo = list(keep)
             while todo:
