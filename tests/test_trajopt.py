@@ -336,6 +336,16 @@ def test_box_qp_meets_its_kkt_conditions():
         L = np.tril(W[:nf, :nf])
         np.testing.assert_allclose(L @ L.T, H[np.ix_(f, f)], rtol=1e-12,
                                    atol=1e-12 * np.abs(H).max())
+    # near an optimum the gradient is tiny and the warm start (the previous step) close:
+    # the solution to rounding, relative to the gradient's own scale, not the warm start
+    A = rng.normal(size=(6, 6))
+    H = A @ A.T + np.eye(6)
+    q = 1e-9 * rng.normal(size=6)
+    exact = -np.linalg.solve(H, q)
+    x = 0.99 * exact
+    box_qp(H, q, np.full(6, -1.0), np.full(6, 1.0), x, np.zeros(6, np.int64),
+           np.zeros((6, 6)), *np.empty((3, 6)))
+    np.testing.assert_allclose(x, exact, rtol=1e-9, atol=0)
     # not definite: reported, not solved
     assert box_qp(-np.eye(2), np.ones(2), -np.ones(2), np.ones(2), np.zeros(2),
                   np.zeros(2, np.int64), np.zeros((2, 2)), *np.empty((3, 2))) == -1

@@ -142,6 +142,8 @@ class MPC:
     - feasible_warm_start: the previous policy rolled out from the measured state (no
       gaps; default) rather than the previous plan shifted with the measured state put
       at its first knot;
+    - methods "fddp" and "ddp" hold the model's effort limits (where finite) as the
+      controls' box (Problem's u_lower / u_upper: the backward pass's box QP);
     - method "al": the cones (f_n >= 0 included; 6D: the wrench cone) and the effort
       limits as constraints (rbdiff.trajopt.constraints) of the augmented-Lagrangian
       FDDP (trajopt.constrained), ``iterations`` FDDP iterations a tick, the multipliers
@@ -344,7 +346,12 @@ class MPC:
             running.append(terms)
             constraints.append(hard_k)
         terminal = [StateRegularization(xref[T], w["terminal"], self._state_weights)]
+        # fddp / ddp: the effort limits as the controls' box (the backward pass's box QP
+        # holds them at every iterate: the plant clips what a plan asks beyond them)
+        limits = np.asarray(self.model.effort_limits, dtype=float)[6:]
+        box = not hard and np.isfinite(limits).any()
         prob = Problem(self.model, x, T, self.dt, running=running, terminal=terminal,
+                       u_lower=-limits if box else None, u_upper=limits if box else None,
                        actuation="floating_base", contacts=contacts,
                        constraints=constraints if hard else None)
         entry = (prob, xref, targets, support, placements)

@@ -23,8 +23,10 @@ from ..kernels.jit import kernel
 MAXITER = 100       # projected-Newton iterations (Crocoddyl's BoxQP: 100)
 STEPS = 10          # step lengths tried, 1 down to 2^-9
 ARMIJO = 0.1        # sufficient decrease (Crocoddyl's th_acceptstep)
-RTOL = 1e-10        # stop at |g_f|_inf <= RTOL max(1, |q|_inf): near rounding, not at
-                    # Crocoddyl's 1e-5 (an inexact step would show in FDDP's 1e-9 stop test)
+RTOL = 1e-10        # stop at |g_f|_inf <= RTOL max(|q|_inf, |H x|_inf): relative to the
+                    # gradient's own terms (near an optimum q is tiny: an absolute 1e-10
+                    # stopped at a stale warm start and stalled FDDP's line search), not
+                    # Crocoddyl's absolute 1e-5
 
 
 @kernel
@@ -57,30 +59,35 @@ def box_qp(H, q, lb, ub, x, free, W, g, dx, xn):
     solution); g, dx, xn (n,) scratch. Returns nf, or -1 where H_ff is not positive
     definite (the caller raises its regularisation)."""
     n = x.shape[0]
-    qmax = 1.0
     for i in range(n):
         x[i] = min(max(x[i], lb[i]), ub[i])
-        qmax = max(qmax, abs(q[i]))
-    tol = RTOL * qmax
-    nf = 0
+    nf = -1
     for _ in range(MAXITER):
+        scale = 0.0
         for i in range(n):
-            s = q[i]
+            s = 0.0
             for j in range(n):
                 s += H[i, j] * x[j]
-            g[i] = s
+            g[i] = q[i] + s
+            scale = max(scale, abs(q[i]), abs(s))
+        tol = RTOL * scale
+        last = nf
+        same = nf >= 0
         nf = 0
         gmax = 0.0
         for i in range(n):
             if not ((x[i] <= lb[i] and g[i] > 0.0) or (x[i] >= ub[i] and g[i] < 0.0)):
+                if nf >= last or free[nf] != i:
+                    same = False
                 free[nf] = i
                 nf += 1
                 gmax = max(gmax, abs(g[i]))
-        for a in range(nf):
-            for b in range(a + 1):
-                W[a, b] = H[free[a], free[b]]
-        if not factor(W, nf):
-            return -1
+        if not (same and nf == last):   # the free set moved: factor its block again
+            for a in range(nf):         # (unbounded at the solution: one factor in all)
+                for b in range(a + 1):
+                    W[a, b] = H[free[a], free[b]]
+            if not factor(W, nf):
+                return -1
         if gmax <= tol:
             break
         for a in range(nf):
