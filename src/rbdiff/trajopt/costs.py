@@ -70,15 +70,27 @@ def _rows(A):
     return A.reshape(1, -1) if A.ndim == 1 else A
 
 
+def _per_knot(scale, Ar, Arr):
+    """(scale, a', a'') as the kernels take them; a scale (K,) per knot (a group whose
+    knots scale differently: the running ones by dt, the impulse and terminal ones not)
+    folded into a' and a'' (the kernels' products scale a' and scale a'' are the same
+    numbers: s a' and 1.0 (s a'') round alike)."""
+    Ar = np.ascontiguousarray(Ar, dtype=float)
+    if np.ndim(scale) == 0:
+        return float(scale), Ar, _rows(Arr)
+    s = np.asarray(scale, dtype=float)[:, None]
+    return 1.0, s * Ar, s * _rows(Arr)
+
+
 def add_gauss_newton(out, knots, scale, Ar, Arr, Rx, cx=0, Ru=None):
     """Add scale R^T a' and scale R^T diag(a'') R of the residual Jacobians Rx (K, nr, mx)
     (x's columns cx..cx+mx) and Ru (K, nr, nu) or None at rows ``knots`` of out = (l_x,
     l_u, l_xx, l_uu, l_xu or None) (kernels/trajopt_costs.gauss_newton_add); Ar (K, nr)
     the activation's a', Arr its a'' diagonal ((K, nr) or (nr,))."""
     lx, lu, lxx, luu, lxu = out
-    Ar = np.ascontiguousarray(Ar, dtype=float)
-    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale), Ar,
-                       _rows(Arr), np.ascontiguousarray(Rx, dtype=float), int(cx),
+    scale, Ar, Arr = _per_knot(scale, Ar, Arr)
+    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), scale, Ar,
+                       Arr, np.ascontiguousarray(Rx, dtype=float), int(cx),
                        _NO_U if Ru is None else np.ascontiguousarray(Ru, dtype=float),
                        lx, lu, lxx, luu, _NO_U if lxu is None else lxu)
 
@@ -89,8 +101,9 @@ def add_diagonal(out, knots, scale, Ar, Arr, cx, control=False):
     (kernels/trajopt_costs.diagonal_add)."""
     lx, lu, lxx, luu, _ = out
     g, H = (lu, luu) if control else (lx, lxx)
-    diagonal_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale),
-                   np.ascontiguousarray(Ar, dtype=float), _rows(Arr), int(cx), g, H)
+    scale, Ar, Arr = _per_knot(scale, Ar, Arr)
+    diagonal_batch(np.ascontiguousarray(knots, dtype=np.int64), scale, Ar, Arr, int(cx),
+                   g, H)
 
 
 def derivative_arrays(K, nx, nu):
@@ -206,8 +219,11 @@ class FrameTranslation(Term):
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
     def _curvature_add(self, knots, scale, r, J, H, model):
+        w = scale * self.weight
+        if np.ndim(w):                  # per knot: folded into r (the kernel's scale r)
+            w, r = 1.0, w[:, None] * r
         translation_curvature_batch(np.ascontiguousarray(knots, dtype=np.int64),
-                                    float(scale * self.weight), np.ascontiguousarray(r),
+                                    float(w), np.ascontiguousarray(r),
                                     np.ascontiguousarray(J), joint_relation(model), H)
 
     def curvature(self, model, q):

@@ -52,10 +52,6 @@ _COST_POLICY = "serial"
 _NO_ACC = np.zeros((0, 1))      # closed_loop's acc when the accelerations are not kept
 
 
-def _first(K):
-    return K.start if isinstance(K, slice) else K[0]
-
-
 def _rows(K):
     """Row indices of K for a fancy index with a (len K, dim) column index."""
     if isinstance(K, slice):
@@ -66,6 +62,12 @@ def _rows(K):
 def _curved(term, H):
     """accumulate's keyword for a term with a residual curvature when H is wanted."""
     return {"curvature": H} if H is not None and hasattr(term, "curvature") else {}
+
+
+def _total(scale, c):
+    """A group's cost: scale times the sum of its knots' costs c (K,), or with a scale
+    (K,) per knot their dot product."""
+    return scale * c.sum() if np.ndim(scale) == 0 else float(np.dot(scale, c))
 
 
 def _span(K):
@@ -174,8 +176,10 @@ class Problem:
                 raise TypeError("costs: expected rbdiff.trajopt cost terms")
             term.check(model, self.nu)
         groups = {}
-        for t, terms in enumerate(knot_costs):
-            imp = self.kind[t] == IMPULSE
+        ends = [t for t in self.terminal if not getattr(t, "reads_control", False)]
+        for t, terms in enumerate(knot_costs + [ends]):
+            end = t == T
+            imp = not end and self.kind[t] == IMPULSE
             count = {}
             for term in terms:
                 if imp and getattr(term, "reads_control", False):
@@ -184,11 +188,18 @@ class Problem:
                                      "not have")
                 key = term.key() if hasattr(term, "key") else ("id", id(term))
                 n = count[key] = count.get(key, -1) + 1     # a key twice at one knot
-                key = (bool(imp), key, n)
+                if getattr(term, "reads_control", False):
+                    key = (bool(imp), key, n)
+                else:
+                    # a state term's knots of every kind in one group (one call, not one
+                    # a kind and one for the terminal knot), each knot's scale its own
+                    key = ("state", key, n)
                 if getattr(term, "reads_forces", False):
-                    # the contact's dim, not its row: the group reads each knot's
-                    # rows through its own offsets (one group per foot, not per phase)
-                    key += (self._force_slot(t, term)[1],)
+                    # the contact's dim, not its row, nor its frame: the group reads each
+                    # knot's rows through its own offsets (one group for every foot's
+                    # cone, not one a foot and phase)
+                    key = (key[0], term.group_key() if hasattr(term, "group_key") else
+                           key[1], n, self._force_slot(t, term)[1])
                 groups.setdefault(key, ([], []))
                 groups[key][0].append(t)
                 groups[key][1].append(term)
@@ -200,9 +211,15 @@ class Problem:
             off = None
             if getattr(term, "reads_forces", False):
                 dim = key[-1]
-                off = np.array([self._force_slot(t, terms[0])[0] for t in knots])
+                off = np.array([self._force_slot(t, tm)[0] for t, tm in zip(knots, terms)])
                 off = off[:, None] + np.arange(dim)
-            self.cost_groups.append((_span(K), K, term, 1.0 if key[0] else self.dt, off))
+            dynamic = np.array([t < T and self.kind[t] != IMPULSE for t in knots])
+            # the running knots' costs times dt, the impulse and terminal knots' not
+            scale = np.where(dynamic, self.dt, 1.0)
+            scale = float(scale[0]) if (scale == scale[0]).all() else scale
+            # the controls where every knot has them (an impulse or the terminal knot:
+            # None, which a term that does not read them ignores)
+            self.cost_groups.append((_span(K), K, term, scale, off, bool(dynamic.all())))
         self.reads_forces = any(g[4] is not None for g in self.cost_groups)
 
     def _force_slot(self, t, term):
@@ -399,20 +416,16 @@ class Problem:
         c = 0.0
         m = self.model
         with policy.forced(_COST_POLICY):
-            for K, _, term, scale, off in self.cost_groups:
-                uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+            for K, _, term, scale, off, ctrl in self.cost_groups:
+                uk = us[K] if ctrl else None
                 if off is None:
-                    c += scale * term.value(m, q[K], v[K], uk).sum()
+                    c += _total(scale, term.value(m, q[K], v[K], uk))
                     continue
                 if forces is None:
                     raise ValueError("cost: this problem's force terms need the knots' "
                                      "contact forces")
                 f = forces[_rows(K), off]
-                c += scale * term.value(m, q[K], v[K], uk, f).sum()
-            for t in self.terminal:
-                if getattr(t, "reads_forces", False):
-                    continue                # no forces at the terminal knot: zero
-                c += t.value(m, q[-1:], v[-1:], None)[0]
+                c += _total(scale, term.value(m, q[K], v[K], uk, f))
         return c
 
     def rollout_cost(self, us):
@@ -442,25 +455,20 @@ class Problem:
         out = (lx, lu, lxx, luu, lxu)
         m = self.model
         with policy.forced(_COST_POLICY):
-            for K, knots, term, scale, off in self.cost_groups:
-                uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+            for K, knots, term, scale, off, ctrl in self.cost_groups:
+                uk = us[K] if ctrl else None
                 if off is None:
-                    J += scale * term.accumulate(m, q[K], v[K], uk, out=out, knots=knots,
-                                                 scale=scale,
-                                                 **_curved(term, curvature)).sum()
+                    J += _total(scale, term.accumulate(m, q[K], v[K], uk, out=out,
+                                                       knots=knots, scale=scale,
+                                                       **_curved(term, curvature)))
                     continue
                 if forces is None or dforces is None:
                     raise ValueError("cost_derivatives: this problem's force terms need "
                                      "the knots' contact forces and their derivatives")
                 r = _rows(K)
-                J += scale * term.accumulate(m, q[K], v[K], uk, forces[r, off],
-                                             dforces[0][r, off], dforces[1][r, off],
-                                             out=out, knots=knots, scale=scale).sum()
-            last = np.array([T])
-            for t in self.terminal:
-                if not getattr(t, "reads_forces", False):
-                    J += t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last,
-                                      scale=1.0, **_curved(t, curvature))[0]
+                J += _total(scale, term.accumulate(m, q[K], v[K], uk, forces[r, off],
+                                                   dforces[0][r, off], dforces[1][r, off],
+                                                   out=out, knots=knots, scale=scale))
         if total is not None:
             total.append(float(J))
         if self.reads_forces:
@@ -472,7 +480,7 @@ class Problem:
         rows (running terms times dt), zero where no term reads the forces (DDP contracts
         the contact dynamics' force curvature with it)."""
         lf = np.zeros((self.T, self.ncmax))
-        for K, _, term, scale, off in self.cost_groups:
+        for K, _, term, scale, off, _ in self.cost_groups:
             if off is not None:
                 r = _rows(K)
                 lf[r, off] += scale * term.force_gradient(forces[r, off])
@@ -481,8 +489,7 @@ class Problem:
     @property
     def curved(self):
         """Whether a cost term has a residual curvature (cost_curvature not None)."""
-        return any(hasattr(g[2], "curvature") for g in self.cost_groups) or \
-            any(hasattr(t, "curvature") for t in self.terminal)
+        return any(hasattr(g[2], "curvature") for g in self.cost_groups)
 
     def cost_curvature(self, q):
         """(T+1, nv, nv): the residuals' curvature w r^T r_qq of the terms that have it
@@ -490,14 +497,11 @@ class Problem:
         any (every residual linear: l_xx is exact), on any tree
         (cost_derivatives(..., curvature=H) adds the same along with the derivatives)."""
         groups = [g for g in self.cost_groups if hasattr(g[2], "curvature")]
-        ends = [t for t in self.terminal if hasattr(t, "curvature")]
-        if not (groups or ends):
+        if not groups:
             return None
         H = np.zeros((self.T + 1, self.nv, self.nv))
-        for K, _, term, scale, _ in groups:
-            H[K] += scale * term.curvature(self.model, q[K])
-        for t in ends:
-            H[self.T] += t.curvature(self.model, q[-1:])[0]
+        for K, _, term, scale, _, _ in groups:
+            H[K] += np.reshape(scale, (-1, 1, 1)) * term.curvature(self.model, q[K])
         return H
 
     def derivatives(self, q, v, us, vnext, forces=None):

@@ -288,14 +288,17 @@ class StateBounds(Term):
         nv, w = model.nv, scale * self.weight
         knots = np.asarray(knots)
         # a'' (and a') vanish inside the bounds: only the knots out of them contribute
+        per = np.ndim(w) > 0            # a scale per knot (Problem's mixed groups)
         act = np.flatnonzero(Arr[:, nv:].any(axis=1))
         if len(act):
-            add_diagonal(out, knots[act], w, Ar[act, nv:], Arr[act, nv:], nv)
+            add_diagonal(out, knots[act], w[act] if per else w, Ar[act, nv:],
+                         Arr[act, nv:], nv)
         act = np.flatnonzero(Arr[:, :nv].any(axis=1))
         if len(act):
             Rq = calls.difference_jacobians(model, qref[act],
                                             np.ascontiguousarray(q[act])).dq1
-            add_gauss_newton(out, knots[act], w, Ar[act, :nv], Arr[act, :nv], Rq)
+            add_gauss_newton(out, knots[act], w[act] if per else w, Ar[act, :nv],
+                             Arr[act, :nv], Rq)
         return self.weight * a
 
 
@@ -309,6 +312,9 @@ class _ForceTerm(Term):
 
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]
+
+    def key(self):
+        return self.group_key() + (self.frame,)
 
     def stacked(self, terms):
         return self
@@ -363,9 +369,10 @@ class ContactForce(_ForceTerm):
         self.weight = _weight(weight)
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.force),
-                _hashable(self.weights))
+    def group_key(self):
+        """key() without the frame: the same term on other feet (Problem groups them,
+        each knot's forces read through its contact's rows)."""
+        return (type(self), self.weight, _hashable(self.force), _hashable(self.weights))
 
     def dim_ok(self, dim):
         for name, x in (("force", self.force), ("weights", self.weights)):
@@ -461,9 +468,9 @@ class FrictionCone(_ForceTerm):
                      int(nf), bool(inner_appr), float(min_nforce), float(max_nforce))
         self.weight = _weight(weight)
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.A),
-                _hashable(self.lower), _hashable(self.upper))
+    def group_key(self):
+        return (type(self), self.weight, _hashable(self.A), _hashable(self.lower),
+                _hashable(self.upper))
 
     def dim_ok(self, dim):
         pass
@@ -490,9 +497,9 @@ class WrenchCone(_ForceTerm):
             mu, box, rotation, nf, inner_appr, min_nforce, max_nforce)
         self.weight = _weight(weight)
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.A),
-                _hashable(self.lower), _hashable(self.upper))
+    def group_key(self):
+        return (type(self), self.weight, _hashable(self.A), _hashable(self.lower),
+                _hashable(self.upper))
 
     def dim_ok(self, dim):
         if dim != 6:
