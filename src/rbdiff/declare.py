@@ -246,12 +246,13 @@ class Function:
         if type(x0) is not np.ndarray or x0.ndim != 2:
             return self(model, *xs, options=options, sizes=sizes)
         nb = x0.shape[0]
-        key = (id(model), nb, None if sizes is None else tuple(sizes.items()),
+        # the model's content digest: its sizes (no reference to the model kept)
+        key = (model._digest, nb, None if sizes is None else tuple(sizes.items()),
                tuple([x is None for x in xs]))
         plan = self._plans.get(key)
-        if plan is None or plan[0] is not model:
+        if plan is None:
             plan = self._plan(model, nb, xs, sizes, key)
-        _, lengths, shapes, wanted, pool = plan
+        lengths, shapes, wanted, pool = plan
         if lengths is None:             # a required input None: the general path names it
             return self(model, *xs, options=options, sizes=sizes)
         for x, n in zip(xs, lengths):
@@ -280,7 +281,7 @@ class Function:
         return self._wrap(outs)
 
     def _plan(self, model, nb, xs, sizes, key):
-        """fast_batch's (model, the inputs' lengths (-1: an optional input None; None:
+        """fast_batch's (the inputs' lengths (-1: an optional input None; None:
         a required one None), the wanted outputs' shapes (None: a block, _allocate's),
         which outputs are wanted (None: all), whether outputs.empty pools them) for one
         model, batch size, sizes and pattern of None inputs: worked out once, not on
@@ -301,7 +302,7 @@ class Function:
         pool = shapes is not None and outputs.pooled(shapes)
         if len(self._plans) >= 256:     # many models or batch sizes: start again
             self._plans.clear()
-        plan = self._plans[key] = (model, None if lengths is None else tuple(lengths),
+        plan = self._plans[key] = (None if lengths is None else tuple(lengths),
                                    shapes, None if all(wanted) else tuple(wanted), pool)
         return plan
 
