@@ -117,6 +117,16 @@ class Term:
 
     reads_forces = False
     reads_control = False
+    # every use of ``weight`` is elementwise per knot: knots whose terms differ only in
+    # it (and their targets) share a group, their weights stacked (K,) (Problem)
+    weight_per_knot = False
+
+    def key(self):
+        """What knots sharing this term share: its group_key and its weight (a term of
+        its own where it has no group_key)."""
+        if not self.weight_per_knot:
+            return ("id", id(self))
+        return self.group_key() + (self.weight,)
 
     def derivatives(self, model, q, v, u, *forces):
         """(cost (K,), l_x (K, 2nv), l_u (K, nu) or None, l_xx (K, 2nv, 2nv), l_uu or None)
@@ -197,8 +207,10 @@ class FrameTranslation(Term):
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
 
-    def key(self):
-        return (type(self), self.frame, self.weight)
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), self.frame)
 
     def stacked(self, terms):
         return _stacked(self, terms, "target")
@@ -257,9 +269,12 @@ class StateRegularization(Term):
                              (model.nq + model.nv,))
         self.weights = _weights("StateRegularization weights", self.weights, 2 * model.nv)
 
-    def key(self):
-        """What knots sharing this term share (all but x_ref: stacked per knot)."""
-        return (type(self), self.weight, _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        """What knots sharing this term share (all but x_ref and the weight: stacked per
+        knot)."""
+        return (type(self), _hashable(self.weights))
 
     def stacked(self, terms):
         """One term for the knots of ``terms`` (same key): x_ref (K, nq + nv)."""
@@ -313,8 +328,10 @@ class ControlRegularization(Term):
             self.u_ref = _finite("ControlRegularization u_ref", self.u_ref, (n,))
         self.weights = _weights("ControlRegularization weights", self.weights, n)
 
-    def key(self):
-        return (type(self), self.weight, _hashable(self.weights), self.u_ref is None)
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), _hashable(self.weights), self.u_ref is None)
 
     def stacked(self, terms):
         return _copy(self) if self.u_ref is None else _stacked(self, terms, "u_ref")

@@ -42,6 +42,7 @@ from ..model.layout import FREE_FLYER, SPHERICAL
 from ..validation import DIVERGED as _DIVERGED
 from . import calls
 from .constraints import ConstraintSet
+from .costs import _copy
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
 _ACTUATIONS = ("auto", "full", "floating_base")
@@ -187,19 +188,22 @@ class Problem:
                                      "(or the contact forces), which an impulse knot does "
                                      "not have")
                 key = term.key() if hasattr(term, "key") else ("id", id(term))
-                n = count[key] = count.get(key, -1) + 1     # a key twice at one knot
+                forces = getattr(term, "reads_forces", False)
+                # what the group shares: a force term's not its frame (the contact's
+                # dim, not its row: the group reads each knot's rows through its own
+                # offsets: one group for every foot's cone, not one a foot and phase),
+                # a weight_per_knot term's not its weight
+                shared = term.group_key() if hasattr(term, "group_key") else key
+                n = (key if forces else shared)        # a key twice at one knot
+                n = count[n] = count.get(n, -1) + 1
                 if getattr(term, "reads_control", False):
-                    key = (bool(imp), key, n)
+                    key = (bool(imp), shared, n)
                 else:
                     # a state term's knots of every kind in one group (one call, not one
                     # a kind and one for the terminal knot), each knot's scale its own
-                    key = ("state", key, n)
-                if getattr(term, "reads_forces", False):
-                    # the contact's dim, not its row, nor its frame: the group reads each
-                    # knot's rows through its own offsets (one group for every foot's
-                    # cone, not one a foot and phase)
-                    key = (key[0], term.group_key() if hasattr(term, "group_key") else
-                           key[1], n, self._force_slot(t, term)[1])
+                    key = ("state", shared, n)
+                if forces:
+                    key += (self._force_slot(t, term)[1],)
                 groups.setdefault(key, ([], []))
                 groups[key][0].append(t)
                 groups[key][1].append(term)
@@ -208,6 +212,11 @@ class Problem:
         for key, (knots, terms) in groups.items():
             K = np.array(knots, np.int64)
             term = terms[0].stacked(terms) if hasattr(terms[0], "stacked") else terms[0]
+            weights = [t.weight for t in terms] \
+                if getattr(term, "weight_per_knot", False) else []
+            if any(w != weights[0] for w in weights):      # one weight a knot (K,)
+                term = _copy(term) if term is terms[0] else term
+                term.weight = np.array(weights)
             off = None
             if getattr(term, "reads_forces", False):
                 dim = key[-1]

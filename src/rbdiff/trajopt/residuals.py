@@ -87,8 +87,10 @@ class CoMPosition(Term):
     def check(self, model, nu=None):
         pass
 
-    def key(self):
-        return (type(self), self.weight, _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), _hashable(self.weights))
 
     def stacked(self, terms):
         return _stacked(self, terms, "target")
@@ -130,8 +132,10 @@ class FramePlacement(Term):
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), self.frame, _hashable(self.weights))
 
     def stacked(self, terms):
         return _stacked(self, terms, "placement")
@@ -181,9 +185,10 @@ class FrameVelocity(Term):
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]
 
-    def key(self):
-        return (type(self), self.frame, self.reference, self.weight,
-                _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), self.frame, self.reference, _hashable(self.weights))
 
     def stacked(self, terms):
         return _stacked(self, terms, "velocity")
@@ -263,8 +268,10 @@ class StateBounds(Term):
             self.x_ref = np.concatenate([_rbd.neutral(model), np.zeros(model.nv)])
         self.x_ref = _finite("StateBounds x_ref", self.x_ref, (model.nq + model.nv,))
 
-    def key(self):
-        return (type(self), self.weight, _hashable(self.lower), _hashable(self.upper),
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), _hashable(self.lower), _hashable(self.upper),
                 _hashable(self.x_ref))
 
     def stacked(self, terms):
