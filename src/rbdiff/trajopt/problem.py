@@ -578,9 +578,12 @@ class Problem:
         off = nv - nu
         Pq, Pv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
         Pu = np.zeros((T, nv, nu))
-        Jq, Jv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
         c = np.zeros(T)
         eye = np.eye(nv)
+        # integrate's Jacobians at every knot in one call, written in place of the
+        # impulse knots' below (a copy of the dynamic knots' rows fewer)
+        Jq, Jv = calls.integrate_jacobians(m, q[:-1], dt * vnext) if len(self.dynamic) \
+            else (np.empty((T, nv, nv)), np.empty((T, nv, nv)))
         for (kind, contacts), K in self.groups.items():
             K = _span(K)                 # a phase's consecutive knots: views
             qk, vk = q[K], v[K]
@@ -621,10 +624,6 @@ class Problem:
                 Pu[K] = dt * a_t[..., off:]
             Pv[K] += eye
             c[K] = dt
-        D = _span(self.dynamic)
-        if len(self.dynamic):
-            Jq[D], Jv[D] = calls.integrate_jacobians(m, np.ascontiguousarray(q[:-1][D]),
-                                                     dt * vnext[D])
         return Pq, Pv, Pu, Jq, Jv, c
 
     def dynamics_blocks(self, q, v, us, second_order=False):
