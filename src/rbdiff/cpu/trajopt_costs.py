@@ -5,6 +5,7 @@ import numpy as np
 
 from ..kernels.jit import entry
 from ..kernels.trajopt_costs import (diagonal_add, euler_configuration_rows,
+                                     euler_velocity_rows,
                                      gauss_newton_add, placement_log,
                                      translation_curvature_add)
 
@@ -31,6 +32,14 @@ def diagonal_batch(knots, scale, Ar, Arr, c0, g, H):
     """kernels.trajopt_costs.diagonal_add; the caller (costs.py) checks shapes: knots (K,)
     within g's and H's first axis, Ar (K, n), Arr (K, n) or (1, n), c0 + n <= g.shape[1]."""
     diagonal_add(knots, scale, Ar, Arr, c0, g, H)
+
+
+@entry
+def euler_velocity_batch(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu):
+    """kernels.trajopt_costs.euler_velocity_rows; the caller (problem.py) checks shapes:
+    knots (K,) within Pq's first axis, a_q, a_v, a_t (K, nv, nv), Pq, Pv (T, nv, nv),
+    Pu (T, nv, nu), off = nv - nu."""
+    euler_velocity_rows(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu)
 
 
 @entry

@@ -152,6 +152,25 @@ def diagonal_add(knots, scale, Ar, Arr, c0, g, H):
 
 
 @kernel
+def euler_velocity_rows(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu):
+    """The velocity rows of the Euler step's factors (problem.py) at t = knots[k] from
+    the knot's acceleration derivatives a_q[k], a_v[k], a_t[k] (nv, nv) in one pass:
+    Pq[t] = dt a_q, Pv[t] = I + dt a_v, Pu[t] = dt a_t[:, off:] (the actuated columns)."""
+    nv, nu = a_q.shape[1], Pu.shape[2]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        for i in range(nv):
+            pq, pv, pu = Pq[t, i], Pv[t, i], Pu[t, i]
+            aq, av, at = a_q[k, i], a_v[k, i], a_t[k, i]
+            for j in range(nv):
+                pq[j] = dt * aq[j]
+                pv[j] = dt * av[j]
+            pv[i] += 1.0
+            for j in range(nu):
+                pu[j] = dt * at[off + j]
+
+
+@kernel
 def euler_configuration_rows(knots, Jq, Jv, dt, Fx, Fu, nz):
     """The configuration rows of the Euler step's tangent Jacobians from its velocity rows
     (problem.py): for item k at knot t = knots[k], with Jq, Jv (K, nv, nv) integrate's

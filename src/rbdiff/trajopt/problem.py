@@ -36,7 +36,7 @@ import rbdiff as _rbd
 from ..contacts import Contact, _as_tuple, pack
 from ..cpu import policy
 from ..cpu.scratch import single_call_scratch
-from ..cpu.trajopt_costs import euler_rows_batch
+from ..cpu.trajopt_costs import euler_rows_batch, euler_velocity_batch
 from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
 from ..validation import DIVERGED as _DIVERGED
@@ -584,8 +584,8 @@ class Problem:
         # impulse knots' below (a copy of the dynamic knots' rows fewer)
         Jq, Jv = calls.integrate_jacobians(m, q[:-1], dt * vnext) if len(self.dynamic) \
             else (np.empty((T, nv, nv)), np.empty((T, nv, nv)))
-        for (kind, contacts), K in self.groups.items():
-            K = _span(K)                 # a phase's consecutive knots: views
+        for (kind, contacts), knots in self.groups.items():
+            K = _span(knots)             # a phase's consecutive knots: views
             qk, vk = q[K], v[K]
             if kind == IMPULSE:
                 d = calls.impulse_dynamics_derivatives(m, qk, vk, self._packed[contacts],
@@ -614,15 +614,9 @@ class Problem:
                         first[K, b, nv:nv + nc] = f
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
-            if isinstance(K, slice):     # views: the products written in place
-                np.multiply(a_q, dt, out=Pq[K])
-                np.multiply(a_v, dt, out=Pv[K])
-                np.multiply(a_t[..., off:], dt, out=Pu[K])
-            else:
-                Pq[K] = dt * a_q
-                Pv[K] = dt * a_v
-                Pu[K] = dt * a_t[..., off:]
-            Pv[K] += eye
+            # Pq = dt a_q, Pv = I + dt a_v, Pu = dt a_tau B in one compiled pass (numpy's
+            # four passes over the knots' blocks: ~50 us an iteration on anymal jumping)
+            euler_velocity_batch(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu)
             c[K] = dt
         return Pq, Pv, Pu, Jq, Jv, c
 
