@@ -40,6 +40,22 @@ _ONES3 = np.ones(3)
 
 
 _RELATIONS = {}
+_ONES = {}
+
+
+def ones(n):
+    """np.ones(n) made once per n and shared (the activations' a'' of unit weights,
+    which no kernel writes; writeable, so the kernels see one array type)."""
+    a = _ONES.get(n)
+    if a is None:
+        a = _ONES[n] = np.ones(n)
+    return a
+
+
+def _reference_rows(x, K):
+    """A reference's rows (K, n) C-contiguous: x stacked per knot (K, n) or one (n,)
+    broadcast."""
+    return np.ascontiguousarray(x if x.ndim == 2 else np.broadcast_to(x, (K, x.shape[-1])))
 
 
 def joint_relation(model):
@@ -281,12 +297,16 @@ class StateRegularization(Term):
         return _stacked(self, terms, "x_ref")
 
     def residual(self, model, q, v):
+        return self._residual(model, q, v)[0]
+
+    def _residual(self, model, q, v):
+        """(r (K, 2nv), the reference configurations (K, nq) it was taken from)."""
         K, nq, nv = q.shape[0], model.nq, model.nv
         r = np.empty((K, 2 * nv))
-        qref = np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq)))
+        qref = _reference_rows(self.x_ref[..., :nq], K)
         r[:, :nv] = calls.difference(model, qref, np.ascontiguousarray(q))
         r[:, nv:] = v - self.x_ref[..., nq:]
-        return r
+        return r, qref
 
     def value(self, model, q, v, u):
         r = self.residual(model, q, v)
@@ -294,16 +314,14 @@ class StateRegularization(Term):
         return 0.5 * self.weight * np.einsum("ki,ki->k", a, r)
 
     def accumulate(self, model, q, v, u, out, knots, scale):
-        K, nq, nv = q.shape[0], model.nq, model.nv
-        r = self.residual(model, q, v)
+        nv = model.nv
+        r, qref = self._residual(model, q, v)
         w = scale * self.weight
-        a = np.ones(2 * nv) if self.weights is None else self.weights
+        a = ones(2 * nv) if self.weights is None else self.weights
         Ar = a * r
         add_diagonal(out, knots, w, Ar[:, nv:], a[nv:], nv)
         if _lie(model):
-            Rq = calls.difference_jacobians(
-                model, np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq))),
-                np.ascontiguousarray(q)).dq1
+            Rq = calls.difference_jacobians(model, qref, np.ascontiguousarray(q)).dq1
             add_gauss_newton(out, knots, w, Ar[:, :nv], a[:nv], Rq)
         else:
             add_diagonal(out, knots, w, Ar[:, :nv], a[:nv], 0)
@@ -345,7 +363,7 @@ class ControlRegularization(Term):
         if u is None:                   # a terminal knot: no control
             return np.zeros(q.shape[0])
         r = u if self.u_ref is None else u - self.u_ref
-        a = np.ones(u.shape[1]) if self.weights is None else self.weights
+        a = ones(u.shape[1]) if self.weights is None else self.weights
         Ar = a * r
         add_diagonal(out, knots, scale * self.weight, Ar, a, 0, control=True)
         return 0.5 * self.weight * np.einsum("ki,ki->k", Ar, r)

@@ -31,8 +31,8 @@ import rbdiff as _rbd
 from ..cpu.trajopt_costs import placement_log_batch
 from ..kinematics import _frame_id as _frame_index
 from . import calls
-from .costs import (Term, _finite, _hashable, _stacked, _weight, _weights, add_diagonal,
-                    add_gauss_newton)
+from .costs import (Term, _finite, _hashable, _reference_rows, _stacked, _weight,
+                    _weights, add_diagonal, add_gauss_newton, ones)
 
 
 # ---- activations ------------------------------------------------------------------------
@@ -40,7 +40,7 @@ from .costs import (Term, _finite, _hashable, _stacked, _weight, _weights, add_d
 def quad_activation(r, weights=None):
     """(a (K,), a' (K, nr), diag a'' (K, nr) or (nr,)) of 0.5 sum_i weights_i r_i^2."""
     if weights is None:
-        return 0.5 * np.einsum("ki,ki->k", r, r), r, np.ones(r.shape[1])
+        return 0.5 * np.einsum("ki,ki->k", r, r), r, ones(r.shape[1])
     Ar = weights * r
     return 0.5 * np.einsum("ki,ki->k", Ar, r), Ar, weights
 
@@ -143,7 +143,8 @@ class FramePlacement(Term):
     def _log(self, model, q):
         K = q.shape[0]
         M = calls.frame_placement(model, q, _frame_index(model, self.frame))
-        ref = np.broadcast_to(self.placement, (K, 4, 4))
+        ref = self.placement if self.placement.ndim == 3 else \
+            np.broadcast_to(self.placement, (K, 4, 4))
         r, Jl = np.empty((K, 6)), np.empty((K, 6, 6))
         placement_log_batch(np.ascontiguousarray(M[:, :3, :3]),
                             np.ascontiguousarray(M[:, :3, 3]),
@@ -280,7 +281,7 @@ class StateBounds(Term):
     def _residual(self, model, q, v):
         K, nq, nv = q.shape[0], model.nq, model.nv
         r = np.empty((K, 2 * nv))
-        qref = np.ascontiguousarray(np.broadcast_to(self.x_ref[:nq], (K, nq)))
+        qref = _reference_rows(self.x_ref[:nq], K)
         r[:, :nv] = calls.difference(model, qref, np.ascontiguousarray(q))
         r[:, nv:] = v - self.x_ref[nq:]
         return r, qref
@@ -349,9 +350,10 @@ class _ForceTerm(Term):
         a, Ar, Arr = self._activation(self._residual(f))
         A = self._matrix(f.shape[1])
         # a barrier's rows inside the cone have a' = a'' = 0: only the other knots count
-        act = np.flatnonzero(np.broadcast_to(Arr, Ar.shape).any(axis=1))
+        Arr = Arr if Arr.shape == Ar.shape else np.broadcast_to(Arr, Ar.shape)
+        act = np.flatnonzero(Arr.any(axis=1))
         if len(act):
-            Arr = np.broadcast_to(Arr, Ar.shape)[act]
+            Arr = Arr[act]
             Rx, Ru = df_dx[act], df_du[act]
             if A is not None:
                 Rx = A @ Rx[:, :A.shape[1]]     # matmul: einsum's loops ran 14x slower
