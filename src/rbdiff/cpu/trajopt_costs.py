@@ -11,10 +11,10 @@ from ..kernels.trajopt_costs import (diagonal_add, euler_configuration_rows,
 
 
 @entry
-def placement_log_batch(R, p, Rref, pref, r, Jl):
-    """r (K, 6), Jl (K, 6, 6) of the placements (R (K, 3, 3), p (K, 3)) relative to the
-    references (Rref (K, 3, 3), pref (K, 3)); the caller checks shapes and finiteness."""
-    placement_log(R, p, Rref, pref, r, Jl)
+def placement_log_batch(M, ref, r, Jl):
+    """r (K, 6), Jl (K, 6, 6) of the placements M (K, 4, 4) relative to the references
+    ref (K, 4, 4) or (1, 4, 4) (one for all); the caller checks shapes and finiteness."""
+    placement_log(M, ref, r, Jl)
 
 
 @entry

@@ -14,13 +14,16 @@ from .lie import right_jacobian_inverse_se3
 
 
 @kernel
-def placement_log(R, p, Rref, pref, r, Jl):
+def placement_log(M, ref, r, Jl):
     """r (K, 6) = log6(M_ref_k^-1 M_k) and Jl (K, 6, 6) = Jlog6 of that placement
-    ([[A, -Q], [0, A]] with (A, Q) = right_jacobian_inverse_se3) for M_k = (R[k], p[k]),
-    M_ref_k = (Rref[k], pref[k])."""
-    for k in range(R.shape[0]):
-        a, b = Rref[k], R[k]
-        d0, d1, d2 = p[k, 0] - pref[k, 0], p[k, 1] - pref[k, 1], p[k, 2] - pref[k, 2]
+    ([[A, -Q], [0, A]] with (A, Q) = right_jacobian_inverse_se3) for the homogeneous
+    placements M (K, 4, 4) and M_ref_k = ref[k] (ref (K, 4, 4), or (1, 4, 4): one
+    reference for every k)."""
+    shared = ref.shape[0] != M.shape[0]
+    for k in range(M.shape[0]):
+        kr = 0 if shared else k
+        a, b = ref[kr], M[k]
+        d0, d1, d2 = b[0, 3] - a[0, 3], b[1, 3] - a[1, 3], b[2, 3] - a[2, 3]
         # M_ref^-1 M = (Rref^T R, Rref^T (p - pref)), row-major
         Rr = (a[0, 0] * b[0, 0] + a[1, 0] * b[1, 0] + a[2, 0] * b[2, 0],
               a[0, 0] * b[0, 1] + a[1, 0] * b[1, 1] + a[2, 0] * b[2, 1],

@@ -143,13 +143,9 @@ class FramePlacement(Term):
     def _log(self, model, q):
         K = q.shape[0]
         M = calls.frame_placement(model, q, _frame_index(model, self.frame))
-        ref = self.placement if self.placement.ndim == 3 else \
-            np.broadcast_to(self.placement, (K, 4, 4))
+        ref = self.placement if self.placement.ndim == 3 else self.placement[None]
         r, Jl = np.empty((K, 6)), np.empty((K, 6, 6))
-        placement_log_batch(np.ascontiguousarray(M[:, :3, :3]),
-                            np.ascontiguousarray(M[:, :3, 3]),
-                            np.ascontiguousarray(ref[:, :3, :3]),
-                            np.ascontiguousarray(ref[:, :3, 3]), r, Jl)
+        placement_log_batch(M, ref, r, Jl)
         return r, Jl
 
     def value(self, model, q, v, u):
