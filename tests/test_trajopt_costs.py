@@ -158,12 +158,17 @@ def test_placement_log_against_pinocchio():
     Rs = [pin.SE3.Random() for _ in range(4)] + [pin.SE3.Identity()]
     K = len(Ms)
     r, J = np.empty((K, 6)), np.empty((K, 6, 6))
-    placement_log_batch(np.array([M.rotation for M in Ms]),
-                        np.array([M.translation for M in Ms]),
-                        np.array([M.rotation for M in Rs]),
-                        np.array([M.translation for M in Rs]), r, J)
+    placement_log_batch(np.array([M.homogeneous for M in Ms]),
+                        np.array([M.homogeneous for M in Rs]), r, J)
     for k in range(K):
         rel = Rs[k].inverse() * Ms[k]
+        np.testing.assert_allclose(r[k], pin.log6(rel).vector, atol=1e-12)
+        np.testing.assert_allclose(J[k], pin.Jlog6(rel), atol=1e-12)
+    # one reference (1, 4, 4) for every placement
+    placement_log_batch(np.array([M.homogeneous for M in Ms]), Rs[0].homogeneous[None],
+                        r, J)
+    for k in range(K):
+        rel = Rs[0].inverse() * Ms[k]
         np.testing.assert_allclose(r[k], pin.log6(rel).vector, atol=1e-12)
         np.testing.assert_allclose(J[k], pin.Jlog6(rel), atol=1e-12)
     assert rng is not None

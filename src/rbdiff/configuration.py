@@ -101,7 +101,8 @@ def integrate(model, q, v):
             return qout
     except _FAST_MISS:
         pass
-    return _INTEGRATE(model, q, v)
+    # a float64 batch: the declared batch pair without the general path's checks
+    return _INTEGRATE.fast_batch(model, q, v)
 
 
 def difference(model, q0, q1):
@@ -118,7 +119,7 @@ def difference(model, q0, q1):
             return v
     except _FAST_MISS:
         pass
-    return _DIFFERENCE(model, q0, q1)
+    return _DIFFERENCE.fast_batch(model, q0, q1)
 
 
 # ---- Lie-group Jacobians (rbdiff.kernels.lie) -------------------------------------------

@@ -58,6 +58,14 @@ def _padded(n, itemsize):
     return -(-n * itemsize // _ALIGN) * _ALIGN // itemsize
 
 
+def pooled(shapes, dtype=np.float64):
+    """Whether ``empty`` hands out arrays of ``shapes`` from a kept block (else each is
+    np.empty's: what a caller that knows its shapes in advance may call itself)."""
+    dtype = np.dtype(dtype)
+    n = sum(_padded(prod(s), dtype.itemsize) for s in shapes)
+    return MIN_BYTES <= n * dtype.itemsize <= MAX_BYTES
+
+
 def empty(shapes, dtype=np.float64):
     """New arrays of ``shapes`` (a sequence of tuples) and ``dtype``, each as np.empty's;
     those of a large batch share a kept block (see the module docstring)."""

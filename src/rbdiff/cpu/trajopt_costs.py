@@ -5,15 +5,16 @@ import numpy as np
 
 from ..kernels.jit import entry
 from ..kernels.trajopt_costs import (diagonal_add, euler_configuration_rows,
+                                     euler_velocity_rows,
                                      gauss_newton_add, placement_log,
                                      translation_curvature_add)
 
 
 @entry
-def placement_log_batch(R, p, Rref, pref, r, Jl):
-    """r (K, 6), Jl (K, 6, 6) of the placements (R (K, 3, 3), p (K, 3)) relative to the
-    references (Rref (K, 3, 3), pref (K, 3)); the caller checks shapes and finiteness."""
-    placement_log(R, p, Rref, pref, r, Jl)
+def placement_log_batch(M, ref, r, Jl):
+    """r (K, 6), Jl (K, 6, 6) of the placements M (K, 4, 4) relative to the references
+    ref (K, 4, 4) or (1, 4, 4) (one for all); the caller checks shapes and finiteness."""
+    placement_log(M, ref, r, Jl)
 
 
 @entry
@@ -31,6 +32,14 @@ def diagonal_batch(knots, scale, Ar, Arr, c0, g, H):
     """kernels.trajopt_costs.diagonal_add; the caller (costs.py) checks shapes: knots (K,)
     within g's and H's first axis, Ar (K, n), Arr (K, n) or (1, n), c0 + n <= g.shape[1]."""
     diagonal_add(knots, scale, Ar, Arr, c0, g, H)
+
+
+@entry
+def euler_velocity_batch(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu):
+    """kernels.trajopt_costs.euler_velocity_rows; the caller (problem.py) checks shapes:
+    knots (K,) within Pq's first axis, a_q, a_v, a_t (K, nv, nv), Pq, Pv (T, nv, nv),
+    Pu (T, nv, nu), off = nv - nu."""
+    euler_velocity_rows(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu)
 
 
 @entry

@@ -14,13 +14,16 @@ from .lie import right_jacobian_inverse_se3
 
 
 @kernel
-def placement_log(R, p, Rref, pref, r, Jl):
+def placement_log(M, ref, r, Jl):
     """r (K, 6) = log6(M_ref_k^-1 M_k) and Jl (K, 6, 6) = Jlog6 of that placement
-    ([[A, -Q], [0, A]] with (A, Q) = right_jacobian_inverse_se3) for M_k = (R[k], p[k]),
-    M_ref_k = (Rref[k], pref[k])."""
-    for k in range(R.shape[0]):
-        a, b = Rref[k], R[k]
-        d0, d1, d2 = p[k, 0] - pref[k, 0], p[k, 1] - pref[k, 1], p[k, 2] - pref[k, 2]
+    ([[A, -Q], [0, A]] with (A, Q) = right_jacobian_inverse_se3) for the homogeneous
+    placements M (K, 4, 4) and M_ref_k = ref[k] (ref (K, 4, 4), or (1, 4, 4): one
+    reference for every k)."""
+    shared = ref.shape[0] != M.shape[0]
+    for k in range(M.shape[0]):
+        kr = 0 if shared else k
+        a, b = ref[kr], M[k]
+        d0, d1, d2 = b[0, 3] - a[0, 3], b[1, 3] - a[1, 3], b[2, 3] - a[2, 3]
         # M_ref^-1 M = (Rref^T R, Rref^T (p - pref)), row-major
         Rr = (a[0, 0] * b[0, 0] + a[1, 0] * b[1, 0] + a[2, 0] * b[2, 0],
               a[0, 0] * b[0, 1] + a[1, 0] * b[1, 1] + a[2, 0] * b[2, 1],
@@ -108,24 +111,32 @@ def gauss_newton_add(knots, scale, Ar, Arr, Rx, cx, Ru, lx, lu, lxx, luu, lxu, a
                 for b in range(nxr, n):
                     j = nz[b]
                     luu[t, i, j] += hi * Ru[k, r, j]
+        # on 1-D rows: unit-stride loops LLVM vectorises (the 3-D indexed ones it did
+        # not: a cone's rows 2x slower)
         for i in range(mx):
+            xrow = lxx[t, cx + i, cx:cx + mx]
+            urow = lxu[t, cx + i]
             for a in range(na):
                 r = act[a]
                 hi = scale * Arr[kr, r] * Rx[k, r, i]
                 if hi == 0.0:
                     continue
+                rx = Rx[k, r]
                 for j in range(mx):
-                    lxx[t, cx + i, cx + j] += hi * Rx[k, r, j]
+                    xrow[j] += hi * rx[j]
+                ru = Ru[k, r]
                 for j in range(mu):
-                    lxu[t, cx + i, j] += hi * Ru[k, r, j]
+                    urow[j] += hi * ru[j]
         for i in range(mu):
+            row = luu[t, i]
             for a in range(na):
                 r = act[a]
                 hi = scale * Arr[kr, r] * Ru[k, r, i]
                 if hi == 0.0:
                     continue
+                ru = Ru[k, r]
                 for j in range(mu):
-                    luu[t, i, j] += hi * Ru[k, r, j]
+                    row[j] += hi * ru[j]
 
 
 @kernel
@@ -141,6 +152,25 @@ def diagonal_add(knots, scale, Ar, Arr, c0, g, H):
         for i in range(n):
             g[t, c0 + i] += scale * Ar[k, i]
             H[t, c0 + i, c0 + i] += scale * Arr[kr, i]
+
+
+@kernel
+def euler_velocity_rows(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu):
+    """The velocity rows of the Euler step's factors (problem.py) at t = knots[k] from
+    the knot's acceleration derivatives a_q[k], a_v[k], a_t[k] (nv, nv) in one pass:
+    Pq[t] = dt a_q, Pv[t] = I + dt a_v, Pu[t] = dt a_t[:, off:] (the actuated columns)."""
+    nv, nu = a_q.shape[1], Pu.shape[2]
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        for i in range(nv):
+            pq, pv, pu = Pq[t, i], Pv[t, i], Pu[t, i]
+            aq, av, at = a_q[k, i], a_v[k, i], a_t[k, i]
+            for j in range(nv):
+                pq[j] = dt * aq[j]
+                pv[j] = dt * av[j]
+            pv[i] += 1.0
+            for j in range(nu):
+                pu[j] = dt * at[off + j]
 
 
 @kernel

@@ -40,6 +40,22 @@ _ONES3 = np.ones(3)
 
 
 _RELATIONS = {}
+_ONES = {}
+
+
+def ones(n):
+    """np.ones(n) made once per n and shared (the activations' a'' of unit weights,
+    which no kernel writes; writeable, so the kernels see one array type)."""
+    a = _ONES.get(n)
+    if a is None:
+        a = _ONES[n] = np.ones(n)
+    return a
+
+
+def _reference_rows(x, K):
+    """A reference's rows (K, n) C-contiguous: x stacked per knot (K, n) or one (n,)
+    broadcast."""
+    return np.ascontiguousarray(x if x.ndim == 2 else np.broadcast_to(x, (K, x.shape[-1])))
 
 
 def joint_relation(model):
@@ -70,15 +86,27 @@ def _rows(A):
     return A.reshape(1, -1) if A.ndim == 1 else A
 
 
+def _per_knot(scale, Ar, Arr):
+    """(scale, a', a'') as the kernels take them; a scale (K,) per knot (a group whose
+    knots scale differently: the running ones by dt, the impulse and terminal ones not)
+    folded into a' and a'' (the kernels' products scale a' and scale a'' are the same
+    numbers: s a' and 1.0 (s a'') round alike)."""
+    Ar = np.ascontiguousarray(Ar, dtype=float)
+    if np.ndim(scale) == 0:
+        return float(scale), Ar, _rows(Arr)
+    s = np.asarray(scale, dtype=float)[:, None]
+    return 1.0, s * Ar, s * _rows(Arr)
+
+
 def add_gauss_newton(out, knots, scale, Ar, Arr, Rx, cx=0, Ru=None):
     """Add scale R^T a' and scale R^T diag(a'') R of the residual Jacobians Rx (K, nr, mx)
     (x's columns cx..cx+mx) and Ru (K, nr, nu) or None at rows ``knots`` of out = (l_x,
     l_u, l_xx, l_uu, l_xu or None) (kernels/trajopt_costs.gauss_newton_add); Ar (K, nr)
     the activation's a', Arr its a'' diagonal ((K, nr) or (nr,))."""
     lx, lu, lxx, luu, lxu = out
-    Ar = np.ascontiguousarray(Ar, dtype=float)
-    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale), Ar,
-                       _rows(Arr), np.ascontiguousarray(Rx, dtype=float), int(cx),
+    scale, Ar, Arr = _per_knot(scale, Ar, Arr)
+    gauss_newton_batch(np.ascontiguousarray(knots, dtype=np.int64), scale, Ar,
+                       Arr, np.ascontiguousarray(Rx, dtype=float), int(cx),
                        _NO_U if Ru is None else np.ascontiguousarray(Ru, dtype=float),
                        lx, lu, lxx, luu, _NO_U if lxu is None else lxu)
 
@@ -89,8 +117,9 @@ def add_diagonal(out, knots, scale, Ar, Arr, cx, control=False):
     (kernels/trajopt_costs.diagonal_add)."""
     lx, lu, lxx, luu, _ = out
     g, H = (lu, luu) if control else (lx, lxx)
-    diagonal_batch(np.ascontiguousarray(knots, dtype=np.int64), float(scale),
-                   np.ascontiguousarray(Ar, dtype=float), _rows(Arr), int(cx), g, H)
+    scale, Ar, Arr = _per_knot(scale, Ar, Arr)
+    diagonal_batch(np.ascontiguousarray(knots, dtype=np.int64), scale, Ar, Arr, int(cx),
+                   g, H)
 
 
 def derivative_arrays(K, nx, nu):
@@ -104,6 +133,16 @@ class Term:
 
     reads_forces = False
     reads_control = False
+    # every use of ``weight`` is elementwise per knot: knots whose terms differ only in
+    # it (and their targets) share a group, their weights stacked (K,) (Problem)
+    weight_per_knot = False
+
+    def key(self):
+        """What knots sharing this term share: its group_key and its weight (a term of
+        its own where it has no group_key)."""
+        if not self.weight_per_knot:
+            return ("id", id(self))
+        return self.group_key() + (self.weight,)
 
     def derivatives(self, model, q, v, u, *forces):
         """(cost (K,), l_x (K, 2nv), l_u (K, nu) or None, l_xx (K, 2nv, 2nv), l_uu or None)
@@ -184,8 +223,10 @@ class FrameTranslation(Term):
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
 
-    def key(self):
-        return (type(self), self.frame, self.weight)
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), self.frame)
 
     def stacked(self, terms):
         return _stacked(self, terms, "target")
@@ -206,8 +247,11 @@ class FrameTranslation(Term):
         return 0.5 * self.weight * np.einsum("ki,ki->k", r, r)
 
     def _curvature_add(self, knots, scale, r, J, H, model):
+        w = scale * self.weight
+        if np.ndim(w):                  # per knot: folded into r (the kernel's scale r)
+            w, r = 1.0, w[:, None] * r
         translation_curvature_batch(np.ascontiguousarray(knots, dtype=np.int64),
-                                    float(scale * self.weight), np.ascontiguousarray(r),
+                                    float(w), np.ascontiguousarray(r),
                                     np.ascontiguousarray(J), joint_relation(model), H)
 
     def curvature(self, model, q):
@@ -241,21 +285,28 @@ class StateRegularization(Term):
                              (model.nq + model.nv,))
         self.weights = _weights("StateRegularization weights", self.weights, 2 * model.nv)
 
-    def key(self):
-        """What knots sharing this term share (all but x_ref: stacked per knot)."""
-        return (type(self), self.weight, _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        """What knots sharing this term share (all but x_ref and the weight: stacked per
+        knot)."""
+        return (type(self), _hashable(self.weights))
 
     def stacked(self, terms):
         """One term for the knots of ``terms`` (same key): x_ref (K, nq + nv)."""
         return _stacked(self, terms, "x_ref")
 
     def residual(self, model, q, v):
+        return self._residual(model, q, v)[0]
+
+    def _residual(self, model, q, v):
+        """(r (K, 2nv), the reference configurations (K, nq) it was taken from)."""
         K, nq, nv = q.shape[0], model.nq, model.nv
         r = np.empty((K, 2 * nv))
-        qref = np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq)))
+        qref = _reference_rows(self.x_ref[..., :nq], K)
         r[:, :nv] = calls.difference(model, qref, np.ascontiguousarray(q))
         r[:, nv:] = v - self.x_ref[..., nq:]
-        return r
+        return r, qref
 
     def value(self, model, q, v, u):
         r = self.residual(model, q, v)
@@ -263,16 +314,14 @@ class StateRegularization(Term):
         return 0.5 * self.weight * np.einsum("ki,ki->k", a, r)
 
     def accumulate(self, model, q, v, u, out, knots, scale):
-        K, nq, nv = q.shape[0], model.nq, model.nv
-        r = self.residual(model, q, v)
+        nv = model.nv
+        r, qref = self._residual(model, q, v)
         w = scale * self.weight
-        a = np.ones(2 * nv) if self.weights is None else self.weights
+        a = ones(2 * nv) if self.weights is None else self.weights
         Ar = a * r
         add_diagonal(out, knots, w, Ar[:, nv:], a[nv:], nv)
         if _lie(model):
-            Rq = calls.difference_jacobians(
-                model, np.ascontiguousarray(np.broadcast_to(self.x_ref[..., :nq], (K, nq))),
-                np.ascontiguousarray(q)).dq1
+            Rq = calls.difference_jacobians(model, qref, np.ascontiguousarray(q)).dq1
             add_gauss_newton(out, knots, w, Ar[:, :nv], a[:nv], Rq)
         else:
             add_diagonal(out, knots, w, Ar[:, :nv], a[:nv], 0)
@@ -297,8 +346,10 @@ class ControlRegularization(Term):
             self.u_ref = _finite("ControlRegularization u_ref", self.u_ref, (n,))
         self.weights = _weights("ControlRegularization weights", self.weights, n)
 
-    def key(self):
-        return (type(self), self.weight, _hashable(self.weights), self.u_ref is None)
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), _hashable(self.weights), self.u_ref is None)
 
     def stacked(self, terms):
         return _copy(self) if self.u_ref is None else _stacked(self, terms, "u_ref")
@@ -312,7 +363,7 @@ class ControlRegularization(Term):
         if u is None:                   # a terminal knot: no control
             return np.zeros(q.shape[0])
         r = u if self.u_ref is None else u - self.u_ref
-        a = np.ones(u.shape[1]) if self.weights is None else self.weights
+        a = ones(u.shape[1]) if self.weights is None else self.weights
         Ar = a * r
         add_diagonal(out, knots, scale * self.weight, Ar, a, 0, control=True)
         return 0.5 * self.weight * np.einsum("ki,ki->k", Ar, r)

@@ -36,12 +36,13 @@ import rbdiff as _rbd
 from ..contacts import Contact, _as_tuple, pack
 from ..cpu import policy
 from ..cpu.scratch import single_call_scratch
-from ..cpu.trajopt_costs import euler_rows_batch
+from ..cpu.trajopt_costs import euler_rows_batch, euler_velocity_batch
 from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
 from ..model.layout import FREE_FLYER, SPHERICAL
 from ..validation import DIVERGED as _DIVERGED
 from . import calls
 from .constraints import ConstraintSet
+from .costs import _copy
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
 _ACTUATIONS = ("auto", "full", "floating_base")
@@ -50,10 +51,6 @@ _ACTUATIONS = ("auto", "full", "floating_base")
 # process costs a time slice (ms); the dynamics' larger batches keep cpu.policy's choice
 _COST_POLICY = "serial"
 _NO_ACC = np.zeros((0, 1))      # closed_loop's acc when the accelerations are not kept
-
-
-def _first(K):
-    return K.start if isinstance(K, slice) else K[0]
 
 
 def _rows(K):
@@ -66,6 +63,12 @@ def _rows(K):
 def _curved(term, H):
     """accumulate's keyword for a term with a residual curvature when H is wanted."""
     return {"curvature": H} if H is not None and hasattr(term, "curvature") else {}
+
+
+def _total(scale, c):
+    """A group's cost: scale times the sum of its knots' costs c (K,), or with a scale
+    (K,) per knot their dot product."""
+    return scale * c.sum() if np.ndim(scale) == 0 else float(np.dot(scale, c))
 
 
 def _span(K):
@@ -174,8 +177,10 @@ class Problem:
                 raise TypeError("costs: expected rbdiff.trajopt cost terms")
             term.check(model, self.nu)
         groups = {}
-        for t, terms in enumerate(knot_costs):
-            imp = self.kind[t] == IMPULSE
+        ends = [t for t in self.terminal if not getattr(t, "reads_control", False)]
+        for t, terms in enumerate(knot_costs + [ends]):
+            end = t == T
+            imp = not end and self.kind[t] == IMPULSE
             count = {}
             for term in terms:
                 if imp and getattr(term, "reads_control", False):
@@ -183,11 +188,21 @@ class Problem:
                                      "(or the contact forces), which an impulse knot does "
                                      "not have")
                 key = term.key() if hasattr(term, "key") else ("id", id(term))
-                n = count[key] = count.get(key, -1) + 1     # a key twice at one knot
-                key = (bool(imp), key, n)
-                if getattr(term, "reads_forces", False):
-                    # the contact's dim, not its row: the group reads each knot's
-                    # rows through its own offsets (one group per foot, not per phase)
+                forces = getattr(term, "reads_forces", False)
+                # what the group shares: a force term's not its frame (the contact's
+                # dim, not its row: the group reads each knot's rows through its own
+                # offsets: one group for every foot's cone, not one a foot and phase),
+                # a weight_per_knot term's not its weight
+                shared = term.group_key() if hasattr(term, "group_key") else key
+                n = (key if forces else shared)        # a key twice at one knot
+                n = count[n] = count.get(n, -1) + 1
+                if getattr(term, "reads_control", False):
+                    key = (bool(imp), shared, n)
+                else:
+                    # a state term's knots of every kind in one group (one call, not one
+                    # a kind and one for the terminal knot), each knot's scale its own
+                    key = ("state", shared, n)
+                if forces:
                     key += (self._force_slot(t, term)[1],)
                 groups.setdefault(key, ([], []))
                 groups[key][0].append(t)
@@ -197,12 +212,23 @@ class Problem:
         for key, (knots, terms) in groups.items():
             K = np.array(knots, np.int64)
             term = terms[0].stacked(terms) if hasattr(terms[0], "stacked") else terms[0]
+            weights = [t.weight for t in terms] \
+                if getattr(term, "weight_per_knot", False) else []
+            if any(w != weights[0] for w in weights):      # one weight a knot (K,)
+                term = _copy(term) if term is terms[0] else term
+                term.weight = np.array(weights)
             off = None
             if getattr(term, "reads_forces", False):
                 dim = key[-1]
-                off = np.array([self._force_slot(t, terms[0])[0] for t in knots])
+                off = np.array([self._force_slot(t, tm)[0] for t, tm in zip(knots, terms)])
                 off = off[:, None] + np.arange(dim)
-            self.cost_groups.append((_span(K), K, term, 1.0 if key[0] else self.dt, off))
+            dynamic = np.array([t < T and self.kind[t] != IMPULSE for t in knots])
+            # the running knots' costs times dt, the impulse and terminal knots' not
+            scale = np.where(dynamic, self.dt, 1.0)
+            scale = float(scale[0]) if (scale == scale[0]).all() else scale
+            # the controls where every knot has them (an impulse or the terminal knot:
+            # None, which a term that does not read them ignores)
+            self.cost_groups.append((_span(K), K, term, scale, off, bool(dynamic.all())))
         self.reads_forces = any(g[4] is not None for g in self.cost_groups)
 
     def _force_slot(self, t, term):
@@ -399,20 +425,16 @@ class Problem:
         c = 0.0
         m = self.model
         with policy.forced(_COST_POLICY):
-            for K, _, term, scale, off in self.cost_groups:
-                uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+            for K, _, term, scale, off, ctrl in self.cost_groups:
+                uk = us[K] if ctrl else None
                 if off is None:
-                    c += scale * term.value(m, q[K], v[K], uk).sum()
+                    c += _total(scale, term.value(m, q[K], v[K], uk))
                     continue
                 if forces is None:
                     raise ValueError("cost: this problem's force terms need the knots' "
                                      "contact forces")
                 f = forces[_rows(K), off]
-                c += scale * term.value(m, q[K], v[K], uk, f).sum()
-            for t in self.terminal:
-                if getattr(t, "reads_forces", False):
-                    continue                # no forces at the terminal knot: zero
-                c += t.value(m, q[-1:], v[-1:], None)[0]
+                c += _total(scale, term.value(m, q[K], v[K], uk, f))
         return c
 
     def rollout_cost(self, us):
@@ -442,25 +464,20 @@ class Problem:
         out = (lx, lu, lxx, luu, lxu)
         m = self.model
         with policy.forced(_COST_POLICY):
-            for K, knots, term, scale, off in self.cost_groups:
-                uk = None if self.kind[_first(K)] == IMPULSE else us[K]
+            for K, knots, term, scale, off, ctrl in self.cost_groups:
+                uk = us[K] if ctrl else None
                 if off is None:
-                    J += scale * term.accumulate(m, q[K], v[K], uk, out=out, knots=knots,
-                                                 scale=scale,
-                                                 **_curved(term, curvature)).sum()
+                    J += _total(scale, term.accumulate(m, q[K], v[K], uk, out=out,
+                                                       knots=knots, scale=scale,
+                                                       **_curved(term, curvature)))
                     continue
                 if forces is None or dforces is None:
                     raise ValueError("cost_derivatives: this problem's force terms need "
                                      "the knots' contact forces and their derivatives")
                 r = _rows(K)
-                J += scale * term.accumulate(m, q[K], v[K], uk, forces[r, off],
-                                             dforces[0][r, off], dforces[1][r, off],
-                                             out=out, knots=knots, scale=scale).sum()
-            last = np.array([T])
-            for t in self.terminal:
-                if not getattr(t, "reads_forces", False):
-                    J += t.accumulate(m, q[-1:], v[-1:], None, out=out, knots=last,
-                                      scale=1.0, **_curved(t, curvature))[0]
+                J += _total(scale, term.accumulate(m, q[K], v[K], uk, forces[r, off],
+                                                   dforces[0][r, off], dforces[1][r, off],
+                                                   out=out, knots=knots, scale=scale))
         if total is not None:
             total.append(float(J))
         if self.reads_forces:
@@ -472,7 +489,7 @@ class Problem:
         rows (running terms times dt), zero where no term reads the forces (DDP contracts
         the contact dynamics' force curvature with it)."""
         lf = np.zeros((self.T, self.ncmax))
-        for K, _, term, scale, off in self.cost_groups:
+        for K, _, term, scale, off, _ in self.cost_groups:
             if off is not None:
                 r = _rows(K)
                 lf[r, off] += scale * term.force_gradient(forces[r, off])
@@ -481,8 +498,7 @@ class Problem:
     @property
     def curved(self):
         """Whether a cost term has a residual curvature (cost_curvature not None)."""
-        return any(hasattr(g[2], "curvature") for g in self.cost_groups) or \
-            any(hasattr(t, "curvature") for t in self.terminal)
+        return any(hasattr(g[2], "curvature") for g in self.cost_groups)
 
     def cost_curvature(self, q):
         """(T+1, nv, nv): the residuals' curvature w r^T r_qq of the terms that have it
@@ -490,14 +506,11 @@ class Problem:
         any (every residual linear: l_xx is exact), on any tree
         (cost_derivatives(..., curvature=H) adds the same along with the derivatives)."""
         groups = [g for g in self.cost_groups if hasattr(g[2], "curvature")]
-        ends = [t for t in self.terminal if hasattr(t, "curvature")]
-        if not (groups or ends):
+        if not groups:
             return None
         H = np.zeros((self.T + 1, self.nv, self.nv))
-        for K, _, term, scale, _ in groups:
-            H[K] += scale * term.curvature(self.model, q[K])
-        for t in ends:
-            H[self.T] += t.curvature(self.model, q[-1:])[0]
+        for K, _, term, scale, _, _ in groups:
+            H[K] += np.reshape(scale, (-1, 1, 1)) * term.curvature(self.model, q[K])
         return H
 
     def derivatives(self, q, v, us, vnext, forces=None):
@@ -565,11 +578,14 @@ class Problem:
         off = nv - nu
         Pq, Pv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
         Pu = np.zeros((T, nv, nu))
-        Jq, Jv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
         c = np.zeros(T)
         eye = np.eye(nv)
-        for (kind, contacts), K in self.groups.items():
-            K = _span(K)                 # a phase's consecutive knots: views
+        # integrate's Jacobians at every knot in one call, written in place of the
+        # impulse knots' below (a copy of the dynamic knots' rows fewer)
+        Jq, Jv = calls.integrate_jacobians(m, q[:-1], dt * vnext) if len(self.dynamic) \
+            else (np.empty((T, nv, nv)), np.empty((T, nv, nv)))
+        for (kind, contacts), knots in self.groups.items():
+            K = _span(knots)             # a phase's consecutive knots: views
             qk, vk = q[K], v[K]
             if kind == IMPULSE:
                 d = calls.impulse_dynamics_derivatives(m, qk, vk, self._packed[contacts],
@@ -598,20 +614,10 @@ class Problem:
                         first[K, b, nv:nv + nc] = f
             else:
                 a_q, a_v, a_t = _rbd.aba_derivatives(m, qk, vk, tau)
-            if isinstance(K, slice):     # views: the products written in place
-                np.multiply(a_q, dt, out=Pq[K])
-                np.multiply(a_v, dt, out=Pv[K])
-                np.multiply(a_t[..., off:], dt, out=Pu[K])
-            else:
-                Pq[K] = dt * a_q
-                Pv[K] = dt * a_v
-                Pu[K] = dt * a_t[..., off:]
-            Pv[K] += eye
+            # Pq = dt a_q, Pv = I + dt a_v, Pu = dt a_tau B in one compiled pass (numpy's
+            # four passes over the knots' blocks: ~50 us an iteration on anymal jumping)
+            euler_velocity_batch(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu)
             c[K] = dt
-        D = _span(self.dynamic)
-        if len(self.dynamic):
-            Jq[D], Jv[D] = calls.integrate_jacobians(m, np.ascontiguousarray(q[:-1][D]),
-                                                     dt * vnext[D])
         return Pq, Pv, Pu, Jq, Jv, c
 
     def dynamics_blocks(self, q, v, us, second_order=False):

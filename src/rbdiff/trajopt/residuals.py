@@ -31,8 +31,8 @@ import rbdiff as _rbd
 from ..cpu.trajopt_costs import placement_log_batch
 from ..kinematics import _frame_id as _frame_index
 from . import calls
-from .costs import (Term, _finite, _hashable, _stacked, _weight, _weights, add_diagonal,
-                    add_gauss_newton)
+from .costs import (Term, _finite, _hashable, _reference_rows, _stacked, _weight,
+                    _weights, add_diagonal, add_gauss_newton, ones)
 
 
 # ---- activations ------------------------------------------------------------------------
@@ -40,7 +40,7 @@ from .costs import (Term, _finite, _hashable, _stacked, _weight, _weights, add_d
 def quad_activation(r, weights=None):
     """(a (K,), a' (K, nr), diag a'' (K, nr) or (nr,)) of 0.5 sum_i weights_i r_i^2."""
     if weights is None:
-        return 0.5 * np.einsum("ki,ki->k", r, r), r, np.ones(r.shape[1])
+        return 0.5 * np.einsum("ki,ki->k", r, r), r, ones(r.shape[1])
     Ar = weights * r
     return 0.5 * np.einsum("ki,ki->k", Ar, r), Ar, weights
 
@@ -87,8 +87,10 @@ class CoMPosition(Term):
     def check(self, model, nu=None):
         pass
 
-    def key(self):
-        return (type(self), self.weight, _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), _hashable(self.weights))
 
     def stacked(self, terms):
         return _stacked(self, terms, "target")
@@ -130,8 +132,10 @@ class FramePlacement(Term):
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]      # KeyError naming the frame
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), self.frame, _hashable(self.weights))
 
     def stacked(self, terms):
         return _stacked(self, terms, "placement")
@@ -139,12 +143,9 @@ class FramePlacement(Term):
     def _log(self, model, q):
         K = q.shape[0]
         M = calls.frame_placement(model, q, _frame_index(model, self.frame))
-        ref = np.broadcast_to(self.placement, (K, 4, 4))
+        ref = self.placement if self.placement.ndim == 3 else self.placement[None]
         r, Jl = np.empty((K, 6)), np.empty((K, 6, 6))
-        placement_log_batch(np.ascontiguousarray(M[:, :3, :3]),
-                            np.ascontiguousarray(M[:, :3, 3]),
-                            np.ascontiguousarray(ref[:, :3, :3]),
-                            np.ascontiguousarray(ref[:, :3, 3]), r, Jl)
+        placement_log_batch(M, ref, r, Jl)
         return r, Jl
 
     def value(self, model, q, v, u):
@@ -181,9 +182,10 @@ class FrameVelocity(Term):
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]
 
-    def key(self):
-        return (type(self), self.frame, self.reference, self.weight,
-                _hashable(self.weights))
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), self.frame, self.reference, _hashable(self.weights))
 
     def stacked(self, terms):
         return _stacked(self, terms, "velocity")
@@ -263,8 +265,10 @@ class StateBounds(Term):
             self.x_ref = np.concatenate([_rbd.neutral(model), np.zeros(model.nv)])
         self.x_ref = _finite("StateBounds x_ref", self.x_ref, (model.nq + model.nv,))
 
-    def key(self):
-        return (type(self), self.weight, _hashable(self.lower), _hashable(self.upper),
+    weight_per_knot = True
+
+    def group_key(self):
+        return (type(self), _hashable(self.lower), _hashable(self.upper),
                 _hashable(self.x_ref))
 
     def stacked(self, terms):
@@ -273,7 +277,7 @@ class StateBounds(Term):
     def _residual(self, model, q, v):
         K, nq, nv = q.shape[0], model.nq, model.nv
         r = np.empty((K, 2 * nv))
-        qref = np.ascontiguousarray(np.broadcast_to(self.x_ref[:nq], (K, nq)))
+        qref = _reference_rows(self.x_ref[:nq], K)
         r[:, :nv] = calls.difference(model, qref, np.ascontiguousarray(q))
         r[:, nv:] = v - self.x_ref[nq:]
         return r, qref
@@ -288,14 +292,17 @@ class StateBounds(Term):
         nv, w = model.nv, scale * self.weight
         knots = np.asarray(knots)
         # a'' (and a') vanish inside the bounds: only the knots out of them contribute
+        per = np.ndim(w) > 0            # a scale per knot (Problem's mixed groups)
         act = np.flatnonzero(Arr[:, nv:].any(axis=1))
         if len(act):
-            add_diagonal(out, knots[act], w, Ar[act, nv:], Arr[act, nv:], nv)
+            add_diagonal(out, knots[act], w[act] if per else w, Ar[act, nv:],
+                         Arr[act, nv:], nv)
         act = np.flatnonzero(Arr[:, :nv].any(axis=1))
         if len(act):
             Rq = calls.difference_jacobians(model, qref[act],
                                             np.ascontiguousarray(q[act])).dq1
-            add_gauss_newton(out, knots[act], w, Ar[act, :nv], Arr[act, :nv], Rq)
+            add_gauss_newton(out, knots[act], w[act] if per else w, Ar[act, :nv],
+                             Arr[act, :nv], Rq)
         return self.weight * a
 
 
@@ -309,6 +316,9 @@ class _ForceTerm(Term):
 
     def check(self, model, nu=None):
         model.frames[_frame_index(model, self.frame)]
+
+    def key(self):
+        return self.group_key() + (self.frame,)
 
     def stacked(self, terms):
         return self
@@ -336,9 +346,10 @@ class _ForceTerm(Term):
         a, Ar, Arr = self._activation(self._residual(f))
         A = self._matrix(f.shape[1])
         # a barrier's rows inside the cone have a' = a'' = 0: only the other knots count
-        act = np.flatnonzero(np.broadcast_to(Arr, Ar.shape).any(axis=1))
+        Arr = Arr if Arr.shape == Ar.shape else np.broadcast_to(Arr, Ar.shape)
+        act = np.flatnonzero(Arr.any(axis=1))
         if len(act):
-            Arr = np.broadcast_to(Arr, Ar.shape)[act]
+            Arr = Arr[act]
             Rx, Ru = df_dx[act], df_du[act]
             if A is not None:
                 Rx = A @ Rx[:, :A.shape[1]]     # matmul: einsum's loops ran 14x slower
@@ -363,9 +374,10 @@ class ContactForce(_ForceTerm):
         self.weight = _weight(weight)
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.force),
-                _hashable(self.weights))
+    def group_key(self):
+        """key() without the frame: the same term on other feet (Problem groups them,
+        each knot's forces read through its contact's rows)."""
+        return (type(self), self.weight, _hashable(self.force), _hashable(self.weights))
 
     def dim_ok(self, dim):
         for name, x in (("force", self.force), ("weights", self.weights)):
@@ -461,9 +473,9 @@ class FrictionCone(_ForceTerm):
                      int(nf), bool(inner_appr), float(min_nforce), float(max_nforce))
         self.weight = _weight(weight)
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.A),
-                _hashable(self.lower), _hashable(self.upper))
+    def group_key(self):
+        return (type(self), self.weight, _hashable(self.A), _hashable(self.lower),
+                _hashable(self.upper))
 
     def dim_ok(self, dim):
         pass
@@ -490,9 +502,9 @@ class WrenchCone(_ForceTerm):
             mu, box, rotation, nf, inner_appr, min_nforce, max_nforce)
         self.weight = _weight(weight)
 
-    def key(self):
-        return (type(self), self.frame, self.weight, _hashable(self.A),
-                _hashable(self.lower), _hashable(self.upper))
+    def group_key(self):
+        return (type(self), self.weight, _hashable(self.A), _hashable(self.lower),
+                _hashable(self.upper))
 
     def dim_ok(self, dim):
         if dim != 6:
