@@ -14,12 +14,11 @@ Needs Crocoddyl 3.2 with pin 4.0.x (the trajopt-bench extra, its own environment
 solvers from the same controls (the problem's quasi-static ones, clamped), one thread,
 to their own stopping test (1e-9), the median of ``repeats`` interleaved solves.
 
-Measured (2026-11-29, 2-core machine, load ~1.5, Crocoddyl 3.2.1 / pin 4.0.0; rbdiff's
-box QP in the backward pass): panda reach the same optimum (0.1351759802 against
-0.1351759799, 220 controls at a bound in both) in 72 iterations against 167, 136
-against 451 ms (0.30x); anymal trot the same optimum (233.0271373, 8.5e-16 apart, 47
-at a bound) in 9 iterations against 34, 45 against 560 ms (BoxFDDP's 16 ms an
-iteration inflated by the load: 0.26x by iterations). At other limits the two may stop
+Measured (2026-11-29, idle 2-core machine, Crocoddyl 3.2.1 / pin 4.0.0; rbdiff's box QP
+in the backward pass): panda reach the same optimum (0.1351759802 against 0.1351759799,
+220 controls at a bound in both) in 72 iterations against 167, 114 against 395 ms
+(0.29x); anymal trot the same optimum (233.0271373, 3.9e-15 apart, 47 at a bound) in 9
+iterations against 34, 31 against 162 ms (0.19x). At other limits the two may stop
 at different KKT points of the nonconvex reach: at 0.9 of the free torques 0.1047786
 against 0.1047803, at 0.95 0.0818 against 0.1485.
 """
