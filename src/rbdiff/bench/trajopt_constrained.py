@@ -15,14 +15,14 @@ interleaved solves after a warm-up. The violation of either solution is rbdiff's
 ConstraintSet's on its states and controls (the forces recomputed by the knots' contact
 dynamics), in newtons or newton metres.
 
-Measured (2026-11-29, a 2-core machine shared with other jobs, load 2-3: absolute times
-inflated and noisy, the two solvers interleaved; rbdiff / CSQP iterations, time to
-convergence, CSQP's at termination_tolerance 1e-3): the same optimum (cost within 1.6e-7
-relative, rbdiff's the lower where CSQP does not stop); anymal walking 24 / 7 (202 / 356
-ms, 0.57x), anymal trotting 10 / 5 (0.54x), solo12 trotting 27 / 7 (203 / 335 ms,
-0.61x); CSQP does not stop within 200 iterations on anymal jumping, talos_legs walking
-and solo12 walking, where rbdiff converges in 24, 37 and 53 (0.04x, 0.07x, 0.01x its
-time); worst violation rbdiff <= 1e-6, CSQP up to 2.9e-6 at its tolerance.
+Measured (2026-11-29, idle 2-core machine, the two solvers interleaved; rbdiff / CSQP
+iterations, time to convergence, CSQP's at termination_tolerance 1e-3): the same optimum
+(cost within 1.6e-7 relative, rbdiff's the lower where CSQP does not stop); anymal
+walking 24 / 7 (171 / 325 ms, 0.53x), anymal trotting 10 / 5 (35 / 75 ms, 0.46x), solo12
+trotting 27 / 7 (103 / 186 ms, 0.56x); CSQP does not stop within 200 iterations on
+anymal jumping, talos_legs walking and solo12 walking, where rbdiff converges in 24, 37
+and 53 (0.03x, 0.07x, 0.01x its time); worst violation rbdiff <= 1e-6, CSQP up to
+2.9e-6 at its tolerance.
 """
 
 from __future__ import annotations
