@@ -351,6 +351,41 @@ def test_box_qp_meets_its_kkt_conditions():
                   np.zeros(2, np.int64), np.zeros((2, 2)), *np.empty((3, 2))) == -1
 
 
+def test_gains_with_bounds():
+    """riccati._gains with bounds: where the plain step stays in the box, the plain gains
+    themselves (bit-equal); where a bound binds, the box QP's step (KKT, as box_qp) and
+    feedback -Qr_ff^-1 Q_ux,f on the free rows, none on the clamped ones."""
+    from rbdiff.trajopt.riccati import _gains
+    rng = np.random.default_rng(3)
+    nu, nx = 7, 14
+    A = rng.normal(size=(nu, nu))
+    Qr = A @ A.T + np.eye(nu)
+    Qux, Qu = rng.normal(size=(nu, nx)), rng.normal(size=nu)
+    us = rng.normal(size=(1, nu))
+
+    def gains(lo, hi, box):
+        G = np.concatenate([Qux, Qu[:, None]], axis=1)
+        K, k = np.zeros((1, nu, nx)), np.zeros((1, nu))
+        assert _gains(0, us, lo, hi, box, Qu.copy(), Qr.copy(), G, np.zeros((nu, nu)), K,
+                      k, np.empty((6, nu)), np.empty(nu, np.int64))
+        return K[0], k[0]
+
+    K0, k0 = gains(np.full(nu, -np.inf), np.full(nu, np.inf), False)
+    K1, k1 = gains(us[0] - 1e3, us[0] + 1e3, True)
+    assert np.array_equal(K0, K1) and np.array_equal(k0, k1)
+    lo, hi = us[0] - 0.3 * np.abs(k0), us[0] + 0.3 * np.abs(k0)     # every row binds
+    lo[0], hi[0] = -np.inf, np.inf                                   # but the first
+    K, k = gains(lo, hi, True)
+    u = us[0] + k
+    assert (u >= lo - 1e-12).all() and (u <= hi + 1e-12).all()
+    g = Qu + Qr @ k
+    free = ~(np.isclose(u, lo, rtol=0, atol=1e-12) | np.isclose(u, hi, rtol=0, atol=1e-12))
+    assert free[0] and np.abs(g[free]).max() < 1e-9 * np.abs(Qu).max()
+    np.testing.assert_allclose(K[free], -np.linalg.solve(Qr[np.ix_(free, free)],
+                                                         Qux[free]), rtol=1e-10, atol=1e-12)
+    assert not K[~free].any()
+
+
 def test_fddp_box_reaches_a_kkt_point():
     """FDDP with control bounds (the box QP in its backward pass, Crocoddyl's BoxFDDP)
     on the reach with 15 N m limits: converged, within the bounds, a KKT point of the

@@ -62,6 +62,7 @@ def box_qp(H, q, lb, ub, x, free, W, g, dx, xn):
     for i in range(n):
         x[i] = min(max(x[i], lb[i]), ub[i])
     nf = -1
+    exact = False
     for _ in range(MAXITER):
         scale = 0.0
         for i in range(n):
@@ -82,13 +83,16 @@ def box_qp(H, q, lb, ub, x, free, W, g, dx, xn):
                 free[nf] = i
                 nf += 1
                 gmax = max(gmax, abs(g[i]))
-        if not (same and nf == last):   # the free set moved: factor its block again
+        same = same and nf == last
+        if not same:                    # the free set moved: factor its block again
             for a in range(nf):         # (unbounded at the solution: one factor in all)
                 for b in range(a + 1):
                     W[a, b] = H[free[a], free[b]]
             if not factor(W, nf):
                 return -1
-        if gmax <= tol:
+        # a full Newton step that no bound clipped, and the same free set after it: x
+        # minimises the QP on that face, the clamped rows still push outwards (KKT)
+        if gmax <= tol or (same and exact):
             break
         for a in range(nf):
             xn[a] = -g[free[a]]
@@ -102,8 +106,12 @@ def box_qp(H, q, lb, ub, x, free, W, g, dx, xn):
         moved = False
         for _s in range(STEPS):
             dec = 0.0
+            exact = step == 1.0
             for i in range(n):
-                xn[i] = min(max(x[i] + step * dx[i], lb[i]), ub[i])
+                y = x[i] + step * dx[i]
+                xn[i] = min(max(y, lb[i]), ub[i])
+                if xn[i] != y:
+                    exact = False
                 dec += g[i] * (x[i] - xn[i])
             if f0 - _objective(H, q, xn) >= ARMIJO * dec and dec > 0.0:
                 for i in range(n):

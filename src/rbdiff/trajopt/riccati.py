@@ -32,7 +32,7 @@ S = [[Jq, dt Jv], [0, I]] of integrate's Jacobians applied to V_x' and V_xx' fir
 
 import numpy as np
 
-from ..kernels.contact_dynamics import backward_rows, forward_rows
+from ..kernels.contact_dynamics import backward_rows, cholesky_solve, forward_rows
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
 from .boxqp import box_qp, factor
@@ -132,9 +132,9 @@ def _gains(t, us, lo, hi, box, Qu, Qr, G, L, K_fb, k_ff, bx, free):
     """Knot t's gains from Qr (Q_uu regularised, nu x nu) and G = [Q_ux | Q_u] (both
     backward passes): K_fb[t], k_ff[t] = -Qr^-1 G by Cholesky, or with ``box`` (the
     control bounds lo, hi (nu,) hold at this pass) Tassa et al. 2014's control-limited
-    gains, as Crocoddyl's SolverBoxFDDP: k_ff[t] the box QP's solution
-    (boxqp.box_qp: min 1/2 k'Qr k + Q_u'k, lo <= us[t] + k <= hi, warm-started from the
-    previous pass's k), the free rows of K_fb[t] -Qr_ff^-1 Q_ux,f and its clamped rows
+    gains, as Crocoddyl's SolverBoxFDDP: where the plain step leaves the box, k_ff[t]
+    the box QP's solution (boxqp.box_qp: min 1/2 k'Qr k + Q_u'k, lo <= us[t] + k <= hi,
+    warm-started from the previous pass's k; where it stays inside, it is that solution), the free rows of K_fb[t] -Qr_ff^-1 Q_ux,f and its clamped rows
     0. Then Q_uu k + Q_u and Q_uu K + Q_ux vanish on the free rows and K's clamped rows
     are 0, so _value's exact shortcut holds and k.Q_u + k.Q_uu k / 2 is the QP's value:
     the expected change is the model's own (Crocoddyl zeroes Q_u's clamped rows there,
@@ -142,11 +142,21 @@ def _gains(t, us, lo, hi, box, Qu, Qr, G, L, K_fb, k_ff, bx, free):
     first step on a bounded iiwa reach). bx (6, nu), free (nu,) int64: scratch.
     False when Qr (or its free block) is not positive definite."""
     nu, nx = G.shape[0], G.shape[1] - 1
-    if not box:
+    for i in range(nu):
+        for j in range(i + 1):
+            L[i, j] = Qr[i, j]
+    ok = factor(L, nu)
+    if ok and box:      # the plain step inside the box is the QP's solution (all free):
+        x = bx[2]       # the QP only where a bound binds (it costs 3x the plain gains)
         for i in range(nu):
-            for j in range(i + 1):
-                L[i, j] = Qr[i, j]
-        if not factor(L, nu):
+            x[i] = -Qu[i]
+        cholesky_solve(L, nu, x)
+        box = False
+        for i in range(nu):
+            if not lo[i] <= us[t, i] + x[i] <= hi[i]:
+                box = True
+    if not box:
+        if not ok:
             return False
         _neg_cho_solve(L, G)
         for i in range(nu):         # loops: a kernel has no runtime to copy slices
