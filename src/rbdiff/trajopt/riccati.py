@@ -35,8 +35,8 @@ import numpy as np
 from ..kernels.contact_dynamics import backward_rows, cholesky_solve, forward_rows
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
-from .boxqp import box_qp, factor
 from ..kernels.workspace import workspace_rows
+from .boxqp import box_qp, factor
 
 
 @helper
@@ -134,12 +134,13 @@ def _gains(t, us, lo, hi, box, Qu, Qr, G, L, K_fb, k_ff, bx, free):
     control bounds lo, hi (nu,) hold at this pass) Tassa et al. 2014's control-limited
     gains, as Crocoddyl's SolverBoxFDDP: where the plain step leaves the box, k_ff[t]
     the box QP's solution (boxqp.box_qp: min 1/2 k'Qr k + Q_u'k, lo <= us[t] + k <= hi,
-    warm-started from the previous pass's k; where it stays inside, it is that solution), the free rows of K_fb[t] -Qr_ff^-1 Q_ux,f and its clamped rows
-    0. Then Q_uu k + Q_u and Q_uu K + Q_ux vanish on the free rows and K's clamped rows
-    are 0, so _value's exact shortcut holds and k.Q_u + k.Q_uu k / 2 is the QP's value:
-    the expected change is the model's own (Crocoddyl zeroes Q_u's clamped rows there,
-    which drops a step onto a bound's descent: iLQR's stop test then fired before its
-    first step on a bounded iiwa reach). bx (6, nu), free (nu,) int64: scratch.
+    warm-started from the previous pass's k; where it stays inside, it is that
+    solution), the free rows of K_fb[t] -Qr_ff^-1 Q_ux,f and its clamped rows 0. Then
+    Q_uu k + Q_u and Q_uu K + Q_ux vanish on the free rows and K's clamped rows are 0,
+    so _value's exact shortcut holds and k.Q_u + k.Q_uu k / 2 is the QP's value: the
+    expected change is the model's own (Crocoddyl zeroes Q_u's clamped rows there, which
+    drops a step onto a bound's descent: iLQR's stop test then fired before its first
+    step on a bounded iiwa reach). bx (6, nu), free (nu,) int64: scratch.
     False when Qr (or its free block) is not positive definite."""
     nu, nx = G.shape[0], G.shape[1] - 1
     for i in range(nu):
@@ -175,8 +176,8 @@ def _gains(t, us, lo, hi, box, Qu, Qr, G, L, K_fb, k_ff, bx, free):
     for a in range(nf):             # the free rows to the top (free[a] >= a: in place)
         for j in range(nx):
             G[a, j] = G[free[a], j]
-    forward_rows(L, nf, G[:, :nx])
-    backward_rows(L, nf, G[:, :nx])
+    forward_rows(L, nf, G)          # all of G: a column slice is strided (not vectorised,
+    backward_rows(L, nf, G)         # 2x slower); its Q_u column comes along unused
     for i in range(nu):
         k_ff[t, i] = x[i]
         for j in range(nx):
@@ -478,7 +479,8 @@ def backward_pass(Pq, Pv, Pu, lx, lu, lxx, luu, reg, dt, ddp, costate, a_qq, a_v
     S = [[I, dt I], [0, I]]; the products run on those nv x nv blocks (about half the work
     of dense 2nv x 2nv ones; _q_blocks). lx (T+1, nx), lxx (T+1, nx, nx): knot T's are the
     terminal cost's. us (T, nu), lo, hi (nu,): the nominal controls and their bounds (+-inf:
-    none; where any is finite, every knot's gains come from _gains' box QP). ddp: add the curvature terms contracted with V_x' (classical DDP) or, with
+    none; where any is finite, the gains come from _gains' box QP). ddp: add the
+    curvature terms contracted with V_x' (classical DDP) or, with
     ``costate``, with the open-loop costate lambda_t = l_x + F_x^T lambda_{t+1}
     (Pantoja's stagewise Newton: with reg 0 the step is then exactly Newton's step on
     the controls). With ``contract`` (what solve() does) the contraction is computed at
@@ -656,9 +658,9 @@ def backward_pass_fddp(Pq, Pv, Pu, Jq, Jv, c, blocks, lx, lu, lxx, luu, lxu, fs,
     the nv x nv blocks as backward_pass's (_q_blocks on W = S^T V_xx' S, _value with the
     exact shortcut), about half the work of the dense 2nv x 2nv ones. Control bounds
     (lo, hi (nu,), +-inf: none) by the box QP of _gains while ``feasible``, the plain
-    gains otherwise (Crocoddyl's SolverBoxFDDP). Fills k_ff (T, nu), K_fb (T, nu, nx), Vx (T+1, nx),
-    Vxx (T+1, nx, nx); returns (-1, sum Q_u.k, sum k.Q_uu.k) or (knot, 0, 0) where Q_uu is
-    not positive definite (then the caller raises reg)."""
+    gains otherwise (Crocoddyl's SolverBoxFDDP). Fills k_ff (T, nu), K_fb (T, nu, nx),
+    Vx (T+1, nx), Vxx (T+1, nx, nx); returns (-1, sum Q_u.k, sum k.Q_uu.k) or (knot, 0,
+    0) where Q_uu is not positive definite (then the caller raises reg)."""
     T, n = Pq.shape[0], Pq.shape[1]
     nx, nu = 2 * n, Pu.shape[2]
     sc = (np.empty((nx, nx)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n)),
