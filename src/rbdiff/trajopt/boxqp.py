@@ -6,7 +6,8 @@ by projected Newton (Bertsekas 1982), as in Tassa, Mansard & Todorov 2014's
 control-limited DDP and Crocoddyl's BoxQP (SolverBoxFDDP's backward pass):
 
     g = q + H x;  clamped c: x_i at lb_i with g_i > 0 or at ub_i with g_i < 0;  free f;
-    stop when |g_f|_inf <= tol;
+    stop when |g_f|_inf <= tol, or when the free set is the one a full Newton step that
+    no bound clipped was taken on (x then minimises the QP on that face);
     dx_f = -H_ff^-1 g_f, dx_c = 0;  x <- proj(x + a dx), a = 1, 1/2, ..., 2^-(STEPS-1),
     the first with f(x) - f(x_new) >= ARMIJO g^T (x - x_new).
 
