@@ -318,12 +318,13 @@ class MPC:
         lo, hi = StateBounds.limits(self.model, self.model.velocity_limits)
         bounds = StateBounds(lo, hi, w["bounds"]) if np.isfinite(hi).any() else None
         hard = self.method == "al"
+        limits = np.asarray(self.model.effort_limits, dtype=float)[6:]
+        limited = bool(np.isfinite(limits).any())
         if hard:            # the cones (f_n >= 0 included) and torque limits as constraints
             ccones = [C.FrictionCone(f, self.mu, np.eye(3), 4, False) if self.contact == "3d"
                       else C.WrenchCone(f, self.mu, self.sole, np.eye(3), 4, True)
                       for f in self.feet]
-            limits = np.asarray(self.model.effort_limits)[6:]
-            torque = [C.ControlBox()] if np.isfinite(limits).any() else []
+            torque = [C.ControlBox()] if limited else []
         running, contacts, constraints = [], [], []
         for k in range(T):
             terms = [StateRegularization(xref[k], 1.0, self._state_weights), ctrl]
@@ -348,8 +349,7 @@ class MPC:
         terminal = [StateRegularization(xref[T], w["terminal"], self._state_weights)]
         # fddp / ddp: the effort limits as the controls' box (the backward pass's box QP
         # holds them at every iterate: the plant clips what a plan asks beyond them)
-        limits = np.asarray(self.model.effort_limits, dtype=float)[6:]
-        box = not hard and np.isfinite(limits).any()
+        box = limited and not hard
         prob = Problem(self.model, x, T, self.dt, running=running, terminal=terminal,
                        u_lower=-limits if box else None, u_upper=limits if box else None,
                        actuation="floating_base", contacts=contacts,
