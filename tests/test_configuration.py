@@ -303,7 +303,9 @@ def test_fast_path_refuses_what_it_cannot_read():
     float64 1-D ndarrays: int64 data (8 bytes too), other byte orders, 2-D arrays and
     ndarray subclasses go to the general path and give the float64 answer."""
     from rbdiff import configuration as C
+    from rbdiff.cpu import single
     from rbdiff.kernels import fastargs
+    from rbdiff.kernels.jit import native_ref
     model, pm = tree_pair(1, n=6, floating=True)
     rng = np.random.default_rng(1)
     q = _q(pm, rng)
@@ -322,12 +324,14 @@ def test_fast_path_refuses_what_it_cannot_read():
             assert C._integrate_fast(model.mi, q, bad, out) is False
         assert C._integrate_fast(model.mi, q, v, out) is True
         assert _rel(out, want) < INTEGRATE_TOL
-    for bad in (q.astype(np.int64), q[None]):             # the Python-checked fallback
-        assert C._integrate_checked(model.mi, bad, v, out) is False
-    with pytest.raises(AttributeError):
-        C._integrate_checked(model.mi, list(q), v, out)
-    assert C._integrate_checked(model.mi, q, v, out) is True
+    # the Python-checked stand-ins where fastargs is not AVAILABLE (jit.native_ref)
+    box = [None, None]
+    integrate_checked = native_ref(single.integrate_one, 0, box, (1, 2), available=False)
+    difference_checked = native_ref(single.difference_one, 1, box, (1, 2), available=False)
+    for bad in (q.astype(np.int64), q[None], list(q), np.asmatrix(q), None):
+        assert integrate_checked(model.mi, bad, v, out) is False
+    assert integrate_checked(model.mi, q, v, out) is True
     assert _rel(out, want) < INTEGRATE_TOL
     d = np.empty(model.nv)
-    C._difference_checked(model.mi, q, out, d)
+    assert difference_checked(model.mi, q, out, d) is True
     assert np.max(np.abs(d - v)) < 1e-12 or _rel(d, pin.difference(pm, q, out)) < 1e-12

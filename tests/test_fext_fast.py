@@ -1,5 +1,5 @@
-"""Single calls with fext take the fast path (validation.fext_fast) when fext is a float64
-C-contiguous ndarray (njoints, 6): the same numbers as the general path (a list fext,
+"""Single calls with fext take the fast path (the entry checks fext: kernels.fastargs)
+when fext is a float64 C-contiguous ndarray (njoints, 6): the same numbers as the general path (a list fext,
 or a strided one, takes it), and the same errors (NaN from the entry's own check, a
 wrong shape from the general path)."""
 

@@ -273,8 +273,9 @@ def test_fast_entries_take_only_float64_vectors():
     """forward_kinematics (q, v, a given) and frame_jacobian pass q (v, a) unchecked to
     entries that accept only float64 1-D ndarrays (kernels.fastargs); anything else,
     strided views included, goes to the general path and gives the same answer."""
-    from rbdiff import kinematics as K
+    from rbdiff.cpu import single as cs
     from rbdiff.kernels import fastargs
+    from rbdiff.kernels.jit import native_ref
     model = rbd.load_robot("iiwa14")
     rng = np.random.default_rng(5)
     q, v, a = (rng.normal(size=model.nv) for _ in range(3))
@@ -292,32 +293,25 @@ def test_fast_entries_take_only_float64_vectors():
         assert np.asarray(rbd.frame_jacobian(model, bad, f, "world")).shape[-2:] == J.shape
     out = [np.empty(model._sT), np.empty(model._sm), np.empty(model._sm)]
     Jo = np.empty(model._sJ)
-    if fastargs.AVAILABLE:
+    ws = HELD[model._scratch_key]
+    # the entries as the fast paths bind them (REF where fastargs is AVAILABLE), and the
+    # Python-checked stand-ins used elsewhere (jit.native_ref(available=False))
+    routes = [False] + ([True] if fastargs.AVAILABLE else [])
+    for available in routes:
+        box = [None, None]      # where they rebind themselves after their first call
+        fk_fast = native_ref(cs.forward_kinematics_one, 0, box, (2, 3, 4),
+                             available=available)
+        jac_fast = native_ref(cs.frame_jacobian_one, 1, box, (4,), available=available)
         for bad in (q.astype(np.int64), q[None], q.astype(np.float32), list(q),
                     np.asmatrix(q), q.astype(">f8"), None, 3.0):
-            assert K._fk_fast(model.mi, model.mf, bad, v, a,
-                              HELD[model._scratch_key], *out) is False
-            assert K._fk_fast(model.mi, model.mf, q, bad, a,
-                              HELD[model._scratch_key], *out) is False
-            assert K._fk_fast(model.mi, model.mf, q, v, bad,
-                              HELD[model._scratch_key], *out) is False
-            assert K._frame_jacobian_fast(model.mi, model.mf, model.frame_parents,
-                                          model.frame_mf, bad, f, 0,
-                                          HELD[model._scratch_key], Jo) is False
-        assert K._fk_fast(model.mi, model.mf, strided, v, a,
-                          HELD[model._scratch_key], *out) is True
+            assert fk_fast(model.mi, model.mf, bad, v, a, ws, *out) is False
+            assert fk_fast(model.mi, model.mf, q, bad, a, ws, *out) is False
+            assert fk_fast(model.mi, model.mf, q, v, bad, ws, *out) is False
+            assert jac_fast(model.mi, model.mf, model.frame_parents, model.frame_mf, bad, f,
+                            0, ws, Jo) is False
+        assert fk_fast(model.mi, model.mf, strided, v, a, ws, *out) is True
         for y, z in zip(out, fk):
             np.testing.assert_array_equal(y, z)
-    for bad in (q.astype(np.int64), q[None]):             # the Python-checked fallbacks
-        assert K._fk_checked(model.mi, model.mf, bad, v, a,
-                             HELD[model._scratch_key], *out) is False
-        assert K._frame_jacobian_checked(model.mi, model.mf, model.frame_parents,
-                                         model.frame_mf, bad, f, 0,
-                                         HELD[model._scratch_key], Jo) is False
-    assert K._fk_checked(model.mi, model.mf, strided, v, a,
-                         HELD[model._scratch_key], *out) is True
-    assert K._frame_jacobian_checked(model.mi, model.mf, model.frame_parents,
-                                     model.frame_mf, q, f, 0,
-                                     HELD[model._scratch_key], Jo) is True
-    np.testing.assert_array_equal(out[2], fk[2])
-    np.testing.assert_array_equal(Jo, J)
+        assert jac_fast(model.mi, model.mf, model.frame_parents, model.frame_mf, strided, f,
+                        0, ws, Jo) is True
+        np.testing.assert_array_equal(Jo, J)

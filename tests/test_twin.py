@@ -74,7 +74,7 @@ def test_a_twins_exception_reaches_its_caller():
     import rbdiff as rbd
     from rbdiff.cpu.scratch import single_call_scratch
     from rbdiff.cpu.single import aba_one
-    from rbdiff.cpu.twin import twin, twin_later
+    from rbdiff.cpu.twin import twin, twin_later_ok
 
     @numba.njit
     def now(mi, mf, q, v, tau, ws, qdd):
@@ -82,7 +82,7 @@ def test_a_twins_exception_reaches_its_caller():
 
     @numba.njit
     def later(mi, mf, q, v, tau, ws, qdd):
-        twin_later(aba_one, (mi, mf, q, v, tau, None, ws, qdd))
+        twin_later_ok(aba_one, (mi, mf, q, v, tau, None, ws, qdd))
 
     m = rbd.models.random_tree(5, 2, floating_base=True)
     rng = np.random.default_rng(1)
@@ -150,13 +150,13 @@ _AHEAD = textwrap.dedent("""
 """ + _LOG + """    import rbdiff as rbd
     from rbdiff.cpu import background
     from rbdiff.cpu.single import integrate_one
-    from rbdiff.cpu.twin import ahead, twin_later
+    from rbdiff.cpu.twin import ahead, twin_later_ok
     background.spare_core = lambda: True     # whatever else the machine runs
 
     @numba.njit
     def step(mi, q, v, qout):
         ahead(integrate_one, (mi, q, v, qout))
-        twin_later(integrate_one, (mi, q, v, qout))
+        twin_later_ok(integrate_one, (mi, q, v, qout))
 
     m = rbd.models.random_tree(5, 2, floating_base=True)
     rng = np.random.default_rng(2)

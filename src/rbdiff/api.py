@@ -19,32 +19,32 @@ from .cpu.outputs import empty as _outputs
 from .cpu.scratch import HELD as _HELD
 from .cpu.scratch import HELD_F as _HELD_F
 from .declare import Function
-from .kernels.jit import native
+from .kernels.jit import native, native_ref
 from .validation import F64 as _F64
 from .validation import ND as _ND
-from .validation import fext_fast as _fext_fast
 from .validation import no_forces as _no_forces
 
-# The fast paths ask only for dtype float64 and ndim 1 (single) or 2 (batch: q also an
-# ndarray, so device arrays go to rbdiff.gpu; the batch entries check the shapes,
-# cpu.checks) (no type() checks on single calls: ~70 ns less,
-# with np.empty bound below). Anything else leaves them: no .dtype (AttributeError), not a
-# NumPy array (the compiled entry's unboxing raises TypeError), or input the entry
-# refuses (ValueError); the general path then validates it and names the argument.
+# The fast paths: a single call hands its arguments unchecked to an entry that checks
+# them itself (kernels.fastargs, bound by jit.native_ref: False unless they are float64
+# 1-D ndarrays, fext a C-contiguous float64 (njoints, 6) one); a batch asks only for dtype
+# float64 and ndim 2 (q also an ndarray, so device arrays go to rbdiff.gpu; the batch
+# entries check the shapes, cpu.checks). Anything else leaves them: no .dtype
+# (AttributeError), input the entry refuses (ValueError); the general path then validates
+# it and names the argument.
 _FAST_MISS = (AttributeError, TypeError, ValueError, TypingError)   # TypingError: a device
 # array beside NumPy ones in a batch
 # module globals: one dictionary lookup on the fast path instead of two
 _empty = np.empty
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
 # (scratch: cpu.scratch's HELD workspaces: these entries hold the GIL)
-_rnea_one = native(single.rnea_one, "_rnea_one", globals())
-_aba_one = native(single.aba_one, "_aba_one", globals())
+_rnea_one = native_ref(single.rnea_one, "_rnea_one", globals(), (2, 3, 4))
+_aba_one = native_ref(single.aba_one, "_aba_one", globals(), (2, 3, 4))
 # with fext: stand-ins of their own (a native function is compiled for its first call's
-# types, fext None there; here a C-contiguous fext: validation.fext_fast)
-_rnea_one_f = native(single.rnea_one, "_rnea_one_f", globals())
-_aba_one_f = native(single.aba_one, "_aba_one_f", globals())
-_crba_one = native(single.crba_one, "_crba_one", globals(), inputs=(2,))
-_minverse_one = native(single.minverse_one, "_minverse_one", globals(), inputs=(2,))
+# types, fext None there; here fext checked in the entry too)
+_rnea_one_f = native_ref(single.rnea_one, "_rnea_one_f", globals(), (2, 3, 4), {5: 2})
+_aba_one_f = native_ref(single.aba_one, "_aba_one_f", globals(), (2, 3, 4), {5: 2})
+_crba_one = native_ref(single.crba_one, "_crba_one", globals(), (2,))
+_minverse_one = native_ref(single.minverse_one, "_minverse_one", globals(), (2,))
 _run = policy.run
 _RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
 _ABA_B = (batch.aba_batch, batch.aba_parallel)
@@ -57,9 +57,9 @@ _CRBA_F = policy.fast_pair(*_CRBA_B, inputs=(2,))
 _MINV_F = policy.fast_pair(*_MINV_B, inputs=(2,))
 _rnea_few = native(batch.rnea_few, "_rnea_few", globals())      # batches of a few us
 _aba_few = native(batch.aba_few, "_aba_few", globals())
-_gravity_one = native(single.gravity_one, "_gravity_one", globals(), inputs=(2,))
-_nonlinear_effects_one = native(single.nonlinear_effects_one, "_nonlinear_effects_one",
-                                globals(), inputs=(2, 3))
+_gravity_one = native_ref(single.gravity_one, "_gravity_one", globals(), (2,))
+_nonlinear_effects_one = native_ref(single.nonlinear_effects_one, "_nonlinear_effects_one",
+                                    globals(), (2, 3))
 
 
 def _batch_out(shape):
@@ -95,20 +95,18 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    try:    # fast paths (see _FAST_MISS); the entries check lengths and values
-        if q.dtype is v.dtype is a.dtype is _F64:
-            nd = q.ndim
-            if nd == 1 == v.ndim == a.ndim and (fext is None or _fext_fast(model, fext)):
-                tau = _empty(model.nv)
-                (_rnea_one if fext is None else _rnea_one_f)(
-                    model.mi, model.mf, q, v, a, fext, _HELD[model._scratch_key], tau)
-                return tau
-            if fext is None and nd == 2 == v.ndim == a.ndim and type(q) is _ND:
-                n = len(q)
-                tau = _batch_out((n, model.nv))
-                _run(model, *_RNEA_F, n,
-                     (model.mi, model.mf, q, v, a, _no_forces(n), tau), (), _rnea_few)
-                return tau
+    tau = _empty(model.nv)
+    try:    # fast paths (see _FAST_MISS); the entries check types, lengths and values
+        if (_rnea_one if fext is None else _rnea_one_f)(
+                model.mi, model.mf, q, v, a, fext, _HELD[model._scratch_key], tau):
+            return tau
+        if (fext is None and q.dtype is v.dtype is a.dtype is _F64
+                and 2 == q.ndim == v.ndim == a.ndim and type(q) is _ND):
+            n = len(q)
+            tau = _batch_out((n, model.nv))
+            _run(model, *_RNEA_F, n,
+                 (model.mi, model.mf, q, v, a, _no_forces(n), tau), (), _rnea_few)
+            return tau
     except _FAST_MISS:
         pass
     return _RNEA(model, q, v, a, fext=fext)
@@ -120,20 +118,18 @@ def aba(model, q, v, tau, fext=None):
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
+    qdd = _empty(model.nv)
     try:
-        if q.dtype is v.dtype is tau.dtype is _F64:
-            nd = q.ndim
-            if nd == 1 == v.ndim == tau.ndim and (fext is None or _fext_fast(model, fext)):
-                qdd = _empty(model.nv)
-                (_aba_one if fext is None else _aba_one_f)(
-                    model.mi, model.mf, q, v, tau, fext, _HELD[model._scratch_key], qdd)
-                return qdd
-            if fext is None and nd == 2 == v.ndim == tau.ndim and type(q) is _ND:
-                n = len(q)
-                qdd = _batch_out((n, model.nv))
-                _run(model, *_ABA_F, n,
-                     (model.mi, model.mf, q, v, tau, _no_forces(n), qdd), (), _aba_few)
-                return qdd
+        if (_aba_one if fext is None else _aba_one_f)(
+                model.mi, model.mf, q, v, tau, fext, _HELD[model._scratch_key], qdd):
+            return qdd
+        if (fext is None and q.dtype is v.dtype is tau.dtype is _F64
+                and 2 == q.ndim == v.ndim == tau.ndim and type(q) is _ND):
+            n = len(q)
+            qdd = _batch_out((n, model.nv))
+            _run(model, *_ABA_F, n,
+                 (model.mi, model.mf, q, v, tau, _no_forces(n), qdd), (), _aba_few)
+            return qdd
     except _FAST_MISS:
         pass
     return _ABA(model, q, v, tau, fext=fext)
@@ -142,16 +138,14 @@ def aba(model, q, v, tau, fext=None):
 def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
+    M = _empty(model._svv)
     try:
-        if q.dtype is _F64:
-            if q.ndim == 1:
-                M = _empty(model._svv)
-                _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], M)
-                return M
-            if q.ndim == 2 and type(q) is _ND:
-                M = _batch_out((q.shape[0],) + model._svv)
-                _run(model, *_CRBA_F, q.shape[0], (model.mi, model.mf, q, M))
-                return M
+        if _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], M):
+            return M
+        if q.dtype is _F64 and q.ndim == 2 and type(q) is _ND:
+            M = _batch_out((q.shape[0],) + model._svv)
+            _run(model, *_CRBA_F, q.shape[0], (model.mi, model.mf, q, M))
+            return M
     except _FAST_MISS:
         pass
     return _CRBA(model, q)
@@ -160,17 +154,15 @@ def crba(model, q):
 def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
+    Minv = _empty(model._svv)
     try:
-        if q.dtype is _F64:
-            if q.ndim == 1:
-                Minv = _empty(model._svv)
-                _minverse_one(model.mi, model.mf, q,
-                              _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv)
-                return Minv
-            if q.ndim == 2 and type(q) is _ND:
-                Minv = _batch_out((q.shape[0],) + model._svv)
-                _run(model, *_MINV_F, q.shape[0], (model.mi, model.mf, q, Minv))
-                return Minv
+        if _minverse_one(model.mi, model.mf, q,
+                         _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv):
+            return Minv
+        if q.dtype is _F64 and q.ndim == 2 and type(q) is _ND:
+            Minv = _batch_out((q.shape[0],) + model._svv)
+            _run(model, *_MINV_F, q.shape[0], (model.mi, model.mf, q, Minv))
+            return Minv
     except _FAST_MISS:
         pass
     return _MINV(model, q)
@@ -179,10 +171,9 @@ def minverse(model, q):
 def nonlinear_effects(model, q, v):
     """C(q, v) v + g(q) (nv,) = rnea(q, v, 0), by RNEA without the qdd terms (as
     Pinocchio's nonLinearEffects). Batch: (B, nv)."""
+    h = _empty(model._sv)
     try:
-        if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
-            h = _empty(model._sv)
-            _nonlinear_effects_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], h)
+        if _nonlinear_effects_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], h):
             return h
     except _FAST_MISS:
         pass
@@ -192,10 +183,9 @@ def nonlinear_effects(model, q, v):
 def gravity(model, q):
     """Generalised gravity g(q) (nv,) = rnea(q, 0, 0), by RNEA without the velocity and
     qdd terms (as Pinocchio's computeGeneralizedGravity). Batch: (B, nv)."""
+    g = _empty(model._sv)
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            g = _empty(model._sv)
-            _gravity_one(model.mi, model.mf, q, _HELD[model._scratch_key], g)
+        if _gravity_one(model.mi, model.mf, q, _HELD[model._scratch_key], g):
             return g
     except _FAST_MISS:
         pass

@@ -16,7 +16,7 @@ import numpy as np
 from .cpu import centroidal as cc
 from .cpu.scratch import HELD as _HELD
 from .declare import Function
-from .kernels.jit import native
+from .kernels.jit import native, native_ref
 from .model.layout import MF_MASS
 from .model.model import Model
 from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
@@ -24,22 +24,26 @@ from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
 from .validation import F64 as _F64
 
 # Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: natively bound
-# entries on cpu.scratch's HELD workspace (they hold the GIL); any miss (another dtype or
-# ndim, a refused input, a massless model) takes the general path, which names the problem.
+# entries on cpu.scratch's HELD workspace (they hold the GIL) that check the state's types
+# themselves (jit.native_ref: False when not float64 1-D ndarrays); any miss (another
+# dtype or ndim, a refused input, a massless model) takes the general path, which names
+# the problem.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
 _new = tuple.__new__          # a result NamedTuple without its Python __new__
 _S3 = (3,)
 _S6 = (6,)
-_com_q = native(cc.center_of_mass_one, "_com_q", globals(), inputs=(2,))
-_com_qv = native(cc.center_of_mass_one, "_com_qv", globals(), inputs=(2, 3))
-_com_qva = native(cc.center_of_mass_one, "_com_qva", globals())
-_com_jacobian_one = native(cc.com_jacobian_one, "_com_jacobian_one", globals(), inputs=(2,))
-_centroidal_map_one = native(cc.centroidal_map_one, "_centroidal_map_one", globals(),
-                             inputs=(2,))
-_momentum_qv = native(cc.centroidal_momentum_one, "_momentum_qv", globals(), inputs=(2, 3))
-_momentum_qva = native(cc.centroidal_momentum_one, "_momentum_qva", globals())
-_derivatives_one = native(cc.centroidal_derivatives_one, "_derivatives_one", globals())
+_com_q = native_ref(cc.center_of_mass_one, "_com_q", globals(), (2,))
+_com_qv = native_ref(cc.center_of_mass_one, "_com_qv", globals(), (2, 3))
+_com_qva = native_ref(cc.center_of_mass_one, "_com_qva", globals(), (2, 3, 4))
+_com_jacobian_one = native_ref(cc.com_jacobian_one, "_com_jacobian_one", globals(), (2,))
+_centroidal_map_one = native_ref(cc.centroidal_map_one, "_centroidal_map_one", globals(),
+                                 (2,))
+_momentum_qv = native_ref(cc.centroidal_momentum_one, "_momentum_qv", globals(), (2, 3))
+_momentum_qva = native_ref(cc.centroidal_momentum_one, "_momentum_qva", globals(),
+                           (2, 3, 4))
+_derivatives_one = native_ref(cc.centroidal_derivatives_one, "_derivatives_one", globals(),
+                              (2, 3, 4))
 _kinetic_one = native(cc.kinetic_energy_one, "_kinetic_one", globals(), inputs=(2, 3))
 _potential_one = native(cc.potential_energy_one, "_potential_one", globals(), inputs=(2,))
 # the total mass, summed once per model (models are immutable): one attribute load a call
@@ -96,23 +100,22 @@ def center_of_mass(model, q, v=None, a=None):
 
     q (nq,), v and a (nv,) or None (a needs v); a leading batch axis (B, nq), (B, nv)
     gives (B, 3) each. ValueError when the model's total mass is zero."""
-    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
-        if q.dtype is _F64 and q.ndim == 1:
-            c = _empty(_S3)
-            if v is None:
-                if a is None:
-                    _com_q(model.mi, model.mf, q, None, None,
-                           _HELD[model._scratch_key], c, None, None)
-                    return c
-            elif v.dtype is _F64 and v.ndim == 1:
-                vc = _empty(_S3)
-                if a is None:
-                    _com_qv(model.mi, model.mf, q, v, None,
-                            _HELD[model._scratch_key], c, vc, None)
+    c = _empty(_S3)
+    try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
+        if v is None:
+            if a is None and _com_q(model.mi, model.mf, q, None, None,
+                                    _HELD[model._scratch_key], c, None, None):
+                return c
+        else:
+            vc = _empty(_S3)
+            if a is None:
+                if _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], c, vc,
+                           None):
                     return _new(CenterOfMassVelocity, (c, vc))
-                if a.dtype is _F64 and a.ndim == 1:
-                    ac = _empty(_S3)
-                    _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], c, vc, ac)
+            else:
+                ac = _empty(_S3)
+                if _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], c, vc,
+                            ac):
                     return _new(CenterOfMassAcceleration, (c, vc, ac))
     except _FAST_MISS:
         pass
@@ -126,10 +129,9 @@ def com_jacobian(model, q):
     space, so that vcom = J v (Pinocchio's jacobianCenterOfMass). Column k of a dof of
     joint j is [IC_j S_k]_lin / M (IC_j the composite inertia of j's subtree). A batch q
     (B, nq) gives (B, 3, nv). ValueError when the model's total mass is zero."""
+    J = _empty((3, model.nv))
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            J = _empty((3, model.nv))
-            _com_jacobian_one(model.mi, model.mf, q, _HELD[model._scratch_key], J)
+        if _com_jacobian_one(model.mi, model.mf, q, _HELD[model._scratch_key], J):
             return J
     except _FAST_MISS:
         pass
@@ -142,10 +144,9 @@ def centroidal_momentum_matrix(model, q):
     computeCentroidalMap, and ccrba's data.Ag). Column k of a dof of joint j is
     IC_j S_k moved to the com. A batch q (B, nq) gives (B, 6, nv). ValueError when the
     model's total mass is zero."""
+    Ag = _empty(model._sJ)
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            Ag = _empty(model._sJ)
-            _centroidal_map_one(model.mi, model.mf, q, _HELD[model._scratch_key], Ag)
+        if _centroidal_map_one(model.mi, model.mf, q, _HELD[model._scratch_key], Ag):
             return Ag
     except _FAST_MISS:
         pass
@@ -162,15 +163,15 @@ def centroidal_momentum(model, q, v, a=None):
 
     q (nq,), v and a (nv,); a leading batch axis gives (B, 6). ValueError when the
     model's total mass is zero."""
+    h = _empty(_S6)
     try:
-        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-            h = _empty(_S6)
-            if a is None:
-                _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], h, None)
+        if a is None:
+            if _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], h,
+                            None):
                 return h
-            if a.dtype is _F64 and a.ndim == 1:
-                hd = _empty(_S6)
-                _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], h, hd)
+        else:
+            hd = _empty(_S6)
+            if _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], h, hd):
                 return _new(CentroidalMomentum, (h, hd))
     except _FAST_MISS:
         pass
@@ -187,11 +188,9 @@ def centroidal_dynamics_derivatives(model, q, v, a):
     A batch (B, nq), (B, nv) gives (B, 6, nv) each. ValueError when the model's total
     mass is zero."""
     s = model._sJ
+    out = (_empty(s), _empty(s), _empty(s), _empty(s))
     try:
-        if (q.dtype is _F64 and v.dtype is _F64 and a.dtype is _F64
-                and q.ndim == v.ndim == a.ndim == 1):
-            out = (_empty(s), _empty(s), _empty(s), _empty(s))
-            _derivatives_one(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], *out)
+        if _derivatives_one(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], *out):
             return _new(CentroidalDynamicsDerivatives, out)
     except _FAST_MISS:
         pass

@@ -23,48 +23,22 @@ import numpy as np
 from .cpu import batch, policy, single
 from .cpu import lie as _lie
 from .declare import Function
-from .kernels.fastargs import AVAILABLE
-from .kernels.jit import native
+from .kernels.jit import native_ref
 from .kernels.lie import ARG_Q, ARG_V
 from .results import DifferenceJacobians, IntegrateJacobians
 from .validation import F64 as _F64
 from .validation import SUPPORTED, explain, on_device, prepare
 
-# The fast paths: where kernels.fastargs works on this platform (AVAILABLE), q and v go to
-# the compiled entry unchecked (typed fastargs.REF): it takes them only as float64 1-D
+# The fast paths: q and v go to the compiled entry unchecked (jit.native_ref: typed
+# fastargs.REF where that works on this platform): it takes them only as float64 1-D
 # ndarrays and returns False for anything else, which saves the ~85 ns that asking dtype
-# and ndim in Python costs (two thirds of a 9-joint integrate). Elsewhere the fast paths
-# ask ``dtype is float64 and ndim == 1`` in Python first, as api.rnea's. What the entry
-# does not take, or refuses (ValueError: a wrong length or an invalid value), goes to the
-# general path, which validates it and names the argument.
+# and ndim in Python costs (two thirds of a 9-joint integrate). What the entry does not
+# take, or refuses (ValueError: a wrong length or an invalid value), goes to the general
+# path, which validates it and names the argument.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
-_integrate_one = native(single.integrate_one, "_integrate_one", globals(), inputs=(1, 2))
-_difference_one = native(single.difference_one, "_difference_one", globals(), inputs=(1, 2))
-
-
-def _integrate_checked(mi, q, v, qout):
-    """integrate_ref with the checks in Python (where fastargs is not AVAILABLE)."""
-    if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-        _integrate_one(mi, q, v, qout)
-        return True
-    return False
-
-
-def _difference_checked(mi, q0, q1, v):
-    if q0.dtype is _F64 and q1.dtype is _F64 and q0.ndim == q1.ndim == 1:
-        _difference_one(mi, q0, q1, v)
-        return True
-    return False
-
-
-if AVAILABLE:
-    _integrate_fast = native(single.integrate_ref, "_integrate_fast", globals(), refs=(1, 2))
-    _difference_fast = native(single.difference_ref, "_difference_fast", globals(),
-                              refs=(1, 2))
-else:
-    _integrate_fast = _integrate_checked
-    _difference_fast = _difference_checked
+_integrate_fast = native_ref(single.integrate_one, "_integrate_fast", globals(), (1, 2))
+_difference_fast = native_ref(single.difference_one, "_difference_fast", globals(), (1, 2))
 
 
 # the general paths (declare.py): a single argument is broadcast along the other's batch
@@ -137,44 +111,17 @@ _DIFFERENCE_JACOBIANS = Function(
     (("q0", "nq"), ("q1", "nq")), (("nv", "nv"), ("nv", "nv")), model_args="configuration",
     scratch="none", result=DifferenceJacobians, configurations=("q0", "q1"))
 _ARGUMENTS = {"q": ARG_Q, "v": ARG_V, "ARG0": ARG_Q, "ARG1": ARG_V}
-# Fast paths for single float64 calls, as integrate's (_FAST_MISS): natively bound *_ref
-# entries that check q and v themselves (fastargs.REF); integrate_transport asks J's
+# Fast paths for single float64 calls, as integrate's (_FAST_MISS): natively bound
+# entries that check q and v themselves (jit.native_ref); integrate_transport asks J's
 # dtype and ndim in Python. What they do not take or refuse goes to the general path,
-# which names the problem. The *_one bindings serve where fastargs is not AVAILABLE.
-_integrate_jacobians_one = native(_lie.integrate_jacobians_one, "_integrate_jacobians_one",
-                                  globals(), inputs=(1, 2))
-_difference_jacobians_one = native(_lie.difference_jacobians_one,
-                                   "_difference_jacobians_one", globals(), inputs=(1, 2))
-_integrate_transport_one = native(_lie.integrate_transport_one, "_integrate_transport_one",
-                                  globals(), inputs=(1, 2, 3))
-
-
-def _checked(name):
-    """The *_ref entry's contract with the checks in Python (where fastargs is not
-    AVAILABLE): True after calling the bound entry globals()[name] (looked up per call:
-    native rebinds it on its first call) when both inputs are float64 vectors."""
-    def call(mi, a, b, *rest):
-        if a.dtype is _F64 and b.dtype is _F64 and a.ndim == b.ndim == 1:
-            globals()[name](mi, a, b, *rest)
-            return True
-        return False
-    return call
-
-
-if AVAILABLE:    # the two vectors checked in the entry (kernels.fastargs), as integrate's
-    _integrate_jacobians_fast = native(_lie.integrate_jacobians_ref,
-                                       "_integrate_jacobians_fast", globals(), inputs=(),
-                                       refs=(1, 2))
-    _difference_jacobians_fast = native(_lie.difference_jacobians_ref,
-                                        "_difference_jacobians_fast", globals(), inputs=(),
-                                        refs=(1, 2))
-    _integrate_transport_fast = native(_lie.integrate_transport_ref,
-                                       "_integrate_transport_fast", globals(), inputs=(3,),
-                                       refs=(1, 2))
-else:
-    _integrate_jacobians_fast = _checked("_integrate_jacobians_one")
-    _difference_jacobians_fast = _checked("_difference_jacobians_one")
-    _integrate_transport_fast = _checked("_integrate_transport_one")
+# which names the problem.
+_integrate_jacobians_fast = native_ref(_lie.integrate_jacobians_one,
+                                       "_integrate_jacobians_fast", globals(), (1, 2))
+_difference_jacobians_fast = native_ref(_lie.difference_jacobians_one,
+                                        "_difference_jacobians_fast", globals(), (1, 2))
+_integrate_transport_fast = native_ref(_lie.integrate_transport_one,
+                                       "_integrate_transport_fast", globals(), (1, 2),
+                                       inputs=(3,))
 
 
 def integrate_jacobians(model, q, v):

@@ -25,13 +25,12 @@ from .cpu import policy
 from .cpu import single as cs
 from .cpu.outputs import empty as _outputs
 from .kernels.aza import AZA, AZA_MIN_BRANCH, DMM, mean_branch_ge_interpreted
-from .kernels.jit import native
+from .kernels.jit import native_ref
 from .configuration import integrate
 from .declare import Function, caller_outputs
 from .results import ABADerivatives, RNEADerivatives
 from .validation import F64 as _F64
 from .validation import ND as _ND
-from .validation import fext_fast as _fext_fast
 from .validation import gpu_call, no_forces, on_device
 
 METHODS = ("idsva", "chain_rule", "complex_step", "finite_difference")
@@ -41,19 +40,23 @@ _AUTO_AZA = weakref.WeakKeyDictionary()   # model -> product="auto" picks AZA
 _AUTO_LAST = [None, DMM]                    # the last model asked about, and its answer
 _CS_STEP = 1e-20                               # complex step: no cancellation, any tiny h
 _FD_STEP = np.finfo(np.float64).eps ** (1 / 3)  # balances O(h^2) truncation and eps/h rounding
-# compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
-_rnea_d_one = native(cs.rnea_derivatives_one, "_rnea_d_one", globals())
-_aba_d_one = native(cs.aba_derivatives_one, "_aba_d_one", globals())
-_rnea_cr_one = native(cs.rnea_chain_rule_one, "_rnea_cr_one", globals())
-_aba_p_one = native(cs.aba_derivatives_product_one, "_aba_p_one", globals())
-_aba_cr_one = native(cs.aba_chain_rule_one, "_aba_cr_one", globals())
-# with fext (a C-contiguous one: validation.fext_fast): stand-ins of their own (a native
-# function is compiled for its first call's types, where fext is None)
-_rnea_d_one_f = native(cs.rnea_derivatives_one, "_rnea_d_one_f", globals())
-_aba_d_one_f = native(cs.aba_derivatives_one, "_aba_d_one_f", globals())
-_rnea_cr_one_f = native(cs.rnea_chain_rule_one, "_rnea_cr_one_f", globals())
-_aba_p_one_f = native(cs.aba_derivatives_product_one, "_aba_p_one_f", globals())
-_aba_cr_one_f = native(cs.aba_chain_rule_one, "_aba_cr_one_f", globals())
+# compiled entries without Numba's type dispatch, for the fast paths: the state goes in
+# unchecked, the entry checks it (jit.native_ref; False: not float64 1-D ndarrays)
+_Q_V_U = (2, 3, 4)
+_rnea_d_one = native_ref(cs.rnea_derivatives_one, "_rnea_d_one", globals(), _Q_V_U)
+_aba_d_one = native_ref(cs.aba_derivatives_one, "_aba_d_one", globals(), _Q_V_U)
+_rnea_cr_one = native_ref(cs.rnea_chain_rule_one, "_rnea_cr_one", globals(), _Q_V_U)
+_aba_p_one = native_ref(cs.aba_derivatives_product_one, "_aba_p_one", globals(), _Q_V_U)
+_aba_cr_one = native_ref(cs.aba_chain_rule_one, "_aba_cr_one", globals(), _Q_V_U)
+# with fext (checked in the entry too: C-contiguous float64 2-D): stand-ins of their own (a
+# native function is compiled for its first call's types, where fext is None)
+_F = {5: 2}
+_rnea_d_one_f = native_ref(cs.rnea_derivatives_one, "_rnea_d_one_f", globals(), _Q_V_U, _F)
+_aba_d_one_f = native_ref(cs.aba_derivatives_one, "_aba_d_one_f", globals(), _Q_V_U, _F)
+_rnea_cr_one_f = native_ref(cs.rnea_chain_rule_one, "_rnea_cr_one_f", globals(), _Q_V_U, _F)
+_aba_p_one_f = native_ref(cs.aba_derivatives_product_one, "_aba_p_one_f", globals(), _Q_V_U,
+                          _F)
+_aba_cr_one_f = native_ref(cs.aba_chain_rule_one, "_aba_cr_one_f", globals(), _Q_V_U, _F)
 _new = tuple.__new__      # NamedTuple from a tuple without its Python-level __new__
 # batch entry pairs (serial, parallel): cpu.policy picks one per call
 _RNEA_D_B = (cb.rnea_derivatives_batch, cb.rnea_derivatives_parallel)
@@ -120,13 +123,21 @@ def _no_out(out, method):
                          "analytical methods ('idsva', 'chain_rule')")
 
 
-def _fast(model, q, v, u, fext):
-    """True for the common case the entry point can take directly (fext None or one it
-    takes as it is: validation.fext_fast)."""
-    return (type(q) is _ND and type(v) is _ND and type(u) is _ND
-            and q.dtype is _F64 and v.dtype is _F64 and u.dtype is _F64
-            and q.ndim == 1 and v.ndim == 1 and u.ndim == 1
-            and (fext is None or _fext_fast(model, fext)))
+def _single(model, one, q, v, u, fext, extra=()):
+    """The three (nv, nv) outputs of the natively bound single entry ``one`` (a fast path
+    of jit.native_ref), or None: it took not the arguments (not float64 vectors, a batch)
+    or refused them (ValueError; the general path then names why)."""
+    s = model._svv
+    d = (_empty(s), _empty(s), _empty(s))
+    try:
+        if one(model.mi, model.mf, q, v, u, fext, *d, *extra):
+            return d
+    except ValueError:
+        pass
+    return None
+
+
+_empty = np.empty
 
 
 def _fast_batch(q, v, u, fext):
@@ -243,16 +254,12 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
         return RNEADerivatives(*_numerical(model, rnea, q, v, a, fext, method,
                                            ("q", "v", "a")))
     idsva = method == "idsva"
-    if out is None and _fast(model, q, v, a, fext):
-        s = model._svv
-        d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
-        try:
-            one = (_rnea_d_one if idsva else _rnea_cr_one) if fext is None else \
-                (_rnea_d_one_f if idsva else _rnea_cr_one_f)
-            one(model.mi, model.mf, q, v, a, fext, d1, d2, d3)
-            return _new(RNEADerivatives, (d1, d2, d3))
-        except ValueError:
-            pass
+    if out is None:
+        one = (_rnea_d_one if idsva else _rnea_cr_one) if fext is None else \
+            (_rnea_d_one_f if idsva else _rnea_cr_one_f)
+        d = _single(model, one, q, v, a, fext)
+        if d is not None:
+            return _new(RNEADerivatives, d)
     declared, fast_b = (_RNEA_D, _RNEA_D_F) if idsva else (_RNEA_CR, _RNEA_CR_F)
     if _fast_batch(q, v, a, fext) is not None:
         outs = (_batch_into_new(model, fast_b, q, v, a) if out is None
@@ -294,15 +301,11 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
         return ABADerivatives(*_numerical(model, aba, q, v, tau, fext, method,
                                           ("q", "v", "tau")))
     if method == "idsva" and code == DMM:
-        if out is None and _fast(model, q, v, tau, fext):
-            s = model._svv
-            d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
-            try:
-                (_aba_d_one if fext is None else _aba_d_one_f)(model.mi, model.mf, q, v,
-                                                                tau, fext, d1, d2, d3)
-                return _new(ABADerivatives, (d1, d2, d3))
-            except ValueError:
-                pass
+        if out is None:
+            d = _single(model, _aba_d_one if fext is None else _aba_d_one_f, q, v, tau,
+                        fext)
+            if d is not None:
+                return _new(ABADerivatives, d)
         declared, fast_b, fast = _ABA_D, _ABA_D_F, None
     elif method == "idsva":
         declared, fast_b, fast = _ABA_AZA, _ABA_AZA_F, "_aba_p_one"
@@ -315,15 +318,11 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 else _batch_into_out(model, fast_b, q, v, tau, out, batch_extra))
         if outs is not None:
             return _new(ABADerivatives, outs)
-    if fast is not None and out is None and _fast(model, q, v, tau, fext):
-        s = model._svv
-        d1, d2, d3 = np.empty(s), np.empty(s), np.empty(s)
-        try:
-            globals()[fast if fext is None else fast + "_f"](model.mi, model.mf, q, v,
-                                                               tau, fext, d1, d2, d3, *extra)
-            return _new(ABADerivatives, (d1, d2, d3))
-        except ValueError:
-            pass
+    if fast is not None and out is None:
+        d = _single(model, globals()[fast if fext is None else fast + "_f"], q, v, tau,
+                    fext, extra)
+        if d is not None:
+            return _new(ABADerivatives, d)
     if on_device(q, v, tau, fext):
         return gpu_call("aba_derivatives", model, q, v, tau, fext, method=method,
                     product=product, out=out)

@@ -20,27 +20,26 @@ import numpy as np
 from .cpu import frame_motion as cf
 from .cpu.scratch import HELD as _HELD
 from .declare import Function, frame_index, reference_option
-from .kernels.jit import native
+from .kernels.jit import native_ref
 from .results import REFERENCE_CODES, FrameAccelerationDerivatives, FrameVelocityDerivatives
-from .validation import F64 as _F64
 
-# The fast paths: float64 1-D inputs only; a frame or a reference the dictionaries do not
-# hold gives -1, which the entry refuses (ValueError), and every miss takes the general
-# path, which names the problem.
+# The fast paths: float64 1-D inputs only (asked by the entries); a frame or a reference
+# the dictionaries do not hold gives -1, which the entry refuses (ValueError), and every
+# miss takes the general path, which names the problem.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
 _new = tuple.__new__          # a result NamedTuple without its Python __new__
 _REF = REFERENCE_CODES
 _S6 = (6,)
-_velocity = native(cf.frame_velocity_one, "_velocity", globals(), inputs=(4, 5))
-_acceleration = native(cf.frame_acceleration_one, "_acceleration", globals(),
-                       inputs=(4, 5, 6))
-_time_variation = native(cf.frame_jacobian_time_variation_one, "_time_variation", globals(),
-                         inputs=(4, 5))
-_velocity_derivatives = native(cf.frame_velocity_derivatives_one, "_velocity_derivatives",
-                               globals(), inputs=(4, 5))
-_acceleration_derivatives = native(cf.frame_acceleration_derivatives_one,
-                                   "_acceleration_derivatives", globals(), inputs=(4, 5, 6))
+# the entries check the state's types themselves (jit.native_ref)
+_velocity = native_ref(cf.frame_velocity_one, "_velocity", globals(), (4, 5))
+_acceleration = native_ref(cf.frame_acceleration_one, "_acceleration", globals(), (4, 5, 6))
+_time_variation = native_ref(cf.frame_jacobian_time_variation_one, "_time_variation",
+                             globals(), (4, 5))
+_velocity_derivatives = native_ref(cf.frame_velocity_derivatives_one,
+                                   "_velocity_derivatives", globals(), (4, 5))
+_acceleration_derivatives = native_ref(cf.frame_acceleration_derivatives_one,
+                                       "_acceleration_derivatives", globals(), (4, 5, 6))
 
 
 def _classical(model, classical):
@@ -78,13 +77,11 @@ def frame_velocity(model, q, v, frame, reference="local"):
     the angular velocity, in world axes ("local_world_aligned"). As Pinocchio's
     forwardKinematics(q, v) + getFrameVelocity. q (nq,), v (nv,); a batch (B, nq), (B, nv)
     gives (B, 6)."""
+    out = _empty(_S6)
     try:
-        if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
-            out = _empty(_S6)
-            _velocity(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
-                      model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                      _HELD[model._scratch_key],
-                      out)
+        if _velocity(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
+                     model._frame_ids.get(frame, -1), _REF.get(reference, -1),
+                     _HELD[model._scratch_key], out):
             return out
     except _FAST_MISS:
         pass
@@ -99,13 +96,12 @@ def frame_acceleration(model, q, v, a, frame, reference="local", classical=False
     frame_velocity's value in the same reference (getFrameClassicalAcceleration; in
     "local_world_aligned" the acceleration of the frame origin, world axes). q (nq,),
     v, a (nv,); a batch gives (B, 6)."""
+    out = _empty(_S6)
     try:
-        if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
-            out = _empty(_S6)
-            _acceleration(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, a,
-                          model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                          1 if classical is True else 0 if classical is False else -1,
-                          _HELD[model._scratch_key], out)
+        if _acceleration(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, a,
+                         model._frame_ids.get(frame, -1), _REF.get(reference, -1),
+                         1 if classical is True else 0 if classical is False else -1,
+                         _HELD[model._scratch_key], out):
             return out
     except _FAST_MISS:
         pass
@@ -118,12 +114,11 @@ def frame_jacobian_time_variation(model, q, v, frame, reference="local_world_ali
     getFrameJacobianTimeVariation. dJ v + J a is frame_acceleration(q, v, a) in "local"
     and "world", its classical acceleration in "local_world_aligned". q (nq,), v (nv,);
     a batch gives (B, 6, nv)."""
+    dJ = _empty(model._sJ)
     try:
-        if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
-            dJ = _empty(model._sJ)
-            _time_variation(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
-                            model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                            _HELD[model._scratch_key], dJ)
+        if _time_variation(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
+                           model._frame_ids.get(frame, -1), _REF.get(reference, -1),
+                           _HELD[model._scratch_key], dJ):
             return dJ
     except _FAST_MISS:
         pass
@@ -142,14 +137,13 @@ def frame_velocity_derivatives(model, q, v, frame, reference="local"):
     kinematics_derivatives, with the frame origin held fixed: the derivative of the
     returned velocity is dv_dq + [w x dp/dq; 0] (w the angular velocity, dp/dq the linear
     rows of the frame's "local_world_aligned" Jacobian)."""
+    s = model._sJ
+    dv_dq, dv_dv = _empty(s), _empty(s)
     try:
-        if q.dtype is v.dtype is _F64 and q.ndim == v.ndim == 1:
-            s = model._sJ
-            dv_dq, dv_dv = _empty(s), _empty(s)
-            _velocity_derivatives(model.mi, model.mf, model.frame_parents, model.frame_mf,
-                                  q, v, model._frame_ids.get(frame, -1),
-                                  _REF.get(reference, -1), _HELD[model._scratch_key],
-                                  dv_dq, dv_dv)
+        if _velocity_derivatives(model.mi, model.mf, model.frame_parents, model.frame_mf,
+                                 q, v, model._frame_ids.get(frame, -1),
+                                 _REF.get(reference, -1), _HELD[model._scratch_key],
+                                 dv_dq, dv_dv):
             return _new(FrameVelocityDerivatives, (dv_dq, dv_dv))
     except _FAST_MISS:
         pass
@@ -174,15 +168,14 @@ def frame_acceleration_derivatives(model, q, v, a, frame, reference="local",
     ``classical``: the true derivatives of the classical acceleration (a_lin + w x v_lin,
     the product rule on the true spatial ones, the origin moving; Pinocchio has no getter
     for it), which a point contact's drift needs; dv_dq stays the spatial velocity's."""
+    s = model._sJ
+    out = (_empty(s), _empty(s), _empty(s), _empty(s))
     try:
-        if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
-            s = model._sJ
-            out = (_empty(s), _empty(s), _empty(s), _empty(s))
-            _acceleration_derivatives(
+        if _acceleration_derivatives(
                 model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, a,
                 model._frame_ids.get(frame, -1), _REF.get(reference, -1),
                 1 if classical is True else 0 if classical is False else -1,
-                _HELD[model._scratch_key], *out)
+                _HELD[model._scratch_key], *out):
             return _new(FrameAccelerationDerivatives, out)
     except _FAST_MISS:
         pass

@@ -15,8 +15,7 @@ import numpy as np
 from .cpu import batch as cb
 from .cpu import policy
 from .cpu import single as cs
-from .kernels.fastargs import AVAILABLE
-from .kernels.jit import native
+from .kernels.jit import native, native_ref
 from .model.lookup import frame_index as _frame_id
 from .model.lookup import joint_index as _joint_id
 from .cpu.scratch import HELD as _HELD
@@ -24,63 +23,38 @@ from .cpu.scratch import single_call_scratch
 from .declare import Function, reference_code, reference_option
 from .results import (REFERENCE_CODES, Kinematics, KinematicsDerivatives, pending,
                       reference_name)
-from .validation import F64 as _F64
 from .validation import explain, gpu_call, on_device, prepare
 
-# The fast paths (see api.py): only dtype float64 and ndim 1 are asked; a frame (a name
-# or an index) is turned into its index, and a reference into its code, by one dictionary
-# lookup each (model._frame_ids, REFERENCE_CODES); anything else gives -1, which the
-# compiled entry refuses (ValueError). Every miss takes the general path, which names the
-# problem.
+# The fast paths (see api.py): the entries ask the arrays' types themselves; a frame (a
+# name or an index) is turned into its index, and a reference into its code, by one
+# dictionary lookup each (model._frame_ids, REFERENCE_CODES); anything else gives -1,
+# which the compiled entry refuses (ValueError). Every miss takes the general path, which
+# names the problem.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
 _new = tuple.__new__          # Kinematics(...) without the namedtuple's Python __new__
 _REF = REFERENCE_CODES
 _S44 = (4, 4)
-_fk_q = native(cs.forward_kinematics_one, "_fk_q", globals(), inputs=(2,))
-_fk_qv = native(cs.forward_kinematics_one, "_fk_qv", globals(), inputs=(2, 3))
-_fk_qva = native(cs.forward_kinematics_one, "_fk_qva", globals())
-_frame_placement_one = native(cs.frame_placement_one, "_frame_placement_one", globals(),
-                              inputs=(4,))
-_frame_placements_one = native(cs.frame_placements_one, "_frame_placements_one",
-                               globals(), inputs=(4,))
-_frame_jacobian_one = native(cs.frame_jacobian_one, "_frame_jacobian_one", globals(),
-                             inputs=(4,))
-_kinematics_state_one = native(cs.kinematics_state_one, "_kinematics_state_one", globals())
+# (jit.native_ref: False when q, v, a are not float64 1-D ndarrays)
+_fk_q = native_ref(cs.forward_kinematics_one, "_fk_q", globals(), (2,))
+_fk_qv = native_ref(cs.forward_kinematics_one, "_fk_qv", globals(), (2, 3))
+_fk_qva = native_ref(cs.forward_kinematics_one, "_fk_qva", globals(), (2, 3, 4))
+_frame_placement_one = native_ref(cs.frame_placement_one, "_frame_placement_one", globals(),
+                                  (4,))
+_frame_placements_one = native_ref(cs.frame_placements_one, "_frame_placements_one",
+                                   globals(), (4,))
+_frame_jacobian_one = native_ref(cs.frame_jacobian_one, "_frame_jacobian_one", globals(),
+                                 (4,))
+_kinematics_state_one = native_ref(cs.kinematics_state_one, "_kinematics_state_one",
+                                   globals(), (2, 3, 4))
 _derivatives_of_state_one = native(cs.derivatives_of_state_one, "_derivatives_of_state_one",
                                    globals(), inputs=())
 _joint_derivatives_of_state_one = native(cs.joint_derivatives_of_state_one,
                                          "_joint_derivatives_of_state_one", globals(),
                                          inputs=())
-_joint_kinematics_derivatives_one = native(cs.joint_kinematics_derivatives_one,
-                                           "_joint_kinematics_derivatives_one", globals())
-
-
-# Where kernels.fastargs works (AVAILABLE), q (and v, a) reach these two entries unchecked
-# and the entry asks for float64 1-D ndarrays itself, as configuration.py's fast paths:
-# ~0.1-0.2 us less per call. Elsewhere Python asks first (the *_checked twins).
-def _fk_checked(mi, mf, q, v, a, ws, T, V, A):
-    if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
-        _fk_qva(mi, mf, q, v, a, ws, T, V, A)
-        return True
-    return False
-
-
-def _frame_jacobian_checked(mi, mf, fparent, fmf, q, frame, reference, ws, J):
-    if q.dtype is _F64 and q.ndim == 1:
-        _frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J)
-        return True
-    return False
-
-
-if AVAILABLE:
-    _fk_fast = native(cs.forward_kinematics_ref, "_fk_fast", globals(), inputs=(),
-                      refs=(2, 3, 4))
-    _frame_jacobian_fast = native(cs.frame_jacobian_ref, "_frame_jacobian_fast", globals(),
-                                  inputs=(), refs=(4,))
-else:
-    _fk_fast = _fk_checked
-    _frame_jacobian_fast = _frame_jacobian_checked
+_joint_kinematics_derivatives_one = native_ref(cs.joint_kinematics_derivatives_one,
+                                               "_joint_kinematics_derivatives_one", globals(),
+                                               (2, 3, 4))
 
 
 def _scratch(model, dtype):
@@ -98,27 +72,22 @@ def forward_kinematics(model, q, v=None, a=None):
     q (nq,), v (nv,) or None, a (nv,) or None (None: zero; velocities or accelerations
     None when v or a is). A leading batch axis, q (B, nq), v and a (B, nv), gives
     (B, njoints, 4, 4) and (B, njoints, 6)."""
-    try:    # fast path (see _FAST_MISS); the entry checks lengths and values
-        if v is not None and a is not None:      # the entry checks dtypes and ndim too
-            T = _empty(model._sT)
+    T = _empty(model._sT)
+    try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
+        if v is None:
+            if a is None and _fk_q(model.mi, model.mf, q, None, None,
+                                   _HELD[model._scratch_key], T, None, None):
+                return _new(Kinematics, (T, None, None))
+        else:
             V = _empty(model._sm)
-            A = _empty(model._sm)
-            if _fk_fast(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], T, V, A):
-                return _new(Kinematics, (T, V, A))
-        elif q.dtype is _F64 and q.ndim == 1:
-            if v is None:
-                if a is None:
-                    T = _empty(model._sT)
-                    _fk_q(model.mi, model.mf, q, None, None,
-                          _HELD[model._scratch_key], T, None, None)
-                    return _new(Kinematics, (T, None, None))
-            elif v.dtype is _F64 and v.ndim == 1:
-                if a is None:
-                    T = _empty(model._sT)
-                    V = _empty(model._sm)
-                    _fk_qv(model.mi, model.mf, q, v, None,
-                           _HELD[model._scratch_key], T, V, None)
+            if a is None:
+                if _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], T, V,
+                          None):
                     return _new(Kinematics, (T, V, None))
+            else:
+                A = _empty(model._sm)
+                if _fk_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], T, V, A):
+                    return _new(Kinematics, (T, V, A))
     except _FAST_MISS:
         pass
     named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
@@ -174,11 +143,10 @@ def frame_placements(model, q):
     """Placements of every frame in the world, oMf = oMi iMf, (len(model.frames), 4, 4);
     a batch q (B, nq) gives (B, len(model.frames), 4, 4). Pinocchio's forwardKinematics
     + updateFramePlacements (data.oMf)."""
+    T = _empty(model._sframes)
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            T = _empty(model._sframes)
-            _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
-                                  q, _HELD[model._scratch_key], T)
+        if _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                                 _HELD[model._scratch_key], T):
             return T
     except _FAST_MISS:
         pass
@@ -189,12 +157,11 @@ def frame_placement(model, q, frame):
     """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames),
     computed from the joints on its support only; a batch q (B, nq) gives (B, 4, 4).
     Bit for bit frame_placements(model, q)[frame]."""
+    T = _empty(_S44)
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            T = _empty(_S44)
-            _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf,
-                                 q, model._frame_ids.get(frame, -1),
-                                 _HELD[model._scratch_key], T)
+        if _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                                model._frame_ids.get(frame, -1), _HELD[model._scratch_key],
+                                T):
             return T
     except _FAST_MISS:
         pass
@@ -209,8 +176,8 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     re-expressed). ``frame``: a name or an index into model.frames. A batch q (B, nq)
     gives (B, 6, nv)."""
     J = _empty(model._sJ)
-    try:    # the entry checks q's dtype and ndim (_frame_jacobian_fast)
-        if _frame_jacobian_fast(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+    try:    # the entry checks q's type too
+        if _frame_jacobian_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
                                 model._frame_ids.get(frame, -1), _REF.get(reference, -1),
                                 _HELD[model._scratch_key], J):
             return J
@@ -271,20 +238,19 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     rbdiff returns the true derivative (checked against central differences)."""
     try:    # fast path: a fresh kinematics state (all joints) or the model's workspace
         # (one joint); a bad joint or reference gives -1, which the entry refuses
-        if q.dtype is v.dtype is a.dtype is _F64 and q.ndim == v.ndim == a.ndim == 1:
-            if joint is None:
-                code = _REF.get(reference, -1)
-                if code >= 0:
-                    st = _empty(model._sstate)
-                    _kinematics_state_one(model.mi, model.mf, q, v, a, st)
+        if joint is None:
+            code = _REF.get(reference, -1)
+            if code >= 0:
+                st = _empty(model._sstate)
+                if _kinematics_state_one(model.mi, model.mf, q, v, a, st):
                     return pending(_all_of_state, _joint_of_state, model, st, code)
-            else:
-                s = model._sJ
-                out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
-                _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
-                                                  model._joint_ids.get(joint, -1),
-                                                  _REF.get(reference, -1),
-                                                  _HELD[model._scratch_key], *out)
+        else:
+            s = model._sJ
+            out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
+            if _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
+                                                 model._joint_ids.get(joint, -1),
+                                                 _REF.get(reference, -1),
+                                                 _HELD[model._scratch_key], *out):
                 return KinematicsDerivatives(*out)
     except _FAST_MISS:
         pass

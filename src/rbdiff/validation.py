@@ -90,16 +90,6 @@ def _ready(model, named, wants_fext):
 _NO_FORCES = {}      # B -> a (B, 0, 6) array: it holds no data, so calls can share it
 
 
-def fext_fast(model, fext):
-    """True for an fext the single entries take as it is (their checks read its values,
-    not its shape): a float64 C-contiguous ndarray (njoints, 6) (the fast paths' compiled
-    functions take fext C-contiguous: typed for any strides, rnea with fext took 0.2 us
-    more on iiwa14). The fast paths of rnea, aba and their derivatives pass it straight
-    on (the general path costs ~6 us)."""
-    return (type(fext) is ND and fext.dtype is F64 and fext.shape == (model.njoints, 6)
-            and fext.flags.c_contiguous)
-
-
 def no_forces(batch):
     """fext of a float64 batch without external forces: (B, 0, 6), read by nobody
     (cached for the first 64 batch sizes: a lookup costs half of np.empty)."""

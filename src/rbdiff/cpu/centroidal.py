@@ -13,6 +13,7 @@ from numba import prange
 from ..kernels.centroidal import (center_of_mass, centroidal_map, centroidal_momentum,
                                   com_jacobian, kinetic_energy, potential_energy)
 from ..kernels.centroidal_derivatives import centroidal_dynamics_derivatives
+from ..kernels.fastargs import state_args, vector_arg
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from ..model.layout import MF_MASS
@@ -48,45 +49,67 @@ def motion_ok(mi, q, v, a, ws):
 
 
 # ---- single calls ----------------------------------------------------------------------
+# q, v, a: arrays, or on the fast paths any objects (kernels.fastargs.state_args: False
+# unless float64 1-D ndarrays, or None where the entry takes None); True when done
 
 
 @fast_entry
 def center_of_mass_one(mi, mf, q, v, a, ws, com, vcom, acom):
     """com (3,) and, unless None (then v, resp. a, is None too), vcom and acom (3,)."""
+    ok, q, v, a, _ = state_args(q, v, a, None, com)
+    if not ok:
+        return False
     motion_ok(mi, q, v, a, ws)
     mass_ok(mi, mf)
     center_of_mass(mi, mf, q, v, a, ws, com, vcom, acom)
+    return True
 
 
 @fast_entry
 def com_jacobian_one(mi, mf, q, ws, J):
+    ok, q = vector_arg(q, J)
+    if not ok:
+        return False
     configuration_checked(mi, q, ws)
     mass_ok(mi, mf)
     com_jacobian(mi, mf, q, ws, J)
+    return True
 
 
 @fast_entry
 def centroidal_map_one(mi, mf, q, ws, Ag):
+    ok, q = vector_arg(q, Ag)
+    if not ok:
+        return False
     configuration_checked(mi, q, ws)
     mass_ok(mi, mf)
     centroidal_map(mi, mf, q, ws, Ag)
+    return True
 
 
 @fast_entry
 def centroidal_momentum_one(mi, mf, q, v, a, ws, hg, dhg):
     """hg (6,) and, unless None (then a is None too), dhg (6,)."""
+    ok, q, v, a, _ = state_args(q, v, a, None, hg)
+    if not ok:
+        return False
     motion_ok(mi, q, v, a, ws)
     mass_ok(mi, mf)
     centroidal_momentum(mi, mf, q, v, a, ws, hg, dhg)
+    return True
 
 
 @fast_entry
 def centroidal_derivatives_one(mi, mf, q, v, a, ws, dh_dq, dhdot_dq, dhdot_dv, dhdot_da):
+    ok, q, v, a, _ = state_args(q, v, a, None, dh_dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     mass_ok(mi, mf)
     centroidal_dynamics_derivatives(mi, mf, q, v, a, ws, dh_dq, dhdot_dq, dhdot_dv,
                                     dhdot_da)
+    return True
 
 
 @fast_entry

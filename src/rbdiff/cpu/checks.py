@@ -26,6 +26,8 @@ def state_ok(mi, q, v, a, fext):
     if not (all_finite(v) and all_finite(a)):
         raise ValueError(BAD_STATE)
     if fext is not None:
+        if fext.shape[0] != 0 and fext.shape[0] != mi[0, 0] + 1 or fext.shape[1] != 6:
+            raise ValueError(BAD_SHAPE)     # the fast paths pass fext unchecked
         if not all_finite(fext):
             raise ValueError(BAD_STATE)
 

@@ -17,6 +17,7 @@ from numba import prange
 from ..kernels.frame_motion import (frame_acceleration, frame_acceleration_derivatives,
                                     frame_jacobian_time_variation, frame_velocity,
                                     frame_velocity_derivatives)
+from ..kernels.fastargs import state_args
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
@@ -36,50 +37,71 @@ def classic_ok(classic):
 
 
 # ---- single calls (fast entries on the caller's scratch) -------------------------------
+# (q, v, a: arrays, or on the fast paths any objects: kernels.fastargs.state_args; False
+# when those are not float64 1-D ndarrays, True when done)
 
 
 @fast_entry
 def frame_velocity_one(mi, mf, fparent, fmf, q, v, frame, reference, ws, out):
+    ok, q, v, _, _ = state_args(q, v, None, None, out)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
     frame_velocity(mi, mf, fparent, fmf, q, v, frame, reference, ws, out)
+    return True
 
 
 @fast_entry
 def frame_acceleration_one(mi, mf, fparent, fmf, q, v, a, frame, reference, classic, ws,
                            out):
+    ok, q, v, a, _ = state_args(q, v, a, None, out)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
     classic_ok(classic)
     frame_acceleration(mi, mf, fparent, fmf, q, v, a, frame, reference, classic, ws, out)
+    return True
 
 
 @fast_entry
 def frame_jacobian_time_variation_one(mi, mf, fparent, fmf, q, v, frame, reference, ws, dJ):
+    ok, q, v, _, _ = state_args(q, v, None, None, dJ)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
     frame_jacobian_time_variation(mi, mf, fparent, fmf, q, v, frame, reference, ws, dJ)
+    return True
 
 
 @fast_entry
 def frame_velocity_derivatives_one(mi, mf, fparent, fmf, q, v, frame, reference, ws,
                                    dv_dq, dv_dv):
+    ok, q, v, _, _ = state_args(q, v, None, None, dv_dq)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
     frame_velocity_derivatives(mi, mf, fparent, fmf, q, v, frame, reference, ws, dv_dq, dv_dv)
+    return True
 
 
 @fast_entry
 def frame_acceleration_derivatives_one(mi, mf, fparent, fmf, q, v, a, frame, reference,
                                        classic, ws, dv_dq, da_dq, da_dv, da_da):
+    ok, q, v, a, _ = state_args(q, v, a, None, dv_dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     frame_ok(fparent, frame)
@@ -87,6 +109,7 @@ def frame_acceleration_derivatives_one(mi, mf, fparent, fmf, q, v, a, frame, ref
     classic_ok(classic)
     frame_acceleration_derivatives(mi, mf, fparent, fmf, q, v, a, frame, reference, classic,
                                    ws, dv_dq, da_dq, da_dv, da_da)
+    return True
 
 
 # ---- batches ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ are zeroed by the kernels before their blocks are written."""
 from numba import prange
 
 from ..kernels.checks import configuration_ok, vector_finite
-from ..kernels.fastargs import float64_vector
+from ..kernels.fastargs import state_args
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
 from .batch import chunk
@@ -63,64 +63,45 @@ def transport_ok(mi, J, argument, Jout):
 # ---- single calls ----------------------------------------------------------------------
 
 
+# q and v (q0, q1): arrays, or on the fast paths any objects (kernels.fastargs.state_args:
+# False, computing nothing, unless both are float64 1-D ndarrays; True when done)
+
+
 @fast_entry
 def integrate_jacobians_one(mi, q, v, Jq, Jv):
     """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v."""
+    ok, q, v, _, _ = state_args(q, v, None, None, Jq)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     square_ok(mi, Jq)
     square_ok(mi, Jv)
     integrate_jacobians(mi, q, v, Jq, Jv)
+    return True
 
 
 @fast_entry
 def difference_jacobians_one(mi, q0, q1, J0, J1):
     """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1."""
+    ok, q0, q1, _, _ = state_args(q0, q1, None, None, J0)
+    if not ok:
+        return False
     pair_ok(mi, q0, q1)
     square_ok(mi, J0)
     square_ok(mi, J1)
     difference_jacobians(mi, q0, q1, J0, J1)
+    return True
 
 
 @fast_entry
 def integrate_transport_one(mi, q, v, J, argument, Jout):
     """Jout (nv, k) = (d integrate(q, v) / d q or / d v) J, J (nv, k)."""
+    ok, q, v, _, _ = state_args(q, v, None, None, Jout)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     transport_ok(mi, J, argument, Jout)
     integrate_transport(mi, q, v, J, argument, Jout)
-
-
-@fast_entry
-def integrate_jacobians_ref(mi, q, v, Jq, Jv):
-    """integrate_jacobians_one for the fast path, q and v REF (as integrate_transport_ref)."""
-    ok_q, q = float64_vector(q, Jq)
-    ok_v, v = float64_vector(v, Jq)
-    if not (ok_q and ok_v):
-        return False
-    integrate_jacobians_one(mi, q, v, Jq, Jv)
-    return True
-
-
-@fast_entry
-def difference_jacobians_ref(mi, q0, q1, J0, J1):
-    """difference_jacobians_one for the fast path, q0 and q1 REF."""
-    ok_0, q0 = float64_vector(q0, J0)
-    ok_1, q1 = float64_vector(q1, J0)
-    if not (ok_0 and ok_1):
-        return False
-    difference_jacobians_one(mi, q0, q1, J0, J1)
-    return True
-
-
-@fast_entry
-def integrate_transport_ref(mi, q, v, J, argument, Jout):
-    """integrate_transport_one for rbd.integrate_transport's fast path: q and v any
-    objects (kernels.fastargs.REF); False, computing nothing, unless both are float64
-    1-D ndarrays (as cpu.single.integrate_ref); then True, or ValueError."""
-    ok_q, q = float64_vector(q, Jout)
-    ok_v, v = float64_vector(v, Jout)
-    if not (ok_q and ok_v):
-        return False
-    integrate_transport_one(mi, q, v, J, argument, Jout)
     return True
 
 

@@ -11,7 +11,7 @@ from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
-from ..kernels.fastargs import float64_vector
+from ..kernels.fastargs import state_args, vector_arg
 from ..kernels.fdsva_so import fdsva_so_products, uses_idfoza
 from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
                               frame_placements)
@@ -38,27 +38,13 @@ from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynami
 
 @fast_entry
 def integrate_one(mi, q, v, qout):
-    """qout (nq,) = q (+) v; q (nq,) a valid configuration, v (nv,) finite."""
-    tangent_ok(mi, q, v, qout)
-    integrate(mi, q, v, qout)
-
-
-@fast_entry
-def difference_one(mi, q0, q1, v):
-    """v (nv,) = q1 (-) q0; q0, q1 (nq,) valid configurations."""
-    configurations_ok(mi, q0, q1, v)
-    difference(mi, q0, q1, v)
-
-
-@fast_entry
-def integrate_ref(mi, q, v, qout):
-    """integrate_one for rbd.integrate's fast path: q and v arrive as any Python objects
-    (kernels.fastargs.REF). Returns False, computing nothing, unless both are float64
-    1-D ndarrays (a return value, not an exception: raising and catching one would cost
-    the general path ~1.3 us); then True, or ValueError as integrate_one."""
-    ok_q, q = float64_vector(q, qout)
-    ok_v, v = float64_vector(v, qout)
-    if not (ok_q and ok_v):
+    """qout (nq,) = q (+) v; q (nq,) a valid configuration, v (nv,) finite. On
+    rbd.integrate's fast path q and v arrive as any Python objects (kernels.fastargs.REF):
+    False, computing nothing, unless both are float64 1-D ndarrays (a return value, not
+    an exception: raising and catching one would cost the general path ~1.3 us); True
+    when done."""
+    ok, q, v, _, _ = state_args(q, v, None, None, qout)
+    if not ok:
         return False
     tangent_ok(mi, q, v, qout)
     integrate(mi, q, v, qout)
@@ -66,12 +52,11 @@ def integrate_ref(mi, q, v, qout):
 
 
 @fast_entry
-def difference_ref(mi, q0, q1, v):
-    """difference_one for rbd.difference's fast path (q0, q1: kernels.fastargs.REF);
-    True, or False when they are not float64 1-D ndarrays."""
-    ok_0, q0 = float64_vector(q0, v)
-    ok_1, q1 = float64_vector(q1, v)
-    if not (ok_0 and ok_1):
+def difference_one(mi, q0, q1, v):
+    """v (nv,) = q1 (-) q0; q0, q1 (nq,) valid configurations (or REF objects, as
+    integrate_one's)."""
+    ok, q0, q1, _, _ = state_args(q0, q1, None, None, v)
+    if not ok:
         return False
     configurations_ok(mi, q0, q1, v)
     difference(mi, q0, q1, v)
@@ -89,133 +74,163 @@ def neutral_one(mi, q):
 # ---- dynamics (fast entries: no Numba runtime, the model's scratch) --------------------
 
 
+# The dynamics entries take their state as arrays (the declared path) or, on the api
+# layer's fast paths, as any objects (kernels.fastargs.REF, bound by jit.native_ref):
+# then they return False, computing nothing, unless q, v, a / tau are float64 1-D
+# ndarrays and fext a C-contiguous float64 2-D one; True when done.
+
+
 @fast_entry
 def rnea_one(mi, mf, q, v, a, fext, ws, tau):
     """tau = RNEA; ws: (workspace_rows, W_WIDTH) scratch of q's dtype (as every *_one)."""
+    ok, q, v, a, fext = state_args(q, v, a, fext, tau)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, fext)
     workspace_ok(mi, ws)
     rnea(mi, mf, q, v, a, fext, ws, tau)
+    return True
 
 
 @fast_entry
 def crba_one(mi, mf, q, ws, M):
+    ok_q, q = vector_arg(q, M)
+    if not ok_q:
+        return False
     configuration_checked(mi, q, ws)
     crba(mi, mf, q, ws, M)
+    return True
 
 
 @fast_entry
 def aba_one(mi, mf, q, v, tau, fext, ws, qdd):
+    ok, q, v, tau, fext = state_args(q, v, tau, fext, qdd)
+    if not ok:
+        return False
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     dynamics_finite(qdd)
+    return True
 
 
 @fast_entry
 def minverse_one(mi, mf, q, ws, F, Minv):
     """Minv; F: (njoints, nv, 6) scratch of q's dtype."""
+    ok_q, q = vector_arg(q, Minv)
+    if not ok_q:
+        return False
     configuration_checked(mi, q, ws)
     if F.shape[0] < mi[0, 0] + 1 or F.shape[1] < mi[0, 2]:
         raise ValueError("F: too small")
     minverse(mi, mf, q, ws, F, Minv)
     minverse_finite(Minv)
+    return True
 
 
 @fast_entry
 def gravity_one(mi, mf, q, ws, tau):
+    ok_q, q = vector_arg(q, tau)
+    if not ok_q:
+        return False
     configuration_checked(mi, q, ws)
     gravity(mi, mf, q, ws, tau)
+    return True
 
 
 @fast_entry
 def nonlinear_effects_one(mi, mf, q, v, ws, tau):
+    ok_q, q = vector_arg(q, tau)
+    ok_v, v = vector_arg(v, tau)
+    if not (ok_q and ok_v):
+        return False
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     nonlinear_effects(mi, mf, q, v, ws, tau)
+    return True
 
 
 # ---- kinematics and frames (fast entries on the model's scratch) -----------------------
+# (their state and its fast-path REF objects as the dynamics entries')
 
 
 @fast_entry
 def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
     """oMi and, unless None, local velocities vel (v given) and accelerations acc (v and a
-    given)."""
-    if v is None:
-        configuration_checked(mi, q, ws)
+    given). q, v, a as rnea_one's (None where not given)."""
+    ok, qq, vv, aa, _ = state_args(q, v, a, None, oMi)
+    if not ok:
+        return False
+    if v is None:       # the arguments, not vv, aa: Numba prunes these branches by type
+        configuration_checked(mi, qq, ws)
     elif a is None:
-        velocity_state_ok(mi, q, v)
+        velocity_state_ok(mi, qq, vv)
         workspace_ok(mi, ws)
     else:
-        state_ok(mi, q, v, a, None)
+        state_ok(mi, qq, vv, aa, None)
         workspace_ok(mi, ws)
-    forward_kinematics(mi, mf, q, v, a, ws, oMi, vel, acc)
-
-
-@fast_entry
-def forward_kinematics_ref(mi, mf, q, v, a, ws, oMi, vel, acc):
-    """forward_kinematics_one with v and a given, for rbd.forward_kinematics' fast path:
-    q, v, a any objects (kernels.fastargs.REF); False, computing nothing, unless all are
-    float64 1-D ndarrays (as integrate_ref)."""
-    ok_q, q = float64_vector(q, vel)
-    ok_v, v = float64_vector(v, vel)
-    ok_a, a = float64_vector(a, vel)
-    if not (ok_q and ok_v and ok_a):
-        return False
-    forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc)
+    forward_kinematics(mi, mf, qq, vv, aa, ws, oMi, vel, acc)
     return True
 
 
 @fast_entry
 def frame_placement_one(mi, mf, fparent, fmf, q, frame, ws, T):
+    ok, q = vector_arg(q, T)
+    if not ok:
+        return False
     configuration_checked(mi, q, ws)
     frame_ok(fparent, frame)
     frame_placement(mi, mf, fparent, fmf, q, frame, ws, T)
+    return True
 
 
 @fast_entry
 def frame_placements_one(mi, mf, fparent, fmf, q, ws, T):
+    ok, q = vector_arg(q, T)
+    if not ok:
+        return False
     configuration_checked(mi, q, ws)
     frame_placements(mi, mf, fparent, fmf, q, ws, T)
+    return True
 
 
 @fast_entry
 def frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J):
     """J (6, nv) in ``reference`` (kinematics_derivatives' WORLD, LOCAL,
     LOCAL_WORLD_ALIGNED)."""
+    ok, q = vector_arg(q, J)
+    if not ok:
+        return False
     configuration_checked(mi, q, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
     frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, J)
-
-
-@fast_entry
-def frame_jacobian_ref(mi, mf, fparent, fmf, q, frame, reference, ws, J):
-    """frame_jacobian_one for rbd.frame_jacobian's fast path, q any object
-    (kernels.fastargs.REF): False, computing nothing, unless q is a float64 1-D ndarray
-    (as integrate_ref)."""
-    ok, q = float64_vector(q, J)
-    if not ok:
-        return False
-    frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J)
     return True
 
 
 @fast_entry
 def kinematics_derivatives_one(mi, mf, q, v, a, reference, ws, dvq, dvv, daq, dav, daa):
+    ok, q, v, a, _ = state_args(q, v, a, None, dvq)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     reference_ok(reference)
     kinematics_derivatives(mi, mf, q, v, a, reference, ws, dvq, dvv, daq, dav, daa)
+    return True
 
 
 @fast_entry
 def kinematics_state_one(mi, mf, q, v, a, st):
     """st (workspace_rows, >= STATE_WIDTH): the kinematics state the getters below read
     (Pinocchio's computeForwardKinematicsDerivatives)."""
+    ok, q, v, a, _ = state_args(q, v, a, None, st)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, None)
     state_width_ok(mi, st)
     kinematics_pass(mi, mf, q, v, a, st)
+    return True
 
 
 @fast_entry
@@ -239,12 +254,16 @@ def joint_derivatives_of_state_one(mi, mf, joint, reference, st, dvq, dvv, daq, 
 def joint_kinematics_derivatives_one(mi, mf, q, v, a, joint, reference, ws,
                                      dvq, dvv, daq, dav, daa):
     """The five (6, nv) derivatives of one joint (1..njoints-1)."""
+    ok, q, v, a, _ = state_args(q, v, a, None, dvq)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, None)
     workspace_ok(mi, ws)
     joint_ok(mi, joint)
     reference_ok(reference)
     kinematics_derivatives_of_joint(mi, mf, q, v, a, joint, reference, ws,
                                     dvq, dvv, daq, dav, daa)
+    return True
 
 
 # ---- first-order derivatives (IDSVA, FDSVA; chain rule; AZA product; kinematics) -------
@@ -252,13 +271,20 @@ def joint_kinematics_derivatives_one(mi, mf, q, v, a, joint, reference, ws,
 
 @entry
 def rnea_derivatives_one(mi, mf, q, v, a, fext, dq, dv, da):
+    ok, q, v, a, fext = state_args(q, v, a, fext, dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), IDSVA_WIDTH), q.dtype)
     idsva(mi, mf, q, v, a, fext, ws, dq, dv, da)
+    return True
 
 
 @entry
 def aba_derivatives_one(mi, mf, q, v, tau, fext, dq, dv, dtau):
+    ok, q, v, tau, fext = state_args(q, v, tau, fext, dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
@@ -271,21 +297,29 @@ def aba_derivatives_one(mi, mf, q, v, tau, fext, dq, dv, dtau):
     aba(mi, mf, q, v, tau, fext, ws, qdd)
     twin_later(aba_derivatives_piece, (mi, mf, v, fext, ws, S3, F, dq, dv, dtau))
     dynamics_finite(qdd)
+    return True
 
 
 @entry
 def rnea_chain_rule_one(mi, mf, q, v, a, fext, dq, dv, da):
+    ok, q, v, a, fext = state_args(q, v, a, fext, dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, a, fext)
     ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
     off = np.empty(mi[0, 0] + 2, np.int64)
     G = np.empty((record_offsets(mi, off), REC_WIDTH), q.dtype)
     rnea_chain_rule(mi, mf, q, v, a, fext, ws, G, off, dq, dv, da)
+    return True
 
 
 @entry
 def aba_derivatives_product_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     """IDSVA FD derivatives with the eq. 24 product chosen by ``product`` (aza.AUTO, DMM
     or AZA)."""
+    ok, q, v, tau, fext = state_args(q, v, tau, fext, dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     aza = use_aza(mi, product)
@@ -298,10 +332,14 @@ def aba_derivatives_product_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     else:
         aba_derivatives(mi, mf, q, v, tau, fext, ws, qdd, S3, F, dq, dv, dtau)
     dynamics_finite(qdd)
+    return True
 
 
 @entry
 def aba_chain_rule_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
+    ok, q, v, tau, fext = state_args(q, v, tau, fext, dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, tau, fext)
     nv = mi[0, 2]
     aza = use_aza(mi, product)
@@ -314,6 +352,7 @@ def aba_chain_rule_one(mi, mf, q, v, tau, fext, dq, dv, dtau, product):
     aba_derivatives_chain_rule(mi, mf, q, v, tau, fext, ws, G, off, qdd, S3, F, dq, dv, dtau,
                                aza)
     dynamics_finite(qdd)
+    return True
 
 
 # ---- second-order derivatives (IDSVA-SO, FDSVA-SO) -------------------------------------

@@ -80,10 +80,10 @@ def _resolve(key, n):
 ll.add_symbol(RESOLVE_SYMBOL, ctypes.cast(_resolve, ctypes.c_void_p).value)
 
 
-def _typing(fn, args, eager):
+def _typing(fn, args, eager, later=types.none):
     """(return type, codegen) of a call of entry ``fn`` on ``args`` by address: compiled
     now (``eager``: its return type read off the compiled entry) or on the first call
-    (then it must return nothing)."""
+    (then it must return ``later``)."""
     if not isinstance(fn, types.Dispatcher) or not isinstance(args, types.BaseTuple):
         raise errors.TypingError("twin(fn, args): fn a compiled entry, args a tuple")
     dispatcher = fn.dispatcher
@@ -92,7 +92,7 @@ def _typing(fn, args, eager):
         dispatcher.compile(sig)
         rtype = dispatcher.overloads[sig].signature.return_type
     else:
-        rtype = types.none
+        rtype = later
     py = dispatcher.py_func
     key = pickle.dumps((py.__module__, py.__qualname__, sig, None if eager else rtype))
 
@@ -146,6 +146,13 @@ def twin_later(typingctx, fn, args):
 
 
 @intrinsic
+def twin_later_ok(typingctx, fn, args):
+    """:func:`twin_later` for an entry that returns a bool (the fast paths' entries of
+    cpu/single.py: whether they took their arguments, kernels.fastargs)."""
+    return _typing(fn, args, False, types.boolean)
+
+
+@intrinsic
 def ahead(typingctx, fn, args):
     """No code: when the caller compiles, start compiling entry ``fn`` for ``args``'
     types in a background child, unless it is compiled or cached (cpu/background.py:
@@ -171,7 +178,7 @@ if config.DISABLE_JIT:       # plain Python (bench/fixed_point.py): an ordinary 
     def twin(fn, args):      # noqa: F811
         return fn(*args)
 
-    twin_later = twin
+    twin_later = twin_later_ok = twin
 
     def ahead(fn, args):     # noqa: F811
         pass

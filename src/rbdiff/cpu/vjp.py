@@ -13,7 +13,7 @@ from ..kernels.vjp import dynamics_vjp
 from .checks import BAD_Q, BAD_SHAPE
 from .single import (aba_derivatives_one, aba_derivatives_product_one, aba_one,
                      rnea_derivatives_one, rnea_one)
-from .twin import twin_later
+from .twin import twin_later_ok
 
 RNEA = 0         # the dynamics: inverse (rnea), forward with the DMM product (aba),
 ABA = 1          # forward with the AZA product (aba on long branches: kernels/aza.py,
@@ -36,9 +36,9 @@ def dynamics_retracted_one(mi, mf, q, v, u, fn, ws, qr, out):
     or BAD_Q for a zero (or NaN) quaternion or (cos, sin) pair."""
     _retracted(mi, q, qr)
     if fn == RNEA:
-        twin_later(rnea_one, (mi, mf, qr, v, u, None, ws, out))
+        twin_later_ok(rnea_one, (mi, mf, qr, v, u, None, ws, out))
     else:
-        twin_later(aba_one, (mi, mf, qr, v, u, None, ws, out))
+        twin_later_ok(aba_one, (mi, mf, qr, v, u, None, ws, out))
 
 
 @fast_entry
@@ -52,10 +52,10 @@ def dynamics_vjp_one(mi, mf, q, v, u, g, fn, qr, D, grad):
         raise ValueError(BAD_SHAPE)
     _retracted(mi, q, qr)
     if fn == RNEA:
-        twin_later(rnea_derivatives_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2]))
+        twin_later_ok(rnea_derivatives_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2]))
     elif fn == ABA:
-        twin_later(aba_derivatives_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2]))
+        twin_later_ok(aba_derivatives_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2]))
     else:
-        twin_later(aba_derivatives_product_one, (mi, mf, qr, v, u, None, D[0], D[1], D[2],
-                                                 AZA))
+        twin_later_ok(aba_derivatives_product_one, (mi, mf, qr, v, u, None, D[0], D[1],
+                                                    D[2], AZA))
     dynamics_vjp(mi, q, g, D, grad)

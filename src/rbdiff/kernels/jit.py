@@ -41,6 +41,7 @@ import re
 import sys
 
 import numba
+import numpy as np
 from numba.core import config, types
 from numba.core.registry import CPUDispatcher
 
@@ -53,7 +54,7 @@ try:
 except ImportError:          # Windows: no advisory locks
     fcntl = None
 
-from .fastargs import REF
+from .fastargs import AVAILABLE, REF
 
 compile_memo.install()    # a third less compile time (compile_memo.py)
 
@@ -396,3 +397,38 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
         namespace[name] = fn
         return fn(*args)
     return first_call
+
+
+def native_ref(dispatcher, name, namespace, vectors, arrays=None, inputs=(), available=None):
+    """:func:`native` for an entry that checks its own arguments (kernels.fastargs'
+    ``vector_arg`` / ``contiguous_arg``, returning False when it takes them not): the
+    positions ``vectors`` (float64 1-D) and ``arrays`` ({position: ndim}, float64
+    C-contiguous) are typed REF, so the fast path asks nothing in Python (~0.15 us a call
+    on rnea); other user arrays the fast path checked itself, at positions ``inputs``, are
+    compiled for any strides as :func:`native`'s. Where REF is not ``AVAILABLE`` (another
+    CPython or NumPy layout; or ``available=False``), a Python stand-in asks the same
+    questions first and calls the entry compiled for arrays."""
+    arrays = dict(arrays or {})
+    if AVAILABLE if available is None else available:
+        return native(dispatcher, name, namespace, inputs=tuple(inputs),
+                      refs=tuple(vectors) + tuple(arrays))
+    bound = [None]
+    bound[0] = native(dispatcher, 0, bound, inputs=tuple(vectors) + tuple(inputs))  # rebinds
+
+    def checked(*args):
+        for k in vectors:
+            x = args[k]
+            if not (type(x) is _ND and x.dtype is _F64 and x.ndim == 1):
+                return False
+        for k, nd in arrays.items():
+            x = args[k]
+            if x is not None and not (type(x) is _ND and x.dtype is _F64 and x.ndim == nd
+                                      and x.flags.c_contiguous):
+                return False
+        return bound[0](*args)
+    namespace[name] = checked
+    return checked
+
+
+_ND = np.ndarray
+_F64 = np.dtype(np.float64)
