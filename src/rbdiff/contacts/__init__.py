@@ -383,10 +383,10 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=Non
             h = _HELD.table.get(id(contacts))
             if h is None or h[0] is not contacts or h[1] is not model:
                 h = _held(model, contacts)
-            if h[4]:        # the entry converts damping, a non-number misses
+            if h[4]:
                 qdd, forces = _empty(model.nv), _empty(h[4])
                 _cd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                         h[2], h[3], damping, h[5], qdd, forces)
+                         h[2], h[3], float(damping), h[5], qdd, forces)
                 return _new(ContactDynamics, (qdd, forces))
     except _FAST_MISS:
         pass
@@ -450,7 +450,7 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
                 res = (_empty(svv), _empty(svv), _empty(svv), _empty(snv), _empty(snv),
                        _empty(snv))
                 _cdd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                          h[2], h[3], damping, h[5], *res)
+                          h[2], h[3], float(damping), h[5], *res)
                 return _new(ContactDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
@@ -514,7 +514,8 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0,
             if h[4]:
                 vout, imp = _empty(model.nv), _empty(h[4])
                 _id_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                         v_before, h[2], h[3], restitution, damping, h[5], vout, imp)
+                         v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                         vout, imp)
                 return _new(ImpulseDynamics, (vout, imp))
     except _FAST_MISS:
         pass
@@ -556,7 +557,8 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
                 svv, snv = model._svv, (nc, model.nv)
                 res = (_empty(svv), _empty(svv), _empty(snv), _empty(snv))
                 _idd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                          v_before, h[2], h[3], restitution, damping, h[5], *res)
+                          v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                          *res)
                 return _new(ImpulseDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
