@@ -8,18 +8,19 @@ read (cint: frame, dimension, reference, first row, parent joint; cflt: Kp, Kd, 
 reference placement), cached by the tuple; the tables travel to the entries as options
 and the number of constraint rows as the declared size token "nc" (declare.py).
 
-Single float64 calls take a fast path as frame_motion.py's: the packing found in the
-cache, a natively bound entry on the model's workspace; anything else (float32,
+Single float64 calls take a fast path as frame_motion.py's: the packing and this
+thread's scratch found in one lookup (_held), a natively bound entry without Numba's
+runtime on that scratch (cpu/contacts.py's ``*_held``); anything else (float32,
 complex128, a batch, fext, a refused input) goes through the declared general path.
 """
 
 import math
+import threading
 
 import numpy as np
 
 from ..cpu import contacts as cc
 from ..cpu.scratch import model_table
-from ..cpu.scratch import thread_workspace as _thread_ws
 from ..declare import Function, caller_outputs, frame_index
 from ..kernels.contact_dynamics import (CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH,
                                         SINGULAR_RTOL)
@@ -218,6 +219,39 @@ def _pack(model, contacts):
     return cint, cflt, row
 
 
+# this thread's {id(contacts): (contacts, model, cint, cflt, nc, flat scratch)} for the
+# fast paths, and its scratch by (model size, nc): one dictionary lookup a call instead
+# of pack's two and thread_workspace's
+class _Local(threading.local):
+    def __init__(self):         # each thread's first use: the fast paths never miss it
+        self.table = {}
+        self.scratch = {}
+
+
+_HELD = _Local()
+
+
+def _held(model, contacts):
+    """(contacts, model, cint, cflt, nc, scratch) for this thread: the packing (pack)
+    and a flat float64 scratch of cc.held_size, remembered by id(contacts) for the
+    immutable objects (a tuple, a Contact; at most _BY_ID_MAX)."""
+    table, scratch = _HELD.table, _HELD.scratch
+    hit = table.get(id(contacts))
+    if hit is not None and hit[0] is contacts and hit[1] is model:
+        return hit
+    cint, cflt, nc = pack(model, contacts)
+    key = (model._scratch_key, nc)
+    buf = scratch.get(key)
+    if buf is None:
+        buf = scratch[key] = np.zeros(cc.held_size(model.njoints, model.nv, nc))
+    hit = (contacts, model, cint, cflt, nc, buf)
+    if type(contacts) in (tuple, Contact):        # immutable only: ids of live objects
+        if len(table) >= _BY_ID_MAX:
+            table.clear()
+        table[id(contacts)] = hit
+    return hit
+
+
 def _number(x, name, message):
     try:
         y = float(x)
@@ -312,7 +346,7 @@ def _into(out, result, values):
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
 _new = tuple.__new__
-_cd_one = native(cc.contact_dynamics_one, "_cd_one", globals(), inputs=(4, 5, 6))
+_cd_held = native(cc.contact_dynamics_held, "_cd_held", globals(), inputs=(4, 5, 6))
 
 _CONTACT_DYNAMICS = Function(
     "contact_dynamics", cc.contact_dynamics_one,
@@ -346,11 +380,13 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=Non
     try:
         if out is None and q.dtype is v.dtype is tau.dtype is _F64 \
                 and q.ndim == v.ndim == tau.ndim == 1 and fext is None:
-            cint, cflt, nc = pack(model, contacts)
-            if nc:
-                qdd, forces = _empty(model.nv), _empty(nc)
-                _cd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                        None, cint, cflt, float(damping), _thread_ws(model), qdd, forces)
+            h = _HELD.table.get(id(contacts))
+            if h is None or h[0] is not contacts or h[1] is not model:
+                h = _held(model, contacts)
+            if h[4]:
+                qdd, forces = _empty(model.nv), _empty(h[4])
+                _cd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
+                         h[2], h[3], float(damping), h[5], qdd, forces)
                 return _new(ContactDynamics, (qdd, forces))
     except _FAST_MISS:
         pass
@@ -368,8 +404,8 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=Non
         _raise_dependent(e, model, q, contacts, d)
 
 
-_cdd_one = native(cc.contact_dynamics_derivatives_one, "_cdd_one", globals(),
-                  inputs=(4, 5, 6))
+_cdd_held = native(cc.contact_dynamics_derivatives_held, "_cdd_held", globals(),
+                   inputs=(4, 5, 6))
 _CONTACT_DYNAMICS_D = Function(
     "contact_dynamics_derivatives", cc.contact_dynamics_derivatives_one,
     (cc.contact_dynamics_derivatives_batch, cc.contact_dynamics_derivatives_parallel),
@@ -405,13 +441,16 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
     try:
         if out is None and q.dtype is v.dtype is tau.dtype is _F64 \
                 and q.ndim == v.ndim == tau.ndim == 1 and fext is None:
-            cint, cflt, nc = pack(model, contacts)
+            h = _HELD.table.get(id(contacts))
+            if h is None or h[0] is not contacts or h[1] is not model:
+                h = _held(model, contacts)
+            nc = h[4]
             if nc:
-                nv = model.nv
-                res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nv, nv)),
-                       _empty((nc, nv)), _empty((nc, nv)), _empty((nc, nv)))
-                _cdd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                         None, cint, cflt, float(damping), _thread_ws(model), *res)
+                svv, snv = model._svv, (nc, model.nv)
+                res = (_empty(svv), _empty(svv), _empty(svv), _empty(snv), _empty(snv),
+                       _empty(snv))
+                _cdd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
+                          h[2], h[3], float(damping), h[5], *res)
                 return _new(ContactDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
@@ -431,8 +470,9 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
 
 # ---- impulse dynamics ------------------------------------------------------------------
 
-_id_one = native(cc.impulse_dynamics_one, "_id_one", globals(), inputs=(4, 5))
-_idd_one = native(cc.impulse_dynamics_derivatives_one, "_idd_one", globals(), inputs=(4, 5))
+_id_held = native(cc.impulse_dynamics_held, "_id_held", globals(), inputs=(4, 5))
+_idd_held = native(cc.impulse_dynamics_derivatives_held, "_idd_held", globals(),
+                   inputs=(4, 5))
 
 _IMPULSE_DYNAMICS = Function(
     "impulse_dynamics", cc.impulse_dynamics_one,
@@ -468,12 +508,14 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0,
     contact_dynamics'."""
     try:
         if out is None and q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
-            cint, cflt, nc = pack(model, contacts)
-            if nc:
-                vout, imp = _empty(model.nv), _empty(nc)
-                _id_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                        cint, cflt, float(restitution), float(damping),
-                        _thread_ws(model), vout, imp)
+            h = _HELD.table.get(id(contacts))
+            if h is None or h[0] is not contacts or h[1] is not model:
+                h = _held(model, contacts)
+            if h[4]:
+                vout, imp = _empty(model.nv), _empty(h[4])
+                _id_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                         v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                         vout, imp)
                 return _new(ImpulseDynamics, (vout, imp))
     except _FAST_MISS:
         pass
@@ -507,13 +549,16 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
     arrays of those shapes to write into, as contact_dynamics'."""
     try:
         if out is None and q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
-            cint, cflt, nc = pack(model, contacts)
+            h = _HELD.table.get(id(contacts))
+            if h is None or h[0] is not contacts or h[1] is not model:
+                h = _held(model, contacts)
+            nc = h[4]
             if nc:
-                nv = model.nv
-                res = (_empty((nv, nv)), _empty((nv, nv)), _empty((nc, nv)), _empty((nc, nv)))
-                _idd_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v_before,
-                         cint, cflt, float(restitution), float(damping),
-                         _thread_ws(model), *res)
+                svv, snv = model._svv, (nc, model.nv)
+                res = (_empty(svv), _empty(svv), _empty(snv), _empty(snv))
+                _idd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                          v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                          *res)
                 return _new(ImpulseDynamicsDerivatives, res)
     except _FAST_MISS:
         pass

@@ -20,7 +20,7 @@ from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI
                                         CI_ROW, CI_WIDTH, contact_dynamics,
                                         contact_dynamics_derivatives)
 from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
-from ..kernels.jit import entry, helper, pentry
+from ..kernels.jit import entry, held_entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
@@ -94,7 +94,71 @@ def derivative_scratch(mi, nc, dtype):
             np.empty(nv, dtype))
 
 
+@helper
+def held_size(njoints, nv, nc):
+    """float64 entries of the flat scratch a ``*_held`` entry carves (held_scratch and
+    held_derivative_scratch): one per thread, model size and nc, kept by the caller."""
+    return ((njoints + nv) * W_WIDTH + njoints * nv * 6 + nv * nv + 2 * nc * nv + nc * nc
+            + nc + 3 * nv * nv + 24 * nv + 2 * nc * nv + njoints * 6 + 3 * nv + nc)
+
+
+@helper
+def held_scratch(mi, nc, buf):
+    """ws and contact_scratch's F, Minv, J, Yt, W, lam as views of the flat ``buf``
+    (held_size), and the offset past them: the ``*_held`` entries run without Numba's
+    runtime, whose per-array unboxing and allocations cost ~0.6 us a call."""
+    nj = mi[0, 0] + 1
+    nv = mi[0, 2]
+    rows = workspace_rows(mi)
+    a = rows * W_WIDTH
+    b = a + nj * nv * 6
+    c = b + nv * nv
+    d = c + nc * nv
+    e = d + nc * nv
+    f = e + nc * nc
+    g = f + nc
+    return (buf[:a].reshape((rows, W_WIDTH)), buf[a:b].reshape((nj, nv, 6)),
+            buf[b:c].reshape((nv, nv)), buf[c:d].reshape((nc, nv)),
+            buf[d:e].reshape((nc, nv)), buf[e:f].reshape((nc, nc)), buf[f:g], g)
+
+
+@helper
+def held_derivative_scratch(mi, nc, buf, o, n6, ng):
+    """derivative_scratch (n6 = 4, ng = 2) or impulse_scratch's first five (n6 = 2,
+    ng = 1) as views of ``buf`` from offset o, and two more vectors (nv,), (nc,)."""
+    nj = mi[0, 0] + 1
+    nv = mi[0, 2]
+    a = o + 3 * nv * nv
+    b = a + n6 * 6 * nv
+    c = b + ng * nc * nv
+    d = c + nj * 6
+    return (buf[o:a].reshape((3, nv, nv)), buf[a:b].reshape((n6, 6, nv)),
+            buf[b:c].reshape((ng, nc, nv)), buf[c:d].reshape((nj, 6)), buf[d:d + nv],
+            buf[d + nv:d + 2 * nv], buf[d + 2 * nv:d + 2 * nv + nc])
+
+
+@helper
+def held_ok(mi, nc, buf):
+    if buf.shape[0] < held_size(mi[0, 0] + 1, mi[0, 2], nc):
+        raise ValueError("contacts: held scratch too small")
+
+
 # ---- contact dynamics ------------------------------------------------------------------
+
+
+@held_entry
+def contact_dynamics_held(mi, mf, fparent, fmf, q, v, tau, cint, cflt, damping, buf, qdd,
+                          forces):
+    """contact_dynamics_one without fext, on the caller's flat scratch (held_size)."""
+    state_ok(mi, q, v, tau, None)
+    nc = forces.shape[0]
+    held_ok(mi, nc, buf)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    ws, F, Minv, J, Yt, W, lam, _ = held_scratch(mi, nc, buf)
+    bad = contact_dynamics(mi, mf, fmf, q, v, tau, None, cint, cflt, damping, ws, F, Minv,
+                           J, Yt, W, lam, qdd, forces)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
 
 
 @entry
@@ -143,6 +207,25 @@ def contact_dynamics_parallel(mi, mf, fparent, fmf, q, v, tau, fext, qdd, forces
 
 
 # ---- contact dynamics derivatives ------------------------------------------------------
+
+
+@held_entry
+def contact_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, tau, cint, cflt, damping,
+                                      buf, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                                      df_dtau):
+    """contact_dynamics_derivatives_one without fext, on the caller's flat scratch."""
+    state_ok(mi, q, v, tau, None)
+    nc = df_dq.shape[0]
+    held_ok(mi, nc, buf)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    ws, F, Minv, J, Yt, W, lam, o = held_scratch(mi, nc, buf)
+    S3, D6, G, fc, qdd2, qdd, forces = held_derivative_scratch(mi, nc, buf, o, 4, 2)
+    bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, None, cint, cflt,
+                                       damping, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
+                                       qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
+                                       df_dv, df_dtau)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
 
 
 @entry
@@ -209,6 +292,40 @@ def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext,
 
 
 # ---- impulse dynamics ------------------------------------------------------------------
+
+
+@held_entry
+def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, buf, vout,
+                          impulses):
+    """impulse_dynamics_one on the caller's flat scratch (held_size)."""
+    velocity_state_ok(mi, q, v)
+    nc = impulses.shape[0]
+    held_ok(mi, nc, buf)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    restitution_ok(r)
+    ws, F, Minv, J, Yt, W, lam, _ = held_scratch(mi, nc, buf)
+    bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
+                           vout, impulses)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
+
+
+@held_entry
+def impulse_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping,
+                                      buf, dv_dq, dv_dv, di_dq, di_dv):
+    """impulse_dynamics_derivatives_one on the caller's flat scratch (held_size)."""
+    velocity_state_ok(mi, q, v)
+    nc = di_dq.shape[0]
+    held_ok(mi, nc, buf)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    restitution_ok(r)
+    ws, F, Minv, J, Yt, W, lam, o = held_scratch(mi, nc, buf)
+    S3, D6, G, fc, dv, vout, imp = held_derivative_scratch(mi, nc, buf, o, 2, 1)
+    bad = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
+                                       Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, imp,
+                                       dv_dq, dv_dv, di_dq, di_dv)
+    dependent_found(bad, True)
+    dynamics_finite(vout)
 
 
 @entry

@@ -268,13 +268,17 @@ def operational_space(mi, cint, Minv, J, Yt, W, damping):
                         y[i] += c * row[i]
                 a = mi[a, MI_PARENT]
     for r in range(nc):
+        # W[r, :r + 1] = sum over m of J[r, m] Yt[:r + 1, m] for J's nonzeros, in m's
+        # order: the same sums as the dot products J[r] . Yt[c] (the zeros add nothing),
+        # as independent accumulators instead of one dependency chain each (~2x faster)
         x = J[r]
         for c in range(r + 1):
-            y = Yt[c]
-            s = 0.0 * x[0]        # the dtype's zero (not 0 * W: np.empty may hold NaN)
-            for m in range(nv):
-                s += x[m] * y[m]
-            W[r, c] = s
+            W[r, c] = 0.0 * x[0]  # the dtype's zero (not 0 * W: np.empty may hold NaN)
+        for m in range(nv):
+            jm = x[m]
+            if jm != 0.0:
+                for c in range(r + 1):
+                    W[r, c] += jm * Yt[c, m]
         W[r, r] += damping
 
 

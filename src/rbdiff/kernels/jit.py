@@ -26,7 +26,9 @@
             (measured ~45 ns an array less), so it cannot allocate: the caller passes
             the scratch, which the model keeps. It holds the GIL (releasing and taking
             it back cost ~55 ns a call), so no two threads run on that scratch at once.
-``pentry``  the same with ``parallel=True`` for batch entry points (``prange``).
+``held_entry`` a fast_entry that releases the GIL: for single calls whose scratch is the
+            calling thread's own (the contacts' held scratch), so threads run in parallel.
+``pentry``  ``entry`` with ``parallel=True`` for batch entry points (``prange``).
 ``native``  binds a compiled entry for a fast path, without Numba's type dispatch; its
             arguments typed ``fastargs.REF`` are checked in the entry, not in Python.
 
@@ -117,6 +119,10 @@ def entry(fn):
 
 def fast_entry(fn):
     return _cached(fn, cache=True, nogil=False, **_MATH, **_NO_NRT)
+
+
+def held_entry(fn):
+    return _cached(fn, cache=True, nogil=True, **_MATH, **_NO_NRT)
 
 
 def pentry(fn):
