@@ -24,12 +24,11 @@ from ..cpu.scratch import model_table
 from ..declare import Function, caller_outputs, frame_index
 from ..kernels.contact_dynamics import (CF_KD, CF_KP, CF_P, CF_R, CF_WIDTH, CI_WIDTH,
                                         SINGULAR_RTOL)
-from ..kernels.jit import native
+from ..kernels.jit import native_ref
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..results import (ContactDynamics, ContactDynamicsDerivatives, ImpulseDynamics,
                        ImpulseDynamicsDerivatives, reference_name)
 from ..validation import DIVERGED
-from ..validation import F64 as _F64
 
 __all__ = ["Contact", "DependentContacts", "contact_dynamics",
            "contact_dynamics_derivatives", "impulse_dynamics",
@@ -346,7 +345,8 @@ def _into(out, result, values):
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
 _new = tuple.__new__
-_cd_held = native(cc.contact_dynamics_held, "_cd_held", globals(), inputs=(4, 5, 6))
+# the held entries check q, v, tau themselves (jit.native_ref: False unless float64 vectors)
+_cd_held = native_ref(cc.contact_dynamics_held, "_cd_held", globals(), (4, 5, 6))
 
 _CONTACT_DYNAMICS = Function(
     "contact_dynamics", cc.contact_dynamics_one,
@@ -378,16 +378,15 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=Non
     forces) of those shapes and the computed dtype, C-contiguous, written into and
     returned (as rnea_derivatives' ``out``)."""
     try:
-        if out is None and q.dtype is v.dtype is tau.dtype is _F64 \
-                and q.ndim == v.ndim == tau.ndim == 1 and fext is None:
+        if out is None and fext is None:
             h = _HELD.table.get(id(contacts))
             if h is None or h[0] is not contacts or h[1] is not model:
                 h = _held(model, contacts)
             if h[4]:
                 qdd, forces = _empty(model.nv), _empty(h[4])
-                _cd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                         h[2], h[3], float(damping), h[5], qdd, forces)
-                return _new(ContactDynamics, (qdd, forces))
+                if _cd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
+                            tau, h[2], h[3], float(damping), h[5], qdd, forces):
+                    return _new(ContactDynamics, (qdd, forces))
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)
@@ -404,8 +403,8 @@ def contact_dynamics(model, q, v, tau, contacts, damping=0.0, fext=None, out=Non
         _raise_dependent(e, model, q, contacts, d)
 
 
-_cdd_held = native(cc.contact_dynamics_derivatives_held, "_cdd_held", globals(),
-                   inputs=(4, 5, 6))
+_cdd_held = native_ref(cc.contact_dynamics_derivatives_held, "_cdd_held", globals(),
+                       (4, 5, 6))
 _CONTACT_DYNAMICS_D = Function(
     "contact_dynamics_derivatives", cc.contact_dynamics_derivatives_one,
     (cc.contact_dynamics_derivatives_batch, cc.contact_dynamics_derivatives_parallel),
@@ -439,8 +438,7 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
     (0, nv) force blocks. A batch (B, ...) gives (B, nv, nv) and (B, nc, nv) blocks.
     ``out``: six arrays of those shapes to write into, as contact_dynamics'."""
     try:
-        if out is None and q.dtype is v.dtype is tau.dtype is _F64 \
-                and q.ndim == v.ndim == tau.ndim == 1 and fext is None:
+        if out is None and fext is None:
             h = _HELD.table.get(id(contacts))
             if h is None or h[0] is not contacts or h[1] is not model:
                 h = _held(model, contacts)
@@ -449,9 +447,9 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
                 svv, snv = model._svv, (nc, model.nv)
                 res = (_empty(svv), _empty(svv), _empty(svv), _empty(snv), _empty(snv),
                        _empty(snv))
-                _cdd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v, tau,
-                          h[2], h[3], float(damping), h[5], *res)
-                return _new(ContactDynamicsDerivatives, res)
+                if _cdd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q, v,
+                             tau, h[2], h[3], float(damping), h[5], *res):
+                    return _new(ContactDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)
@@ -470,9 +468,8 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
 
 # ---- impulse dynamics ------------------------------------------------------------------
 
-_id_held = native(cc.impulse_dynamics_held, "_id_held", globals(), inputs=(4, 5))
-_idd_held = native(cc.impulse_dynamics_derivatives_held, "_idd_held", globals(),
-                   inputs=(4, 5))
+_id_held = native_ref(cc.impulse_dynamics_held, "_id_held", globals(), (4, 5))
+_idd_held = native_ref(cc.impulse_dynamics_derivatives_held, "_idd_held", globals(), (4, 5))
 
 _IMPULSE_DYNAMICS = Function(
     "impulse_dynamics", cc.impulse_dynamics_one,
@@ -507,16 +504,16 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0,
     and (B, nc). ``out``: two arrays (v_after, impulses) to write into, as
     contact_dynamics'."""
     try:
-        if out is None and q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+        if out is None:
             h = _HELD.table.get(id(contacts))
             if h is None or h[0] is not contacts or h[1] is not model:
                 h = _held(model, contacts)
             if h[4]:
                 vout, imp = _empty(model.nv), _empty(h[4])
-                _id_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                         v_before, h[2], h[3], float(restitution), float(damping), h[5],
-                         vout, imp)
-                return _new(ImpulseDynamics, (vout, imp))
+                if _id_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                            v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                            vout, imp):
+                    return _new(ImpulseDynamics, (vout, imp))
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)
@@ -548,7 +545,7 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
     impulseDynamics. A batch gives (B, nv, nv) and (B, nc, nv) blocks. ``out``: four
     arrays of those shapes to write into, as contact_dynamics'."""
     try:
-        if out is None and q.dtype is v_before.dtype is _F64 and q.ndim == v_before.ndim == 1:
+        if out is None:
             h = _HELD.table.get(id(contacts))
             if h is None or h[0] is not contacts or h[1] is not model:
                 h = _held(model, contacts)
@@ -556,10 +553,10 @@ def impulse_dynamics_derivatives(model, q, v_before, contacts, restitution=0.0, 
             if nc:
                 svv, snv = model._svv, (nc, model.nv)
                 res = (_empty(svv), _empty(svv), _empty(snv), _empty(snv))
-                _idd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                          v_before, h[2], h[3], float(restitution), float(damping), h[5],
-                          *res)
-                return _new(ImpulseDynamicsDerivatives, res)
+                if _idd_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                             v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                             *res):
+                    return _new(ImpulseDynamicsDerivatives, res)
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)

@@ -20,6 +20,7 @@ from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI
                                         CI_ROW, CI_WIDTH, contact_dynamics,
                                         contact_dynamics_derivatives)
 from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
+from ..kernels.fastargs import state_args
 from ..kernels.jit import entry, held_entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -149,7 +150,12 @@ def held_ok(mi, nc, buf):
 @held_entry
 def contact_dynamics_held(mi, mf, fparent, fmf, q, v, tau, cint, cflt, damping, buf, qdd,
                           forces):
-    """contact_dynamics_one without fext, on the caller's flat scratch (held_size)."""
+    """contact_dynamics_one without fext, on the caller's flat scratch (held_size); q, v,
+    tau arrays or, on the fast path, REF objects (kernels.fastargs.state_args: False
+    unless float64 1-D ndarrays); True when done."""
+    ok, q, v, tau, _ = state_args(q, v, tau, None, qdd)
+    if not ok:
+        return False
     state_ok(mi, q, v, tau, None)
     nc = forces.shape[0]
     held_ok(mi, nc, buf)
@@ -159,6 +165,7 @@ def contact_dynamics_held(mi, mf, fparent, fmf, q, v, tau, cint, cflt, damping, 
                            J, Yt, W, lam, qdd, forces)
     dependent_found(bad, True)
     dynamics_finite(qdd)
+    return True
 
 
 @entry
@@ -214,6 +221,9 @@ def contact_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, tau, cint, cfl
                                       buf, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
                                       df_dtau):
     """contact_dynamics_derivatives_one without fext, on the caller's flat scratch."""
+    ok, q, v, tau, _ = state_args(q, v, tau, None, dqdd_dq)
+    if not ok:
+        return False
     state_ok(mi, q, v, tau, None)
     nc = df_dq.shape[0]
     held_ok(mi, nc, buf)
@@ -226,6 +236,7 @@ def contact_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, tau, cint, cfl
                                        df_dv, df_dtau)
     dependent_found(bad, True)
     dynamics_finite(qdd)
+    return True
 
 
 @entry
@@ -298,6 +309,9 @@ def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext,
 def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, buf, vout,
                           impulses):
     """impulse_dynamics_one on the caller's flat scratch (held_size)."""
+    ok, q, v, _, _ = state_args(q, v, None, None, vout)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     nc = impulses.shape[0]
     held_ok(mi, nc, buf)
@@ -308,12 +322,16 @@ def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, bu
                            vout, impulses)
     dependent_found(bad, True)
     dynamics_finite(vout)
+    return True
 
 
 @held_entry
 def impulse_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping,
                                       buf, dv_dq, dv_dv, di_dq, di_dv):
     """impulse_dynamics_derivatives_one on the caller's flat scratch (held_size)."""
+    ok, q, v, _, _ = state_args(q, v, None, None, dv_dq)
+    if not ok:
+        return False
     velocity_state_ok(mi, q, v)
     nc = di_dq.shape[0]
     held_ok(mi, nc, buf)
@@ -326,6 +344,7 @@ def impulse_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, cint, cflt, r,
                                        dv_dq, dv_dv, di_dq, di_dv)
     dependent_found(bad, True)
     dynamics_finite(vout)
+    return True
 
 
 @entry
