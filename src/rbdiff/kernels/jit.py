@@ -31,6 +31,8 @@
 ``pentry``  ``entry`` with ``parallel=True`` for batch entry points (``prange``).
 ``native``  binds a compiled entry for a fast path, without Numba's type dispatch; its
             arguments typed ``fastargs.REF`` are checked in the entry, not in Python.
+``native_ref`` the same for an entry that checks the user's arrays itself (fastargs'
+            ``vector_arg``, ``state_args``): the fast path hands them over unchecked.
 
 Entries are cached on disk (see README: where, and ``python -m rbdiff compile``); an edit
 to any rbdiff source invalidates them, and writes are serialised across processes, so
