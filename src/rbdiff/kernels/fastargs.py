@@ -37,9 +37,6 @@ OFF_DIMS = 32
 OFF_STRIDES = 40
 OFF_DESCR = 56
 
-VECTOR = types.Array(types.float64, 1, "A")
-
-
 class _Ref(types.Opaque):
     """Any Python object, as its borrowed pointer."""
 
@@ -75,69 +72,14 @@ def _layout_matches():
 AVAILABLE = _layout_matches()
 
 
-@intrinsic
-def float64_vector(typingctx, ref, like):
-    """(ok, vector): ``ref`` (REF) as a 1-D float64 array of any strides when it is an
-    ndarray of the type and dtype descriptor of ``like`` (an array) with one dimension;
-    else (False, an empty vector)."""
-    if not (isinstance(ref, _Ref) and isinstance(like, types.Array)):
-        return None
-    sig = types.Tuple((types.boolean, VECTOR))(ref, like)
+def _array_codegen(nd, contiguous):
+    """The codegen of float64_vector (nd 1, any strides) and float64_contiguous (C
+    layout): (ok, array) from a REF, ``like``'s type and descriptor the test."""
+    arr_t = types.Array(types.float64, nd, "C" if contiguous else "A")
 
     def codegen(context, builder, sig, args):
         from numba.np.arrayobj import populate_array   # compile time only (~80 ms import)
-        obj, like_val = args
-        like_obj = context.make_array(sig.args[1])(context, builder, like_val).parent
-        i64 = ir.IntType(64)
-
-        def field(base, off, ty):
-            p = builder.gep(builder.bitcast(base, cgutils.int8_t.as_pointer()),
-                            [ir.Constant(i64, off)])
-            return builder.load(builder.bitcast(p, ty.as_pointer()))
-
-        vec = context.make_array(VECTOR)(context, builder)
-        itemsize = ir.Constant(i64, 8)
-        populate_array(vec, data=cgutils.get_null_value(vec.data.type),
-                       shape=[ir.Constant(i64, 0)], strides=[ir.Constant(i64, 0)],
-                       itemsize=itemsize, meminfo=None)
-        ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
-        vp = cgutils.voidptr_t
-        same_type = builder.icmp_unsigned("==", field(obj, OFF_TYPE, vp),
-                                          field(like_obj, OFF_TYPE, vp))
-        with builder.if_then(same_type, likely=True):         # an exact ndarray
-            one_dim = builder.icmp_signed("==", field(obj, OFF_ND, ir.IntType(32)),
-                                          ir.Constant(ir.IntType(32), 1))
-            same_descr = builder.icmp_unsigned("==", field(obj, OFF_DESCR, vp),
-                                               field(like_obj, OFF_DESCR, vp))
-            with builder.if_then(builder.and_(one_dim, same_descr), likely=True):
-                data = field(obj, OFF_DATA, vp)
-                n = builder.load(field(obj, OFF_DIMS, i64.as_pointer()))
-                stride = builder.load(field(obj, OFF_STRIDES, i64.as_pointer()))
-                populate_array(vec, data=builder.bitcast(data, vec.data.type), shape=[n],
-                               strides=[stride], itemsize=itemsize, meminfo=None,
-                               parent=obj)
-                builder.store(cgutils.true_bit, ok)
-        return context.make_tuple(builder, sig.return_type,
-                                  [builder.load(ok), vec._getvalue()])
-    return sig, codegen
-
-
-@intrinsic(prefer_literal=True)
-def float64_contiguous(typingctx, ref, like, ndim):
-    """(ok, array): ``ref`` (REF) as a C-contiguous float64 array of ``ndim`` (a literal)
-    dimensions when it is an ndarray of ``like``'s type and dtype descriptor with that
-    many dimensions and C-contiguous strides; else (False, an empty array). C layout, not
-    'A': the kernels' inner loops over a strided fext cost iiwa14's rnea ~0.2 us."""
-    if not (isinstance(ref, _Ref) and isinstance(like, types.Array)
-            and isinstance(ndim, types.IntegerLiteral)):
-        return None
-    nd = ndim.literal_value
-    arr_t = types.Array(types.float64, nd, "C")
-    sig = types.Tuple((types.boolean, arr_t))(ref, like, ndim)
-
-    def codegen(context, builder, sig, args):
-        from numba.np.arrayobj import populate_array   # compile time only (~80 ms import)
-        obj, like_val, _ = args
+        obj, like_val = args[0], args[1]
         like_obj = context.make_array(sig.args[1])(context, builder, like_val).parent
         i64, i32 = ir.IntType(64), ir.IntType(32)
         vp = cgutils.voidptr_t
@@ -166,24 +108,51 @@ def float64_contiguous(typingctx, ref, like, ndim):
                          for k in range(nd)]
                 given = [builder.load(builder.gep(strides, [ir.Constant(i64, k)]))
                          for k in range(nd)]
-                # C order: stride[k] = 8 * prod(shape[k+1:]) (any stride on a length-1
-                # axis is NumPy's contiguity too, but never made by a plain array)
-                want, contiguous = itemsize, cgutils.true_bit
-                c_strides = [None] * nd
-                for k in reversed(range(nd)):
-                    c_strides[k] = want
-                    contiguous = builder.and_(contiguous,
-                                              builder.icmp_signed("==", given[k], want))
-                    want = builder.mul(want, shape[k])
-                with builder.if_then(contiguous, likely=True):
+                taken = cgutils.true_bit
+                if contiguous:
+                    # C order: stride[k] = 8 * prod(shape[k+1:]) (NumPy also calls an
+                    # array with a length-1 or empty axis contiguous: the general path
+                    # takes those)
+                    want, c_strides = itemsize, [None] * nd
+                    for k in reversed(range(nd)):
+                        c_strides[k] = want
+                        taken = builder.and_(taken,
+                                             builder.icmp_signed("==", given[k], want))
+                        want = builder.mul(want, shape[k])
+                    given = c_strides
+                with builder.if_then(taken, likely=True):
                     data = field(obj, OFF_DATA, vp)
                     populate_array(arr, data=builder.bitcast(data, arr.data.type),
-                                   shape=shape, strides=c_strides, itemsize=itemsize,
+                                   shape=shape, strides=given, itemsize=itemsize,
                                    meminfo=None, parent=obj)
                     builder.store(cgutils.true_bit, ok)
         return context.make_tuple(builder, sig.return_type,
                                   [builder.load(ok), arr._getvalue()])
-    return sig, codegen
+    return arr_t, codegen
+
+
+@intrinsic
+def float64_vector(typingctx, ref, like):
+    """(ok, vector): ``ref`` (REF) as a 1-D float64 array of any strides when it is an
+    ndarray of the type and dtype descriptor of ``like`` (an array) with one dimension;
+    else (False, an empty vector)."""
+    if not (isinstance(ref, _Ref) and isinstance(like, types.Array)):
+        return None
+    arr_t, codegen = _array_codegen(1, False)
+    return types.Tuple((types.boolean, arr_t))(ref, like), codegen
+
+
+@intrinsic(prefer_literal=True)
+def float64_contiguous(typingctx, ref, like, ndim):
+    """(ok, array): ``ref`` (REF) as a C-contiguous float64 array of ``ndim`` (a literal)
+    dimensions when it is an ndarray of ``like``'s type and dtype descriptor with that
+    many dimensions and C-contiguous strides; else (False, an empty array). C layout, not
+    'A': the kernels' inner loops over a strided fext cost iiwa14's rnea ~0.2 us."""
+    if not (isinstance(ref, _Ref) and isinstance(like, types.Array)
+            and isinstance(ndim, types.IntegerLiteral)):
+        return None
+    arr_t, codegen = _array_codegen(ndim.literal_value, True)
+    return types.Tuple((types.boolean, arr_t))(ref, like, ndim), codegen
 
 
 def vector_arg(x, like):
