@@ -140,6 +140,12 @@ def _single(model, one, q, v, u, fext, extra=()):
 _empty = np.empty
 
 
+def _one_dim(q):
+    """False for an ndarray batch (B, nq): it would pay for a single call's three outputs
+    and entry call; anything else tries the single entry, which checks it."""
+    return type(q) is not _ND or q.ndim == 1
+
+
 def _fast_batch(q, v, u, fext):
     """The batch size B for the common batch call (float64 (B, n) ndarrays, no fext; the
     batch entries check the shapes), else None."""
@@ -254,7 +260,7 @@ def rnea_derivatives(model, q, v, a, fext=None, method="idsva", out=None):
         return RNEADerivatives(*_numerical(model, rnea, q, v, a, fext, method,
                                            ("q", "v", "a")))
     idsva = method == "idsva"
-    if out is None:
+    if out is None and _one_dim(q):
         one = (_rnea_d_one if idsva else _rnea_cr_one) if fext is None else \
             (_rnea_d_one_f if idsva else _rnea_cr_one_f)
         d = _single(model, one, q, v, a, fext)
@@ -301,7 +307,7 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
         return ABADerivatives(*_numerical(model, aba, q, v, tau, fext, method,
                                           ("q", "v", "tau")))
     if method == "idsva" and code == DMM:
-        if out is None:
+        if out is None and _one_dim(q):
             d = _single(model, _aba_d_one if fext is None else _aba_d_one_f, q, v, tau,
                         fext)
             if d is not None:
@@ -318,7 +324,7 @@ def aba_derivatives(model, q, v, tau, fext=None, method="idsva", product="auto",
                 else _batch_into_out(model, fast_b, q, v, tau, out, batch_extra))
         if outs is not None:
             return _new(ABADerivatives, outs)
-    if fast is not None and out is None:
+    if fast is not None and out is None and _one_dim(q):
         d = _single(model, globals()[fast if fext is None else fast + "_f"], q, v, tau,
                     fext, extra)
         if d is not None:
