@@ -378,6 +378,30 @@ def log_jacobian(cflt, k, R, p):
     return right_jacobian_inverse_se3(nx, ny, nz, wx, wy, wz, d, 0.5)
 
 
+@helper
+def _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G):
+    """G[0, r] += J[r, lo:hi] A_q[lo:hi], G[1, r] += J[r, lo:hi] A_v[lo:hi] for the rows
+    r of one contact (r0 .. r0 + dim), four dofs a pass over both rows."""
+    nv = A_q.shape[1]
+    for r in range(r0, r0 + dim):
+        g0, g1, w = G[0, r], G[1, r], J[r]
+        s = lo
+        while s + 4 <= hi:
+            q0, q1, q2, q3 = A_q[s], A_q[s + 1], A_q[s + 2], A_q[s + 3]
+            v0, v1, v2, v3 = A_v[s], A_v[s + 1], A_v[s + 2], A_v[s + 3]
+            c0, c1, c2, c3 = w[s], w[s + 1], w[s + 2], w[s + 3]
+            for m in range(nv):
+                g0[m] += c0 * q0[m] + c1 * q1[m] + c2 * q2[m] + c3 * q3[m]
+                g1[m] += c0 * v0[m] + c1 * v1[m] + c2 * v2[m] + c3 * v3[m]
+            s += 4
+        while s < hi:
+            c, qs, vs = w[s], A_q[s], A_v[s]
+            for m in range(nv):
+                g0[m] += c * qs[m]
+                g1[m] += c * vs[m]
+            s += 1
+
+
 @kernel
 def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
     """Rows of contact k in G[0] = J A_q + d(a_c - e)/dq and G[1] = J A_v + d(a_c - e)/dv,
@@ -390,15 +414,17 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
         for m in range(nv):
             G[0, r0 + r, m] = D6[1, r, m]
             G[1, r0 + r, m] = D6[2, r, m]
-    a = cint[k, CI_JOINT]
-    while a > 0:                # J A_x over the support dofs (J is zero elsewhere)
-        for s in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-            for r in range(r0, r0 + dim):
-                c = J[r, s]
-                for m in range(nv):
-                    G[0, r, m] += c * A_q[s, m]
-                    G[1, r, m] += c * A_v[s, m]
+    a = cint[k, CI_JOINT]       # J A_x over the support dofs (J is zero elsewhere),
+    lo = mi[a, MI_IV]           # a chain's adjacent dof ranges merged
+    hi = lo + mi[a, MI_NV]
+    a = mi[a, MI_PARENT]
+    while a > 0:
+        if mi[a, MI_IV] + mi[a, MI_NV] != lo:
+            _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G)
+            hi = mi[a, MI_IV] + mi[a, MI_NV]
+        lo = mi[a, MI_IV]
         a = mi[a, MI_PARENT]
+    _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G)
     if not has_gains(cflt, k):
         return
     perr = position_error(cflt, k, dim, R, p)
@@ -423,6 +449,52 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
             G[1, r0 + r, m] += kd * D6[3, r, m]
 
 
+@helper
+def add_rows4(c, x0, x1, x2, x3, a0, a1, a2, a3):
+    """c += a0 x0 + a1 x1 + a2 x2 + a3 x3 over c's length (1-D row views): four rows a
+    pass over c (a pass a row loads and stores c four times as often)."""
+    for j in range(c.shape[0]):
+        c[j] += a0 * x0[j] + a1 * x1[j] + a2 * x2[j] + a3 * x3[j]
+
+
+@helper
+def add_row1(c, x, a):
+    """c += a x over c's length (add_rows4's remainder)."""
+    for j in range(c.shape[0]):
+        c[j] += a * x[j]
+
+
+@helper
+def add_rows(c, X, c0, lo, hi, w):
+    """c += sum_k w[k] X[k, c0:c0 + len(c)] over the rows k in [lo, hi), four a pass; w
+    a 1-D (possibly strided) view of the coefficients."""
+    n = c.shape[0]
+    e = c0 + n
+    k = lo
+    while k + 4 <= hi:
+        add_rows4(c, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e], w[k],
+                  w[k + 1], w[k + 2], w[k + 3])
+        k += 4
+    while k < hi:
+        add_row1(c, X[k, c0:e], w[k])
+        k += 1
+
+
+@helper
+def sub_rows(c, X, c0, lo, hi, w):
+    """c -= sum_k w[k] X[k, c0:c0 + len(c)] over the rows k in [lo, hi) (add_rows)."""
+    n = c.shape[0]
+    e = c0 + n
+    k = lo
+    while k + 4 <= hi:
+        add_rows4(c, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e], -w[k],
+                  -w[k + 1], -w[k + 2], -w[k + 3])
+        k += 4
+    while k < hi:
+        add_row1(c, X[k, c0:e], -w[k])
+        k += 1
+
+
 @kernel
 def forward_rows(L, nc, X):
     """X (nc, n) <- L^-1 X for cholesky's factor L, by row operations: the inner loops
@@ -431,11 +503,7 @@ def forward_rows(L, nc, X):
     n = X.shape[1]
     for i in range(nc):
         xi = X[i]
-        for k in range(i):
-            lik = L[i, k]
-            xk = X[k]
-            for m in range(n):
-                xi[m] -= lik * xk[m]
+        sub_rows(xi, X, 0, 0, i, L[i])
         d = 1.0 / L[i, i]
         for m in range(n):
             xi[m] *= d
@@ -447,11 +515,7 @@ def backward_rows(L, nc, X):
     n = X.shape[1]
     for i in range(nc - 1, -1, -1):
         xi = X[i]
-        for k in range(i + 1, nc):
-            lki = L[k, i]
-            xk = X[k]
-            for m in range(n):
-                xi[m] -= lki * xk[m]
+        sub_rows(xi, X, 0, i + 1, nc, L[:, i])
         d = 1.0 / L[i, i]
         for m in range(n):
             xi[m] *= d
@@ -482,11 +546,7 @@ def tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau):
         row = dqdd_dtau[i]
         for m in range(i, nv):
             row[m] = Minv[i, m]
-        for r in range(nc):
-            z = df_dtau[r, i]
-            zr = df_dtau[r]
-            for m in range(i, nv):
-                row[m] -= z * zr[m]
+        sub_rows(row[i:], df_dtau, i, 0, nc, df_dtau[:, i])
         for m in range(i):
             row[m] = dqdd_dtau[m, i]
     backward_rows(W, nc, df_dtau)
@@ -497,10 +557,7 @@ def add_y_times(Yt, X, out):
     """out (nv, n) += Y X for Yt = Y^T (nc, nv), X (nc, n)."""
     nc = Yt.shape[0]
     for i in range(out.shape[0]):
-        for r in range(nc):
-            y = Yt[r, i]
-            for m in range(out.shape[1]):
-                out[i, m] += y * X[r, m]
+        add_rows(out[i], X, 0, 0, nc, Yt[:, i])
 
 
 @kernel
