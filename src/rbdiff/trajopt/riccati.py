@@ -32,8 +32,8 @@ S = [[Jq, dt Jv], [0, I]] of integrate's Jacobians applied to V_x' and V_xx' fir
 
 import numpy as np
 
-from ..kernels.contact_dynamics import (add_row1, add_rows4, backward_rows,
-                                        cholesky_solve, forward_rows)
+from ..kernels.contact_dynamics import (add_row1, add_rows4, add_rows4x2,
+                                        backward_rows, cholesky_solve, forward_rows)
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
 from ..kernels.workspace import workspace_rows
@@ -48,6 +48,15 @@ def _rows4(C, i, c0, B, k, b0, nb, a0, a1, a2, a3):
     e = b0 + nb
     add_rows4(C[i, c0:c0 + nb], B[k, b0:e], B[k + 1, b0:e], B[k + 2, b0:e],
               B[k + 3, b0:e], a0, a1, a2, a3)
+
+
+@helper
+def _rows4x2(C, i, c0, B, k, b0, nb, a0, a1, a2, a3, e0, e1, e2, e3):
+    """_rows4 on rows i and i + 1 of C at once (coefficients a* and e*): each row of B
+    loaded once for both."""
+    e = b0 + nb
+    add_rows4x2(C[i, c0:c0 + nb], C[i + 1, c0:c0 + nb], B[k, b0:e], B[k + 1, b0:e],
+                B[k + 2, b0:e], B[k + 3, b0:e], a0, a1, a2, a3, e0, e1, e2, e3)
 
 
 @helper
@@ -232,11 +241,25 @@ def _grad_x(lxt, Vx, Pq, Pv, dt, out):
 @kernel
 def _acc_nn(A, B, b0, nb, C, c0, upper):
     """C[i, c0 + j] += sum_k A[i, k] B[k, b0 + j] for j < nb: the inner loop runs along
-    rows of B and C, four rows of B a pass (C-contiguous arrays: unit stride,
-    vectorised; a sub-block passed as offsets, as a slice would lose that); ``upper``:
-    only j >= i (a product whose square part is symmetric: the caller mirrors it)."""
-    inner = A.shape[1]
-    for i in range(A.shape[0]):
+    rows of B and C, four rows of B and two of C a pass (C-contiguous arrays: unit
+    stride, vectorised; a sub-block passed as offsets, as a slice would lose that);
+    ``upper``: only j >= i (a product whose square part is symmetric: the caller
+    mirrors it; a pair's second row gets its entry below the diagonal too)."""
+    inner, n = A.shape[1], A.shape[0]
+    for i in range(0, n - 1, 2):
+        s = i if upper else 0
+        k = 0
+        while k + 4 <= inner:
+            _rows4x2(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k], A[i, k + 1],
+                     A[i, k + 2], A[i, k + 3], A[i + 1, k], A[i + 1, k + 1],
+                     A[i + 1, k + 2], A[i + 1, k + 3])
+            k += 4
+        while k < inner:
+            _row1(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k])
+            _row1(C, i + 1, c0 + s, B, k, b0 + s, nb - s, A[i + 1, k])
+            k += 1
+    if n % 2:
+        i = n - 1
         s = i if upper else 0
         k = 0
         while k + 4 <= inner:
@@ -251,9 +274,24 @@ def _acc_nn(A, B, b0, nb, C, c0, upper):
 @kernel
 def _acc_tn(A, a0, na, B, b0, nb, C, r0, c0, upper):
     """C[r0 + i, c0 + j] += sum_k A[k, a0 + i] B[k, b0 + j] for i < na, j < nb (the
-    inner loop along rows, four rows of B a pass, ``upper`` as _acc_nn's)."""
+    inner loop along rows, four rows of B and two of C a pass, ``upper`` as
+    _acc_nn's)."""
     inner = A.shape[0]
-    for i in range(na):
+    for i in range(0, na - 1, 2):
+        a = a0 + i
+        s = i if upper else 0
+        k = 0
+        while k + 4 <= inner:
+            _rows4x2(C, r0 + i, c0 + s, B, k, b0 + s, nb - s, A[k, a], A[k + 1, a],
+                     A[k + 2, a], A[k + 3, a], A[k, a + 1], A[k + 1, a + 1],
+                     A[k + 2, a + 1], A[k + 3, a + 1])
+            k += 4
+        while k < inner:
+            _row1(C, r0 + i, c0 + s, B, k, b0 + s, nb - s, A[k, a])
+            _row1(C, r0 + i + 1, c0 + s, B, k, b0 + s, nb - s, A[k, a + 1])
+            k += 1
+    if na % 2:
+        i = na - 1
         a = a0 + i
         s = i if upper else 0
         k = 0
