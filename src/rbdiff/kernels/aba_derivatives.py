@@ -21,31 +21,49 @@ from .minverse import minverse, minverse_factored
 @helper
 def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
     """buf1 = sum of B1[m, k] A[m, :], buf2 = sum of B2[m, k] A[m, :] over the dofs m on
-    the branch of joint jt (k one of its dofs): its ancestors' dofs and its own, then
-    its strict descendants'; every inner loop runs along a row of A, shared by both."""
+    the branch of joint jt (k one of its dofs): its own dofs and its strict
+    descendants', then its ancestors'; every inner loop runs along a row of A, shared by
+    both. Adjacent dof ranges (a chain's parent just before its child) are merged, so
+    the rows go four at a time (_axpy2_rows)."""
     nv = A.shape[1]
     for c in range(nv):
         buf1[c] = 0.0
         buf2[c] = 0.0
-    j = jt
+    lo = mi[jt, MI_IV]
+    hi = lo + mi[jt, MI_NVSUB]
+    j = mi[jt, MI_PARENT]
     while j > 0:
-        _axpy2_rows(A, B1, B2, k, mi[j, MI_IV], mi[j, MI_IV] + mi[j, MI_NV], buf1, buf2)
+        jlo = mi[j, MI_IV]
+        if jlo + mi[j, MI_NV] != lo:        # not adjacent: this range done
+            _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2)
+            hi = jlo + mi[j, MI_NV]
+        lo = jlo
         j = mi[j, MI_PARENT]
-    iv = mi[jt, MI_IV]
-    _axpy2_rows(A, B1, B2, k, iv + mi[jt, MI_NV], iv + mi[jt, MI_NVSUB], buf1, buf2)
+    _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2)
 
 
 @helper
 def _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2):
-    """buf1 += B1[m, k] A[m], buf2 += B2[m, k] A[m] for the rows m in [lo, hi)."""
+    """buf1 += B1[m, k] A[m], buf2 += B2[m, k] A[m] for the rows m in [lo, hi), four
+    rows a pass over the buffers (a pass a row loads and stores them 4x as often)."""
     nv = A.shape[1]
-    for m in range(lo, hi):
+    m = lo
+    while m + 4 <= hi:
+        a0, a1, a2, a3 = A[m], A[m + 1], A[m + 2], A[m + 3]
+        d0, d1, d2, d3 = B1[m, k], B1[m + 1, k], B1[m + 2, k], B1[m + 3, k]
+        e0, e1, e2, e3 = B2[m, k], B2[m + 1, k], B2[m + 2, k], B2[m + 3, k]
+        for c in range(nv):
+            buf1[c] += d0 * a0[c] + d1 * a1[c] + d2 * a2[c] + d3 * a3[c]
+            buf2[c] += e0 * a0[c] + e1 * a1[c] + e2 * a2[c] + e3 * a3[c]
+        m += 4
+    while m < hi:
+        a = A[m]
         d1 = B1[m, k]
         d2 = B2[m, k]
         for c in range(nv):
-            a = A[m, c]
-            buf1[c] += d1 * a
-            buf2[c] += d2 * a
+            buf1[c] += d1 * a[c]
+            buf2[c] += d2 * a[c]
+        m += 1
 
 
 @helper

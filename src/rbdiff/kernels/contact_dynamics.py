@@ -382,6 +382,19 @@ def log_jacobian(cflt, k, R, p):
     return right_jacobian_inverse_se3(nx, ny, nz, wx, wy, wz, d, 0.5)
 
 
+@helper
+def _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G):
+    """G[0, r] += J[r, lo:hi] A_q[lo:hi], G[1, r] += J[r, lo:hi] A_v[lo:hi] for the rows
+    r of one contact (r0 .. r0 + dim, 3 or 6: two at a time, add_rows_x2)."""
+    for r in range(r0, r0 + dim - 1, 2):
+        add_rows_x2(G[0, r], G[0, r + 1], A_q, 0, lo, hi, J[r], J[r + 1], 1.0)
+        add_rows_x2(G[1, r], G[1, r + 1], A_v, 0, lo, hi, J[r], J[r + 1], 1.0)
+    if dim % 2:
+        r = r0 + dim - 1
+        add_rows(G[0, r], A_q, 0, lo, hi, J[r])
+        add_rows(G[1, r], A_v, 0, lo, hi, J[r])
+
+
 @kernel
 def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
     """Rows of contact k in G[0] = J A_q + d(a_c - e)/dq and G[1] = J A_v + d(a_c - e)/dv,
@@ -394,15 +407,17 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
         for m in range(nv):
             G[0, r0 + r, m] = D6[1, r, m]
             G[1, r0 + r, m] = D6[2, r, m]
-    a = cint[k, CI_JOINT]
-    while a > 0:                # J A_x over the support dofs (J is zero elsewhere)
-        for s in range(mi[a, MI_IV], mi[a, MI_IV] + mi[a, MI_NV]):
-            for r in range(r0, r0 + dim):
-                c = J[r, s]
-                for m in range(nv):
-                    G[0, r, m] += c * A_q[s, m]
-                    G[1, r, m] += c * A_v[s, m]
+    a = cint[k, CI_JOINT]       # J A_x over the support dofs (J is zero elsewhere),
+    lo = mi[a, MI_IV]           # a chain's adjacent dof ranges merged
+    hi = lo + mi[a, MI_NV]
+    a = mi[a, MI_PARENT]
+    while a > 0:
+        if mi[a, MI_IV] + mi[a, MI_NV] != lo:
+            _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G)
+            hi = mi[a, MI_IV] + mi[a, MI_NV]
+        lo = mi[a, MI_IV]
         a = mi[a, MI_PARENT]
+    _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G)
     if not has_gains(cflt, k):
         return
     perr = position_error(cflt, k, dim, R, p)
@@ -427,6 +442,80 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
             G[1, r0 + r, m] += kd * D6[3, r, m]
 
 
+@helper
+def add_rows4(c, x0, x1, x2, x3, a0, a1, a2, a3):
+    """c += a0 x0 + a1 x1 + a2 x2 + a3 x3 over c's length (1-D row views): four rows a
+    pass over c (a pass a row loads and stores c four times as often)."""
+    for j in range(c.shape[0]):
+        c[j] += a0 * x0[j] + a1 * x1[j] + a2 * x2[j] + a3 * x3[j]
+
+
+@helper
+def add_rows4x2(c, d, x0, x1, x2, x3, a0, a1, a2, a3, b0, b1, b2, b3):
+    """c += a0 x0 + ... + a3 x3 and d += b0 x0 + ... + b3 x3 over c's length: two output
+    rows a pass over four rows x (each x row loaded once for both: ~20% faster)."""
+    for j in range(c.shape[0]):
+        y0, y1, y2, y3 = x0[j], x1[j], x2[j], x3[j]
+        c[j] += a0 * y0 + a1 * y1 + a2 * y2 + a3 * y3
+        d[j] += b0 * y0 + b1 * y1 + b2 * y2 + b3 * y3
+
+
+@helper
+def add_row1(c, x, a):
+    """c += a x over c's length (add_rows4's remainder)."""
+    for j in range(c.shape[0]):
+        c[j] += a * x[j]
+
+
+@helper
+def add_rows(c, X, c0, lo, hi, w):
+    """c += sum_k w[k] X[k, c0:c0 + len(c)] over the rows k in [lo, hi), four a pass; w
+    a 1-D (possibly strided) view of the coefficients."""
+    n = c.shape[0]
+    e = c0 + n
+    k = lo
+    while k + 4 <= hi:
+        add_rows4(c, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e], w[k],
+                  w[k + 1], w[k + 2], w[k + 3])
+        k += 4
+    while k < hi:
+        add_row1(c, X[k, c0:e], w[k])
+        k += 1
+
+
+@helper
+def sub_rows(c, X, c0, lo, hi, w):
+    """c -= sum_k w[k] X[k, c0:c0 + len(c)] over the rows k in [lo, hi) (add_rows)."""
+    n = c.shape[0]
+    e = c0 + n
+    k = lo
+    while k + 4 <= hi:
+        add_rows4(c, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e], -w[k],
+                  -w[k + 1], -w[k + 2], -w[k + 3])
+        k += 4
+    while k < hi:
+        add_row1(c, X[k, c0:e], -w[k])
+        k += 1
+
+
+@helper
+def add_rows_x2(c, d, X, c0, lo, hi, w, u, sign):
+    """c += sign sum_k w[k] X[k, c0:c0 + len(c)] and d += sign sum_k u[k] X[k, ...]
+    over the rows k in [lo, hi) (add_rows on two output rows at once: add_rows4x2)."""
+    n = c.shape[0]
+    e = c0 + n
+    k = lo
+    while k + 4 <= hi:
+        add_rows4x2(c, d, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e],
+                    sign * w[k], sign * w[k + 1], sign * w[k + 2], sign * w[k + 3],
+                    sign * u[k], sign * u[k + 1], sign * u[k + 2], sign * u[k + 3])
+        k += 4
+    while k < hi:
+        add_row1(c, X[k, c0:e], sign * w[k])
+        add_row1(d, X[k, c0:e], sign * u[k])
+        k += 1
+
+
 @kernel
 def forward_rows(L, nc, X):
     """X (nc, n) <- L^-1 X for cholesky's factor L, by row operations: the inner loops
@@ -435,11 +524,7 @@ def forward_rows(L, nc, X):
     n = X.shape[1]
     for i in range(nc):
         xi = X[i]
-        for k in range(i):
-            lik = L[i, k]
-            xk = X[k]
-            for m in range(n):
-                xi[m] -= lik * xk[m]
+        sub_rows(xi, X, 0, 0, i, L[i])
         d = 1.0 / L[i, i]
         for m in range(n):
             xi[m] *= d
@@ -451,11 +536,7 @@ def backward_rows(L, nc, X):
     n = X.shape[1]
     for i in range(nc - 1, -1, -1):
         xi = X[i]
-        for k in range(i + 1, nc):
-            lki = L[k, i]
-            xk = X[k]
-            for m in range(n):
-                xi[m] -= lki * xk[m]
+        sub_rows(xi, X, 0, i + 1, nc, L[:, i])
         d = 1.0 / L[i, i]
         for m in range(n):
             xi[m] *= d
@@ -482,29 +563,32 @@ def tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau):
         for m in range(nv):
             df_dtau[r, m] = -Yt[r, m]
     forward_rows(W, nc, df_dtau)              # -Z
-    for i in range(nv):
-        row = dqdd_dtau[i]
+    for i in range(0, nv, 2):       # two rows a pass (row i + 1 from column i: mirrored)
+        j = min(i + 1, nv - 1)
+        row, nxt = dqdd_dtau[i], dqdd_dtau[j]
         for m in range(i, nv):
             row[m] = Minv[i, m]
-        for r in range(nc):
-            z = df_dtau[r, i]
-            zr = df_dtau[r]
-            for m in range(i, nv):
-                row[m] -= z * zr[m]
+            nxt[m] = Minv[j, m]
+        if j > i:
+            add_rows_x2(row[i:], nxt[i:], df_dtau, i, 0, nc, df_dtau[:, i],
+                        df_dtau[:, j], -1.0)
+        else:
+            sub_rows(row[i:], df_dtau, i, 0, nc, df_dtau[:, i])
         for m in range(i):
             row[m] = dqdd_dtau[m, i]
+        for m in range(j):
+            nxt[m] = dqdd_dtau[m, j]
     backward_rows(W, nc, df_dtau)
 
 
 @kernel
 def add_y_times(Yt, X, out):
     """out (nv, n) += Y X for Yt = Y^T (nc, nv), X (nc, n)."""
-    nc = Yt.shape[0]
-    for i in range(out.shape[0]):
-        for r in range(nc):
-            y = Yt[r, i]
-            for m in range(out.shape[1]):
-                out[i, m] += y * X[r, m]
+    nc, n = Yt.shape[0], out.shape[0]
+    for i in range(0, n - 1, 2):
+        add_rows_x2(out[i], out[i + 1], X, 0, 0, nc, Yt[:, i], Yt[:, i + 1], 1.0)
+    if n % 2:
+        add_rows(out[n - 1], X, 0, 0, nc, Yt[:, n - 1])
 
 
 @kernel

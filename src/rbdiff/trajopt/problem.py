@@ -42,7 +42,7 @@ from ..model.layout import FREE_FLYER, SPHERICAL
 from ..validation import DIVERGED as _DIVERGED
 from . import calls
 from .constraints import ConstraintSet
-from .costs import _copy
+from .costs import _copy, per_knot
 from .rollout import CONTACT, FREE, IMPULSE, closed_loop
 
 _ACTUATIONS = ("auto", "full", "floating_base")
@@ -68,7 +68,7 @@ def _curved(term, H):
 def _total(scale, c):
     """A group's cost: scale times the sum of its knots' costs c (K,), or with a scale
     (K,) per knot their dot product."""
-    return scale * c.sum() if np.ndim(scale) == 0 else float(np.dot(scale, c))
+    return float(np.dot(scale, c)) if per_knot(scale) else scale * c.sum()
 
 
 def _span(K):
@@ -618,6 +618,9 @@ class Problem:
             # four passes over the knots' blocks: ~50 us an iteration on anymal jumping)
             euler_velocity_batch(knots, dt, off, a_q, a_v, a_t, Pq, Pv, Pu)
             c[K] = dt
+            # let go of the outputs: a next group of this size reuses their block
+            # (cpu/outputs.py keeps 3; one more alive made a fresh one every iteration)
+            d = a_q = a_v = a_t = None
         return Pq, Pv, Pu, Jq, Jv, c
 
     def dynamics_blocks(self, q, v, us, second_order=False):

@@ -32,7 +32,7 @@ from ..cpu.trajopt_costs import placement_log_batch
 from ..kinematics import _frame_id as _frame_index
 from . import calls
 from .costs import (Term, _finite, _hashable, _reference_rows, _stacked, _weight,
-                    _weights, add_diagonal, add_gauss_newton, ones)
+                    _weights, add_diagonal, add_gauss_newton, ones, per_knot)
 
 
 # ---- activations ------------------------------------------------------------------------
@@ -292,7 +292,7 @@ class StateBounds(Term):
         nv, w = model.nv, scale * self.weight
         knots = np.asarray(knots)
         # a'' (and a') vanish inside the bounds: only the knots out of them contribute
-        per = np.ndim(w) > 0            # a scale per knot (Problem's mixed groups)
+        per = per_knot(w)               # a scale per knot (Problem's mixed groups)
         act = np.flatnonzero(Arr[:, nv:].any(axis=1))
         if len(act):
             add_diagonal(out, knots[act], w[act] if per else w, Ar[act, nv:],

@@ -32,7 +32,8 @@ S = [[Jq, dt Jv], [0, I]] of integrate's Jacobians applied to V_x' and V_xx' fir
 
 import numpy as np
 
-from ..kernels.contact_dynamics import backward_rows, cholesky_solve, forward_rows
+from ..kernels.contact_dynamics import (add_row1, add_rows4, add_rows4x2,
+                                        backward_rows, cholesky_solve, forward_rows)
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
 from ..kernels.workspace import workspace_rows
@@ -40,18 +41,28 @@ from .boxqp import box_qp, factor
 
 
 @helper
-def _rows4(C, i, j0, B, k, a0, a1, a2, a3):
-    """C[i, j0:] += a0 B[k, j0:] + ... + a3 B[k + 3, j0:]: four rows of B per pass over
-    C's row (C cannot be kept in registers: it may alias B; a pass per row of B measured
-    2.5x slower on 36 x 36 products)."""
-    for j in range(j0, C.shape[1]):
-        C[i, j] += a0 * B[k, j] + a1 * B[k + 1, j] + a2 * B[k + 2, j] + a3 * B[k + 3, j]
+def _rows4(C, i, c0, B, k, b0, nb, a0, a1, a2, a3):
+    """C[i, c0 + j] += a0 B[k, b0 + j] + ... + a3 B[k + 3, b0 + j] for j < nb: four rows
+    of B per pass over C's row (a pass per row of B measured 2.5x slower on 36 x 36
+    products), on row views (2-D indexing with offsets ran 2-3x slower)."""
+    e = b0 + nb
+    add_rows4(C[i, c0:c0 + nb], B[k, b0:e], B[k + 1, b0:e], B[k + 2, b0:e],
+              B[k + 3, b0:e], a0, a1, a2, a3)
 
 
 @helper
-def _row1(C, i, j0, B, k, a):
-    for j in range(j0, C.shape[1]):
-        C[i, j] += a * B[k, j]
+def _rows4x2(C, i, c0, B, k, b0, nb, a0, a1, a2, a3, e0, e1, e2, e3):
+    """_rows4 on rows i and i + 1 of C at once (coefficients a* and e*): each row of B
+    loaded once for both."""
+    e = b0 + nb
+    add_rows4x2(C[i, c0:c0 + nb], C[i + 1, c0:c0 + nb], B[k, b0:e], B[k + 1, b0:e],
+                B[k + 2, b0:e], B[k + 3, b0:e], a0, a1, a2, a3, e0, e1, e2, e3)
+
+
+@helper
+def _row1(C, i, c0, B, k, b0, nb, a):
+    """C[i, c0 + j] += a B[k, b0 + j] for j < nb (_rows4's remainder)."""
+    add_row1(C[i, c0:c0 + nb], B[k, b0:b0 + nb], a)
 
 
 @kernel
@@ -64,10 +75,10 @@ def _mm(A, B, C, beta):
             C[i, j] = beta * C[i, j] if beta != 0.0 else 0.0
         k = 0
         while k + 4 <= inner:
-            _rows4(C, i, 0, B, k, A[i, k], A[i, k + 1], A[i, k + 2], A[i, k + 3])
+            _rows4(C, i, 0, B, k, 0, m, A[i, k], A[i, k + 1], A[i, k + 2], A[i, k + 3])
             k += 4
         while k < inner:
-            _row1(C, i, 0, B, k, A[i, k])
+            _row1(C, i, 0, B, k, 0, m, A[i, k])
             k += 1
 
 
@@ -80,10 +91,10 @@ def _mtm(A, B, C, beta):
             C[i, j] = beta * C[i, j] if beta != 0.0 else 0.0
         k = 0
         while k + 4 <= inner:
-            _rows4(C, i, 0, B, k, A[k, i], A[k + 1, i], A[k + 2, i], A[k + 3, i])
+            _rows4(C, i, 0, B, k, 0, m, A[k, i], A[k + 1, i], A[k + 2, i], A[k + 3, i])
             k += 4
         while k < inner:
-            _row1(C, i, 0, B, k, A[k, i])
+            _row1(C, i, 0, B, k, 0, m, A[k, i])
             k += 1
 
 
@@ -95,10 +106,11 @@ def _mtm_sym(A, B, C):
     for i in range(n):
         k = 0
         while k + 4 <= inner:
-            _rows4(C, i, i, B, k, A[k, i], A[k + 1, i], A[k + 2, i], A[k + 3, i])
+            _rows4(C, i, i, B, k, i, n - i, A[k, i], A[k + 1, i], A[k + 2, i],
+                   A[k + 3, i])
             k += 4
         while k < inner:
-            _row1(C, i, i, B, k, A[k, i])
+            _row1(C, i, i, B, k, i, n - i, A[k, i])
             k += 1
     for i in range(n):
         for j in range(i):
@@ -227,26 +239,69 @@ def _grad_x(lxt, Vx, Pq, Pv, dt, out):
 
 
 @kernel
-def _acc_nn(A, B, b0, nb, C, c0):
+def _acc_nn(A, B, b0, nb, C, c0, upper):
     """C[i, c0 + j] += sum_k A[i, k] B[k, b0 + j] for j < nb: the inner loop runs along
-    rows of B and C (C-contiguous arrays: unit stride, vectorised; a sub-block passed as
-    offsets, as a slice would lose that)."""
-    for i in range(A.shape[0]):
-        for k in range(A.shape[1]):
-            a = A[i, k]
-            for j in range(nb):
-                C[i, c0 + j] += a * B[k, b0 + j]
+    rows of B and C, four rows of B and two of C a pass (C-contiguous arrays: unit
+    stride, vectorised; a sub-block passed as offsets, as a slice would lose that);
+    ``upper``: only j >= i (a product whose square part is symmetric: the caller
+    mirrors it; a pair's second row gets its entry below the diagonal too)."""
+    inner, n = A.shape[1], A.shape[0]
+    for i in range(0, n - 1, 2):
+        s = i if upper else 0
+        k = 0
+        while k + 4 <= inner:
+            _rows4x2(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k], A[i, k + 1],
+                     A[i, k + 2], A[i, k + 3], A[i + 1, k], A[i + 1, k + 1],
+                     A[i + 1, k + 2], A[i + 1, k + 3])
+            k += 4
+        while k < inner:
+            _row1(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k])
+            _row1(C, i + 1, c0 + s, B, k, b0 + s, nb - s, A[i + 1, k])
+            k += 1
+    if n % 2:
+        i = n - 1
+        s = i if upper else 0
+        k = 0
+        while k + 4 <= inner:
+            _rows4(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k], A[i, k + 1], A[i, k + 2],
+                   A[i, k + 3])
+            k += 4
+        while k < inner:
+            _row1(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k])
+            k += 1
 
 
 @kernel
-def _acc_tn(A, a0, na, B, b0, nb, C, r0, c0):
+def _acc_tn(A, a0, na, B, b0, nb, C, r0, c0, upper):
     """C[r0 + i, c0 + j] += sum_k A[k, a0 + i] B[k, b0 + j] for i < na, j < nb (the
-    inner loop along rows, as _acc_nn)."""
-    for k in range(A.shape[0]):
-        for i in range(na):
-            a = A[k, a0 + i]
-            for j in range(nb):
-                C[r0 + i, c0 + j] += a * B[k, b0 + j]
+    inner loop along rows, four rows of B and two of C a pass, ``upper`` as
+    _acc_nn's)."""
+    inner = A.shape[0]
+    for i in range(0, na - 1, 2):
+        a = a0 + i
+        s = i if upper else 0
+        k = 0
+        while k + 4 <= inner:
+            _rows4x2(C, r0 + i, c0 + s, B, k, b0 + s, nb - s, A[k, a], A[k + 1, a],
+                     A[k + 2, a], A[k + 3, a], A[k, a + 1], A[k + 1, a + 1],
+                     A[k + 2, a + 1], A[k + 3, a + 1])
+            k += 4
+        while k < inner:
+            _row1(C, r0 + i, c0 + s, B, k, b0 + s, nb - s, A[k, a])
+            _row1(C, r0 + i + 1, c0 + s, B, k, b0 + s, nb - s, A[k, a + 1])
+            k += 1
+    if na % 2:
+        i = na - 1
+        a = a0 + i
+        s = i if upper else 0
+        k = 0
+        while k + 4 <= inner:
+            _rows4(C, r0 + i, c0 + s, B, k, b0 + s, nb - s, A[k, a], A[k + 1, a],
+                   A[k + 2, a], A[k + 3, a])
+            k += 4
+        while k < inner:
+            _row1(C, r0 + i, c0 + s, B, k, b0 + s, nb - s, A[k, a])
+            k += 1
 
 
 @kernel
@@ -262,34 +317,41 @@ def _q_blocks(lxx, luu, Vxx, Pq, Pv, Pu, W12, W22, P, WP, C, Qxx, Qux, Quu):
     n, nu = Pq.shape[0], Pu.shape[1]
     nx = 2 * n
     for i in range(n):
+        p, pq, pv, pu, wp = P[i], Pq[i], Pv[i], Pu[i], WP[i]
         for j in range(n):
-            P[i, j] = Pq[i, j]
-            P[i, n + j] = Pv[i, j]
+            p[j] = pq[j]
+            p[n + j] = pv[j]
         for j in range(nu):
-            P[i, nx + j] = Pu[i, j]
+            p[nx + j] = pu[j]
         for j in range(nx + nu):
-            WP[i, j] = 0.0
-    _acc_nn(W22, P, 0, nx + nu, WP, 0)
+            wp[j] = 0.0
+    _acc_nn(W22, P, 0, nx + nu, WP, 0, False)
     for i in range(n):
+        ci, wp, vi = C[i], WP[i], Vxx[i]
+        q, qn, li, ln = Qxx[i], Qxx[n + i], lxx[i], lxx[n + i]
         for j in range(n):
-            C[i, j] = W12[j, i] + WP[i, j]
-            C[i, n + j] = WP[i, n + j]
-            Qxx[i, j] = lxx[i, j] + Vxx[i, j]
-            Qxx[i, n + j] = lxx[i, n + j]
-            Qxx[n + i, n + j] = lxx[n + i, n + j]
-    _acc_nn(W12, P, 0, nx, Qxx, 0)
-    _acc_tn(P, 0, n, C, 0, nx, Qxx, 0, 0)
-    _acc_tn(P, n, n, C, n, n, Qxx, n, n)
+            ci[j] = W12[j, i] + wp[j]
+            ci[n + j] = wp[n + j]
+            q[j] = li[j] + vi[j]
+            q[n + j] = li[n + j]
+            qn[n + j] = ln[n + j]
+    # Q_qq and Q_vv are symmetric: their upper triangles, then mirrored
+    _acc_nn(W12, P, 0, nx, Qxx, 0, True)
+    _acc_tn(P, 0, n, C, 0, nx, Qxx, 0, 0, True)
+    _acc_tn(P, n, n, C, n, n, Qxx, n, n, True)
     for i in range(n):
         for j in range(n):
             Qxx[n + j, i] = Qxx[i, n + j]
+        for j in range(i):
+            Qxx[i, j] = Qxx[j, i]
+            Qxx[n + i, n + j] = Qxx[n + j, n + i]
     for i in range(nu):
         for j in range(nx):
             Qux[i, j] = 0.0
         for j in range(nu):
             Quu[i, j] = luu[i, j]
-    _acc_tn(P, nx, nu, C, 0, nx, Qux, 0, 0)
-    _acc_tn(P, nx, nu, WP, nx, nu, Quu, 0, 0)
+    _acc_tn(P, nx, nu, C, 0, nx, Qux, 0, 0, False)
+    _acc_tn(P, nx, nu, WP, nx, nu, Quu, 0, 0, False)
 
 
 @kernel
@@ -434,8 +496,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
         d2 += 0.5 * kf[i] * s
     for j in range(nx):
         Vx[j] = Qx[j]
-    # whole rows, then the upper triangle mirrored: the rows' full length runs faster
-    # than the triangle's shorter ones, and the upper triangle's sums are the same
+    # the upper triangle's sums, then mirrored (exactly symmetric); Q_xx copied whole
     for i in range(nx):
         for j in range(nx):
             Vxx[i, j] = Qxx[i, j]
@@ -444,10 +505,7 @@ def _value(Qx, Qu, Qxx, Qux, Quu, K, kf, exact, Z, Quk, Vx, Vxx):
             b = kf[l]
             for j in range(nx):
                 Vx[j] += Qux[l, j] * b
-            for i in range(nx):
-                a = Qux[l, i]
-                for j in range(nx):
-                    Vxx[i, j] += a * K[l, j]
+        _acc_tn(Qux, 0, nx, K, 0, nx, Vxx, 0, 0, True)      # Q_ux^T K is symmetric
     else:
         _mm(Quu, K, Z, 0.0)                  # Z = Q_uu K + Q_ux
         for l in range(nu):
@@ -568,22 +626,25 @@ def _st_rows(X, Jq, Jv, c, blocks, out):
     size) of the joints whose configuration space is not a vector space: off them the
     rows are copies, on them small dense products (O(n m) in all, not O(n^2 m))."""
     n, m = Jq.shape[0], X.shape[1]
-    for i in range(n):
+    for i in range(n):          # row views: the 2-D indexed loops were not vectorised
+        x, xn, o, on = X[i], X[n + i], out[i], out[n + i]
         for j in range(m):
-            out[i, j] = X[i, j]
-            out[n + i, j] = c * X[i, j] + X[n + i, j]
+            o[j] = x[j]
+            on[j] = c * x[j] + xn[j]
     for b in range(blocks.shape[0]):
         s, sz = blocks[b, 0], blocks[b, 1]
         for i in range(sz):
+            o, on, xn = out[s + i], out[n + s + i], X[n + s + i]
             for j in range(m):
-                out[s + i, j] = 0.0 * c
-                out[n + s + i, j] = X[n + s + i, j]
+                o[j] = 0.0 * c
+                on[j] = xn[j]
             for k in range(sz):
                 a = Jq[s + k, s + i]
                 d = c * Jv[s + k, s + i]
+                x = X[s + k]
                 for j in range(m):
-                    out[s + i, j] += a * X[s + k, j]
-                    out[n + s + i, j] += d * X[s + k, j]
+                    o[j] += a * x[j]
+                    on[j] += d * x[j]
 
 
 @kernel
@@ -613,10 +674,11 @@ def _st_w_blocks(Vxx, Jq, Jv, c, blocks, Z, W11, W12, W22):
     n = Jq.shape[0]
     _st_rows(Vxx, Jq, Jv, c, blocks, Z)
     for i in range(n):
+        z, zn, w11, w12, w22 = Z[i], Z[n + i], W11[i], W12[i], W22[i]
         for j in range(n):
-            W11[i, j] = Z[i, j]
-            W12[i, j] = c * Z[i, j] + Z[i, n + j]
-            W22[i, j] = c * Z[n + i, j] + Z[n + i, n + j]
+            w11[j] = z[j]
+            w12[j] = c * z[j] + z[n + j]
+            w22[j] = c * zn[j] + zn[n + j]
     for b in range(blocks.shape[0]):
         s, sz = blocks[b, 0], blocks[b, 1]
         for i in range(n):

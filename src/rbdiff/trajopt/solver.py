@@ -419,6 +419,7 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
     k_ff, K_fb = np.zeros((T, nu)), np.zeros((T, nu, nx))
     _no_lxu = np.zeros((T, 0, 0))       # no cross term: the pass skips it (one signature)
     Vx, Vxx = np.zeros((T + 1, nx)), np.zeros((T + 1, nx, nx))
+    no_gaps = np.zeros((T + 1, nx))
     timings = dict(derivatives=0.0, backward=0.0, line_search=0.0, compile=0.0)
     history, converged, it = [], False, 0
     feasible = was_feasible = bool(feasible)
@@ -438,7 +439,8 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         second = second_order and wait == 0 and stop <= SWITCH * max(abs(J or 0.0), 1.0)
         wait = max(wait - 1, 0)
         if recalc:
-            fs = _gaps(prob, q, v, qx, vx)
+            # the gaps are read only while infeasible (a feasible iterate is a rollout)
+            fs = _gaps(prob, q, v, qx, vx) if not feasible else no_gaps
             if it == 1 and not fs.any():
                 # a warm start without gaps (a rollout: a previous solution) is feasible
                 # from the start: the box QP holds the bounds at once, and it may stop
