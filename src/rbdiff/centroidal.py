@@ -16,12 +16,11 @@ import numpy as np
 from .cpu import centroidal as cc
 from .cpu.scratch import HELD as _HELD
 from .declare import Function
-from .kernels.jit import native, native_ref
+from .kernels.jit import native_ref
 from .model.layout import MF_MASS
 from .model.model import Model
 from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
                       CentroidalDynamicsDerivatives, CentroidalMomentum)
-from .validation import F64 as _F64
 
 # Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: natively bound
 # entries on cpu.scratch's HELD workspace (they hold the GIL) that check the state's types
@@ -44,8 +43,8 @@ _momentum_qva = native_ref(cc.centroidal_momentum_one, "_momentum_qva", globals(
                            (2, 3, 4))
 _derivatives_one = native_ref(cc.centroidal_derivatives_one, "_derivatives_one", globals(),
                               (2, 3, 4))
-_kinetic_one = native(cc.kinetic_energy_one, "_kinetic_one", globals(), inputs=(2, 3))
-_potential_one = native(cc.potential_energy_one, "_potential_one", globals(), inputs=(2,))
+_kinetic_one = native_ref(cc.kinetic_energy_one, "_kinetic_one", globals(), (2, 3))
+_potential_one = native_ref(cc.potential_energy_one, "_potential_one", globals(), (2,))
 # the total mass, summed once per model (models are immutable): one attribute load a call
 Model.cache("_total_mass", lambda m: float(np.sum(m.mf[1:, MF_MASS])))
 
@@ -201,9 +200,10 @@ def kinetic_energy(model, q, v):
     """Kinetic energy 0.5 v^T M(q) v (armature included), a scalar (Pinocchio's
     computeKineticEnergy(model, data, q, v)): 0.5 sum_i v_i . Y_i v_i + 0.5 sum_k
     armature_k v_k^2. A batch (B, nq), (B, nv) gives (B,)."""
-    try:
-        if q.dtype is _F64 and v.dtype is _F64 and q.ndim == v.ndim == 1:
-            return _kinetic_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], None)
+    try:    # NaN: not float64 vectors (a checked energy is finite)
+        e = _kinetic_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], None)
+        if e == e:
+            return e
     except _FAST_MISS:
         pass
     return _scalar(_KE(model, q, v))
@@ -214,8 +214,9 @@ def potential_energy(model, q):
     computePotentialEnergy(model, data, q)), with g = model.gravity. A batch (B, nq)
     gives (B,)."""
     try:
-        if q.dtype is _F64 and q.ndim == 1:
-            return _potential_one(model.mi, model.mf, q, _HELD[model._scratch_key], None)
+        e = _potential_one(model.mi, model.mf, q, _HELD[model._scratch_key], None)
+        if e == e:
+            return e
     except _FAST_MISS:
         pass
     return _scalar(_PE(model, q))

@@ -115,7 +115,11 @@ def centroidal_derivatives_one(mi, mf, q, v, a, ws, dh_dq, dhdot_dq, dhdot_dv, d
 @fast_entry
 def kinetic_energy_one(mi, mf, q, v, ws, e):
     """The energy, returned, and written to e (0-d) unless e is None (the fast path
-    takes the return value: no output array to allocate)."""
+    takes the return value: no output array to allocate); NaN, computing nothing, where
+    q, v are REF objects that are not float64 vectors (a checked energy is finite)."""
+    ok, q, v, _, _ = state_args(q, v, None, None, ws)
+    if not ok:
+        return np.nan
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
     x = kinetic_energy(mi, mf, q, v, ws)
@@ -127,6 +131,9 @@ def kinetic_energy_one(mi, mf, q, v, ws, e):
 @fast_entry
 def potential_energy_one(mi, mf, q, ws, e):
     """As kinetic_energy_one."""
+    ok, q = vector_arg(q, ws)
+    if not ok:
+        return np.nan
     configuration_checked(mi, q, ws)
     x = potential_energy(mi, mf, q, ws)
     if e is not None:
