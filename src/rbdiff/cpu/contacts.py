@@ -139,6 +139,15 @@ def held_derivative_scratch(mi, nc, buf, o, n6, ng):
 
 
 @helper
+def held_contacts(mi, fparent, cint, cflt, nc, damping, buf):
+    """held_scratch's views after the held entries' common checks (the scratch's size,
+    the contact tables)."""
+    held_ok(mi, nc, buf)
+    contacts_ok(fparent, cint, cflt, nc, damping)
+    return held_scratch(mi, nc, buf)
+
+
+@helper
 def held_ok(mi, nc, buf):
     if buf.shape[0] < held_size(mi[0, 0] + 1, mi[0, 2], nc):
         raise ValueError("contacts: held scratch too small")
@@ -158,9 +167,7 @@ def contact_dynamics_held(mi, mf, fparent, fmf, q, v, tau, cint, cflt, damping, 
         return False
     state_ok(mi, q, v, tau, None)
     nc = forces.shape[0]
-    held_ok(mi, nc, buf)
-    contacts_ok(fparent, cint, cflt, nc, damping)
-    ws, F, Minv, J, Yt, W, lam, _ = held_scratch(mi, nc, buf)
+    ws, F, Minv, J, Yt, W, lam, _ = held_contacts(mi, fparent, cint, cflt, nc, damping, buf)
     bad = contact_dynamics(mi, mf, fmf, q, v, tau, None, cint, cflt, damping, ws, F, Minv,
                            J, Yt, W, lam, qdd, forces)
     dependent_found(bad, True)
@@ -226,9 +233,7 @@ def contact_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, tau, cint, cfl
         return False
     state_ok(mi, q, v, tau, None)
     nc = df_dq.shape[0]
-    held_ok(mi, nc, buf)
-    contacts_ok(fparent, cint, cflt, nc, damping)
-    ws, F, Minv, J, Yt, W, lam, o = held_scratch(mi, nc, buf)
+    ws, F, Minv, J, Yt, W, lam, o = held_contacts(mi, fparent, cint, cflt, nc, damping, buf)
     S3, D6, G, fc, qdd2, qdd, forces = held_derivative_scratch(mi, nc, buf, o, 4, 2)
     bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, None, cint, cflt,
                                        damping, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
@@ -314,10 +319,8 @@ def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, bu
         return False
     velocity_state_ok(mi, q, v)
     nc = impulses.shape[0]
-    held_ok(mi, nc, buf)
-    contacts_ok(fparent, cint, cflt, nc, damping)
     restitution_ok(r)
-    ws, F, Minv, J, Yt, W, lam, _ = held_scratch(mi, nc, buf)
+    ws, F, Minv, J, Yt, W, lam, _ = held_contacts(mi, fparent, cint, cflt, nc, damping, buf)
     bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                            vout, impulses)
     dependent_found(bad, True)
@@ -334,10 +337,8 @@ def impulse_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, cint, cflt, r,
         return False
     velocity_state_ok(mi, q, v)
     nc = di_dq.shape[0]
-    held_ok(mi, nc, buf)
-    contacts_ok(fparent, cint, cflt, nc, damping)
     restitution_ok(r)
-    ws, F, Minv, J, Yt, W, lam, o = held_scratch(mi, nc, buf)
+    ws, F, Minv, J, Yt, W, lam, o = held_contacts(mi, fparent, cint, cflt, nc, damping, buf)
     S3, D6, G, fc, dv, vout, imp = held_derivative_scratch(mi, nc, buf, o, 2, 1)
     bad = impulse_dynamics_derivatives(mi, mf, fparent, fmf, q, v, cint, r, damping, ws, F,
                                        Minv, J, Yt, W, lam, S3, D6, G, fc, dv, vout, imp,
