@@ -16,6 +16,7 @@ from .armature import armature_bias_jacobian
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .jit import helper, kernel
 from .minverse import minverse, minverse_factored
+from .rows import add_rows_x2
 
 
 @helper
@@ -24,7 +25,7 @@ def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
     the branch of joint jt (k one of its dofs): its own dofs and its strict
     descendants', then its ancestors'; every inner loop runs along a row of A, shared by
     both. Adjacent dof ranges (a chain's parent just before its child) are merged, so
-    the rows go four at a time (_axpy2_rows)."""
+    the rows go four at a time (rows.add_rows_x2)."""
     nv = A.shape[1]
     for c in range(nv):
         buf1[c] = 0.0
@@ -35,35 +36,11 @@ def branch_axpy2(mi, jt, B1, B2, k, A, buf1, buf2):
     while j > 0:
         jlo = mi[j, MI_IV]
         if jlo + mi[j, MI_NV] != lo:        # not adjacent: this range done
-            _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2)
+            add_rows_x2(buf1, buf2, A, 0, lo, hi, B1[:, k], B2[:, k], 1.0)
             hi = jlo + mi[j, MI_NV]
         lo = jlo
         j = mi[j, MI_PARENT]
-    _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2)
-
-
-@helper
-def _axpy2_rows(A, B1, B2, k, lo, hi, buf1, buf2):
-    """buf1 += B1[m, k] A[m], buf2 += B2[m, k] A[m] for the rows m in [lo, hi), four
-    rows a pass over the buffers (a pass a row loads and stores them 4x as often)."""
-    nv = A.shape[1]
-    m = lo
-    while m + 4 <= hi:
-        a0, a1, a2, a3 = A[m], A[m + 1], A[m + 2], A[m + 3]
-        d0, d1, d2, d3 = B1[m, k], B1[m + 1, k], B1[m + 2, k], B1[m + 3, k]
-        e0, e1, e2, e3 = B2[m, k], B2[m + 1, k], B2[m + 2, k], B2[m + 3, k]
-        for c in range(nv):
-            buf1[c] += d0 * a0[c] + d1 * a1[c] + d2 * a2[c] + d3 * a3[c]
-            buf2[c] += e0 * a0[c] + e1 * a1[c] + e2 * a2[c] + e3 * a3[c]
-        m += 4
-    while m < hi:
-        a = A[m]
-        d1 = B1[m, k]
-        d2 = B2[m, k]
-        for c in range(nv):
-            buf1[c] += d1 * a[c]
-            buf2[c] += d2 * a[c]
-        m += 1
+    add_rows_x2(buf1, buf2, A, 0, lo, hi, B1[:, k], B2[:, k], 1.0)
 
 
 @helper

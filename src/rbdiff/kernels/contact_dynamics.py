@@ -58,6 +58,7 @@ from .jit import helper, kernel
 from .kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from .lie import right_jacobian_inverse_se3
 from .minverse import minverse_factored
+from .rows import add_rows, add_rows_x2
 from .workspace import D_S, W_V
 
 CI_FRAME = 0
@@ -391,8 +392,8 @@ def _add_j_times(J, r0, dim, lo, hi, A_q, A_v, G):
         add_rows_x2(G[1, r], G[1, r + 1], A_v, 0, lo, hi, J[r], J[r + 1], 1.0)
     if dim % 2:
         r = r0 + dim - 1
-        add_rows(G[0, r], A_q, 0, lo, hi, J[r])
-        add_rows(G[1, r], A_v, 0, lo, hi, J[r])
+        add_rows(G[0, r], A_q, 0, lo, hi, J[r], 1.0)
+        add_rows(G[1, r], A_v, 0, lo, hi, J[r], 1.0)
 
 
 @kernel
@@ -442,80 +443,6 @@ def constraint_derivatives(mi, cint, cflt, k, R, p, D6, A_q, A_v, J, G):
             G[1, r0 + r, m] += kd * D6[3, r, m]
 
 
-@helper
-def add_rows4(c, x0, x1, x2, x3, a0, a1, a2, a3):
-    """c += a0 x0 + a1 x1 + a2 x2 + a3 x3 over c's length (1-D row views): four rows a
-    pass over c (a pass a row loads and stores c four times as often)."""
-    for j in range(c.shape[0]):
-        c[j] += a0 * x0[j] + a1 * x1[j] + a2 * x2[j] + a3 * x3[j]
-
-
-@helper
-def add_rows4x2(c, d, x0, x1, x2, x3, a0, a1, a2, a3, b0, b1, b2, b3):
-    """c += a0 x0 + ... + a3 x3 and d += b0 x0 + ... + b3 x3 over c's length: two output
-    rows a pass over four rows x (each x row loaded once for both: ~20% faster)."""
-    for j in range(c.shape[0]):
-        y0, y1, y2, y3 = x0[j], x1[j], x2[j], x3[j]
-        c[j] += a0 * y0 + a1 * y1 + a2 * y2 + a3 * y3
-        d[j] += b0 * y0 + b1 * y1 + b2 * y2 + b3 * y3
-
-
-@helper
-def add_row1(c, x, a):
-    """c += a x over c's length (add_rows4's remainder)."""
-    for j in range(c.shape[0]):
-        c[j] += a * x[j]
-
-
-@helper
-def add_rows(c, X, c0, lo, hi, w):
-    """c += sum_k w[k] X[k, c0:c0 + len(c)] over the rows k in [lo, hi), four a pass; w
-    a 1-D (possibly strided) view of the coefficients."""
-    n = c.shape[0]
-    e = c0 + n
-    k = lo
-    while k + 4 <= hi:
-        add_rows4(c, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e], w[k],
-                  w[k + 1], w[k + 2], w[k + 3])
-        k += 4
-    while k < hi:
-        add_row1(c, X[k, c0:e], w[k])
-        k += 1
-
-
-@helper
-def sub_rows(c, X, c0, lo, hi, w):
-    """c -= sum_k w[k] X[k, c0:c0 + len(c)] over the rows k in [lo, hi) (add_rows)."""
-    n = c.shape[0]
-    e = c0 + n
-    k = lo
-    while k + 4 <= hi:
-        add_rows4(c, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e], -w[k],
-                  -w[k + 1], -w[k + 2], -w[k + 3])
-        k += 4
-    while k < hi:
-        add_row1(c, X[k, c0:e], -w[k])
-        k += 1
-
-
-@helper
-def add_rows_x2(c, d, X, c0, lo, hi, w, u, sign):
-    """c += sign sum_k w[k] X[k, c0:c0 + len(c)] and d += sign sum_k u[k] X[k, ...]
-    over the rows k in [lo, hi) (add_rows on two output rows at once: add_rows4x2)."""
-    n = c.shape[0]
-    e = c0 + n
-    k = lo
-    while k + 4 <= hi:
-        add_rows4x2(c, d, X[k, c0:e], X[k + 1, c0:e], X[k + 2, c0:e], X[k + 3, c0:e],
-                    sign * w[k], sign * w[k + 1], sign * w[k + 2], sign * w[k + 3],
-                    sign * u[k], sign * u[k + 1], sign * u[k + 2], sign * u[k + 3])
-        k += 4
-    while k < hi:
-        add_row1(c, X[k, c0:e], sign * w[k])
-        add_row1(d, X[k, c0:e], sign * u[k])
-        k += 1
-
-
 @kernel
 def forward_rows(L, nc, X):
     """X (nc, n) <- L^-1 X for cholesky's factor L, by row operations: the inner loops
@@ -524,7 +451,7 @@ def forward_rows(L, nc, X):
     n = X.shape[1]
     for i in range(nc):
         xi = X[i]
-        sub_rows(xi, X, 0, 0, i, L[i])
+        add_rows(xi, X, 0, 0, i, L[i], -1.0)
         d = 1.0 / L[i, i]
         for m in range(n):
             xi[m] *= d
@@ -536,7 +463,7 @@ def backward_rows(L, nc, X):
     n = X.shape[1]
     for i in range(nc - 1, -1, -1):
         xi = X[i]
-        sub_rows(xi, X, 0, i + 1, nc, L[:, i])
+        add_rows(xi, X, 0, i + 1, nc, L[:, i], -1.0)
         d = 1.0 / L[i, i]
         for m in range(n):
             xi[m] *= d
@@ -573,7 +500,7 @@ def tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau):
             add_rows_x2(row[i:], nxt[i:], df_dtau, i, 0, nc, df_dtau[:, i],
                         df_dtau[:, j], -1.0)
         else:
-            sub_rows(row[i:], df_dtau, i, 0, nc, df_dtau[:, i])
+            add_rows(row[i:], df_dtau, i, 0, nc, df_dtau[:, i], -1.0)
         for m in range(i):
             row[m] = dqdd_dtau[m, i]
         for m in range(j):
@@ -588,7 +515,7 @@ def add_y_times(Yt, X, out):
     for i in range(0, n - 1, 2):
         add_rows_x2(out[i], out[i + 1], X, 0, 0, nc, Yt[:, i], Yt[:, i + 1], 1.0)
     if n % 2:
-        add_rows(out[n - 1], X, 0, 0, nc, Yt[:, n - 1])
+        add_rows(out[n - 1], X, 0, 0, nc, Yt[:, n - 1], 1.0)
 
 
 @kernel

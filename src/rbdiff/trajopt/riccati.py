@@ -32,10 +32,10 @@ S = [[Jq, dt Jv], [0, I]] of integrate's Jacobians applied to V_x' and V_xx' fir
 
 import numpy as np
 
-from ..kernels.contact_dynamics import (add_row1, add_rows4, add_rows4x2,
-                                        backward_rows, cholesky_solve, forward_rows)
+from ..kernels.contact_dynamics import backward_rows, cholesky_solve, forward_rows
 from ..kernels.contraction import CONTRACTION_WIDTH, SC_SIZE, rnea_contraction
 from ..kernels.jit import entry, helper, kernel
+from ..kernels.rows import add_row1, add_rows4, add_rows4x2
 from ..kernels.workspace import workspace_rows
 from .boxqp import box_qp, factor
 
