@@ -245,30 +245,7 @@ def _acc_nn(A, B, b0, nb, C, c0, upper):
     stride, vectorised; a sub-block passed as offsets, as a slice would lose that);
     ``upper``: only j >= i (a product whose square part is symmetric: the caller
     mirrors it; a pair's second row gets its entry below the diagonal too)."""
-    inner, n = A.shape[1], A.shape[0]
-    for i in range(0, n - 1, 2):
-        s = i if upper else 0
-        k = 0
-        while k + 4 <= inner:
-            _rows4x2(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k], A[i, k + 1],
-                     A[i, k + 2], A[i, k + 3], A[i + 1, k], A[i + 1, k + 1],
-                     A[i + 1, k + 2], A[i + 1, k + 3])
-            k += 4
-        while k < inner:
-            _row1(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k])
-            _row1(C, i + 1, c0 + s, B, k, b0 + s, nb - s, A[i + 1, k])
-            k += 1
-    if n % 2:
-        i = n - 1
-        s = i if upper else 0
-        k = 0
-        while k + 4 <= inner:
-            _rows4(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k], A[i, k + 1], A[i, k + 2],
-                   A[i, k + 3])
-            k += 4
-        while k < inner:
-            _row1(C, i, c0 + s, B, k, b0 + s, nb - s, A[i, k])
-            k += 1
+    _acc_tn(A.T, 0, A.shape[0], B, b0, nb, C, 0, c0, upper)     # (A^T)^T B: one loop
 
 
 @kernel
