@@ -44,7 +44,7 @@ _aba_one = native_ref(single.aba_one, "_aba_one", globals(), (2, 3, 4))
 # types, fext None there; here fext checked in the entry too)
 _rnea_one_f = native_ref(single.rnea_one, "_rnea_one_f", globals(), (2, 3, 4), {5: 2})
 _aba_one_f = native_ref(single.aba_one, "_aba_one_f", globals(), (2, 3, 4), {5: 2})
-_crba_one = native_ref(single.crba_one, "_crba_one", globals(), (2,))
+_crba_one = native_ref(single.crba_one, "_crba_one", globals(), (2,), outputs=(4,))
 _minverse_one = native_ref(single.minverse_one, "_minverse_one", globals(), (2,))
 _run = policy.run
 _RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
@@ -139,9 +139,9 @@ def aba(model, q, v, tau, fext=None):
 def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
-    M = _empty(model._svv)
-    try:
-        if _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], M):
+    try:    # the entry makes M (kernels.fastargs.output_arg)
+        M = _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._svv)
+        if M is not None:
             return M
         if q.dtype is _F64 and q.ndim == 2 and type(q) is _ND:
             M = _batch_out((q.shape[0],) + model._svv)

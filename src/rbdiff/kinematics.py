@@ -36,15 +36,18 @@ _new = tuple.__new__          # Kinematics(...) without the namedtuple's Python 
 _REF = REFERENCE_CODES
 _S44 = (4, 4)
 # (jit.native_ref: False when q, v, a are not float64 1-D ndarrays)
-_fk_q = native_ref(cs.forward_kinematics_one, "_fk_q", globals(), (2,))
-_fk_qv = native_ref(cs.forward_kinematics_one, "_fk_qv", globals(), (2, 3))
-_fk_qva = native_ref(cs.forward_kinematics_one, "_fk_qva", globals(), (2, 3, 4))
+# (outputs: the entry makes them from the shapes given, kernels.fastargs.output_arg)
+_fk_q = native_ref(cs.forward_kinematics_one, "_fk_q", globals(), (2,), outputs=(6, 7, 8))
+_fk_qv = native_ref(cs.forward_kinematics_one, "_fk_qv", globals(), (2, 3),
+                    outputs=(6, 7, 8))
+_fk_qva = native_ref(cs.forward_kinematics_one, "_fk_qva", globals(), (2, 3, 4),
+                     outputs=(6, 7, 8))
 _frame_placement_one = native_ref(cs.frame_placement_one, "_frame_placement_one", globals(),
-                                  (4,))
+                                  (4,), outputs=(7,))
 _frame_placements_one = native_ref(cs.frame_placements_one, "_frame_placements_one",
-                                   globals(), (4,))
+                                   globals(), (4,), outputs=(6,))
 _frame_jacobian_one = native_ref(cs.frame_jacobian_one, "_frame_jacobian_one", globals(),
-                                 (4,))
+                                 (4,), outputs=(8,))
 _kinematics_state_one = native_ref(cs.kinematics_state_one, "_kinematics_state_one",
                                    globals(), (2, 3, 4))
 _derivatives_of_state_one = native(cs.derivatives_of_state_one, "_derivatives_of_state_one",
@@ -72,22 +75,19 @@ def forward_kinematics(model, q, v=None, a=None):
     q (nq,), v (nv,) or None, a (nv,) or None (None: zero; velocities or accelerations
     None when v or a is). A leading batch axis, q (B, nq), v and a (B, nv), gives
     (B, njoints, 4, 4) and (B, njoints, 6)."""
-    T = _empty(model._sT)
     try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
         if v is None:
-            if a is None and _fk_q(model.mi, model.mf, q, None, None,
-                                   _HELD[model._scratch_key], T, None, None):
-                return _new(Kinematics, (T, None, None))
+            r = None if a is not None else _fk_q(model.mi, model.mf, q, None, None,
+                                                  _HELD[model._scratch_key], model._sT,
+                                                  None, None)
+        elif a is None:
+            r = _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], model._sT,
+                       model._sm, None)
         else:
-            V = _empty(model._sm)
-            if a is None:
-                if _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], T, V,
-                          None):
-                    return _new(Kinematics, (T, V, None))
-            else:
-                A = _empty(model._sm)
-                if _fk_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], T, V, A):
-                    return _new(Kinematics, (T, V, A))
+            r = _fk_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], model._sT,
+                        model._sm, model._sm)
+        if r is not None:
+            return _new(Kinematics, r)
     except _FAST_MISS:
         pass
     named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
@@ -143,10 +143,10 @@ def frame_placements(model, q):
     """Placements of every frame in the world, oMf = oMi iMf, (len(model.frames), 4, 4);
     a batch q (B, nq) gives (B, len(model.frames), 4, 4). Pinocchio's forwardKinematics
     + updateFramePlacements (data.oMf)."""
-    T = _empty(model._sframes)
     try:
-        if _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                 _HELD[model._scratch_key], T):
+        T = _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                                  _HELD[model._scratch_key], model._sframes)
+        if T is not None:
             return T
     except _FAST_MISS:
         pass
@@ -157,11 +157,11 @@ def frame_placement(model, q, frame):
     """Placement (4, 4) in the world of ``frame`` (a name or an index into model.frames),
     computed from the joints on its support only; a batch q (B, nq) gives (B, 4, 4).
     Bit for bit frame_placements(model, q)[frame]."""
-    T = _empty(_S44)
     try:
-        if _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                model._frame_ids.get(frame, -1), _HELD[model._scratch_key],
-                                T):
+        T = _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                                 model._frame_ids.get(frame, -1), _HELD[model._scratch_key],
+                                 _S44)
+        if T is not None:
             return T
     except _FAST_MISS:
         pass
@@ -175,11 +175,11 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     (kernels/frames.py: the world motion-subspace columns of the frame's support,
     re-expressed). ``frame``: a name or an index into model.frames. A batch q (B, nq)
     gives (B, 6, nv)."""
-    J = _empty(model._sJ)
-    try:    # the entry checks q's type too
-        if _frame_jacobian_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+    try:    # the entry checks q's type too, and makes J
+        J = _frame_jacobian_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
                                 model._frame_ids.get(frame, -1), _REF.get(reference, -1),
-                                _HELD[model._scratch_key], J):
+                                _HELD[model._scratch_key], model._sJ)
+        if J is not None:
             return J
     except _FAST_MISS:
         pass

@@ -11,7 +11,7 @@ from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
-from ..kernels.fastargs import state_args, vector_arg
+from ..kernels.fastargs import made, made3, missed, output_arg, state_args, vector_arg
 from ..kernels.fdsva_so import fdsva_so_products, uses_idfoza
 from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
                               frame_placements)
@@ -94,12 +94,14 @@ def rnea_one(mi, mf, q, v, a, fext, ws, tau):
 
 @fast_entry
 def crba_one(mi, mf, q, ws, M):
-    ok_q, q = vector_arg(q, M)
+    """M (nv, nv), or its shape (as frame_placement_one's)."""
+    ok_q, q = vector_arg(q, None)
     if not ok_q:
-        return False
+        return missed(M)
     configuration_checked(mi, q, ws)
-    crba(mi, mf, q, ws, M)
-    return True
+    obj, out = output_arg(M)
+    crba(mi, mf, q, ws, out)
+    return made(obj)
 
 
 @fast_entry
@@ -157,10 +159,11 @@ def nonlinear_effects_one(mi, mf, q, v, ws, tau):
 @fast_entry
 def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
     """oMi and, unless None, local velocities vel (v given) and accelerations acc (v and a
-    given). q, v, a as rnea_one's (None where not given)."""
-    ok, qq, vv, aa, _ = state_args(q, v, a, None, oMi)
+    given). q, v, a as rnea_one's (None where not given). Outputs given as shapes are
+    made here (kernels.fastargs.output_arg): the result is then their tuple."""
+    ok, qq, vv, aa, _ = state_args(q, v, a, None, None)
     if not ok:
-        return False
+        return missed(oMi)
     if v is None:       # the arguments, not vv, aa: Numba prunes these branches by type
         configuration_checked(mi, qq, ws)
     elif a is None:
@@ -169,43 +172,51 @@ def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
     else:
         state_ok(mi, qq, vv, aa, None)
         workspace_ok(mi, ws)
-    forward_kinematics(mi, mf, qq, vv, aa, ws, oMi, vel, acc)
-    return True
+    o_T, T = output_arg(oMi)
+    o_v, V = output_arg(vel)
+    o_a, A = output_arg(acc)
+    forward_kinematics(mi, mf, qq, vv, aa, ws, T, V, A)
+    return made3(o_T, o_v, o_a)
 
 
 @fast_entry
 def frame_placement_one(mi, mf, fparent, fmf, q, frame, ws, T):
-    ok, q = vector_arg(q, T)
+    """T (4, 4), or its shape (made here: the result is then T)."""
+    ok, q = vector_arg(q, None)
     if not ok:
-        return False
+        return missed(T)
     configuration_checked(mi, q, ws)
     frame_ok(fparent, frame)
-    frame_placement(mi, mf, fparent, fmf, q, frame, ws, T)
-    return True
+    obj, out = output_arg(T)
+    frame_placement(mi, mf, fparent, fmf, q, frame, ws, out)
+    return made(obj)
 
 
 @fast_entry
 def frame_placements_one(mi, mf, fparent, fmf, q, ws, T):
-    ok, q = vector_arg(q, T)
+    """T (nframes, 4, 4), or its shape (as frame_placement_one's)."""
+    ok, q = vector_arg(q, None)
     if not ok:
-        return False
+        return missed(T)
     configuration_checked(mi, q, ws)
-    frame_placements(mi, mf, fparent, fmf, q, ws, T)
-    return True
+    obj, out = output_arg(T)
+    frame_placements(mi, mf, fparent, fmf, q, ws, out)
+    return made(obj)
 
 
 @fast_entry
 def frame_jacobian_one(mi, mf, fparent, fmf, q, frame, reference, ws, J):
     """J (6, nv) in ``reference`` (kinematics_derivatives' WORLD, LOCAL,
-    LOCAL_WORLD_ALIGNED)."""
-    ok, q = vector_arg(q, J)
+    LOCAL_WORLD_ALIGNED), or its shape (as frame_placement_one's)."""
+    ok, q = vector_arg(q, None)
     if not ok:
-        return False
+        return missed(J)
     configuration_checked(mi, q, ws)
     frame_ok(fparent, frame)
     reference_ok(reference)
-    frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, J)
-    return True
+    obj, out = output_arg(J)
+    frame_jacobian(mi, mf, fparent, fmf, q, frame, reference, ws, out)
+    return made(obj)
 
 
 @fast_entry

@@ -25,7 +25,7 @@ import ctypes
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.core.extending import (NativeValue, intrinsic, models, overload,
+from numba.core.extending import (NativeValue, box, intrinsic, models, overload,
                                     register_jitable, register_model, unbox)
 
 # byte offsets in a PyArrayObject (numpy/ndarraytypes.h, PyArrayObject_fields, after the
@@ -69,38 +69,89 @@ def _layout_matches():
         return False
 
 
-AVAILABLE = _layout_matches()
+def _numpy_symbols():
+    """Register, for compiled code, NumPy's PyArray_Empty and the two objects a fast
+    argument is compared with (LLVM resolves them by name when an entry is linked, cached
+    or not: their addresses change from process to process). False where the C API
+    table cannot be read."""
+    try:
+        from llvmlite import binding
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        core = getattr(np, "_core", None) or np.core
+        table = get(core.multiarray._ARRAY_API, None)
+        # PyArray_Type is entry 2 of the table, PyArray_Empty entry 184 (__multiarray_api.h)
+        if ctypes.c_void_p.from_address(table + 2 * 8).value != id(np.ndarray):
+            return False
+        binding.add_symbol("rbdiff_PyArray_Empty",
+                           ctypes.c_void_p.from_address(table + 184 * 8).value)
+        binding.add_symbol("rbdiff_ndarray_type", id(np.ndarray))
+        binding.add_symbol("rbdiff_float64_descr", id(_F64))
+        return np.empty(1).dtype is _F64
+    except Exception:       # noqa: BLE001 - any surprise means: check in Python
+        return False
+
+
+_F64 = np.dtype(np.float64)
+AVAILABLE = _layout_matches() and _numpy_symbols()
+
+
+_I64, _I32, _VP = ir.IntType(64), ir.IntType(32), cgutils.voidptr_t
+
+
+def _field(builder, base, off, ty):
+    """The ``ty`` at byte ``off`` of the object at ``base``."""
+    p = builder.gep(builder.bitcast(base, cgutils.int8_t.as_pointer()),
+                    [ir.Constant(_I64, off)])
+    return builder.load(builder.bitcast(p, ty.as_pointer()))
+
+
+def _symbol(builder, name):
+    """The address of the object registered as ``name`` (_numpy_symbols, or CPython's)."""
+    mod = builder.module
+    g = mod.globals.get(name) or cgutils.add_global_variable(mod, cgutils.int8_t, name)
+    g.linkage = "external"
+    return builder.bitcast(g, _VP)
+
+
+def _capi(builder, name, ret, args):
+    """A call of the C function ``name`` (CPython's exports, or _numpy_symbols')."""
+    fn = cgutils.get_or_insert_function(builder.module,
+                                        ir.FunctionType(ret, [a.type for a in args]), name)
+    return builder.call(fn, args)
 
 
 def _array_codegen(nd, contiguous):
     """The codegen of float64_vector (nd 1, any strides) and float64_contiguous (C
-    layout): (ok, array) from a REF, ``like``'s type and descriptor the test."""
+    layout): (ok, array) from a REF, an exact ndarray of NumPy's float64 descriptor the
+    test (``like``: an array of that type and descriptor, or None: NumPy's own)."""
     arr_t = types.Array(types.float64, nd, "C" if contiguous else "A")
 
     def codegen(context, builder, sig, args):
         from numba.np.arrayobj import populate_array   # compile time only (~80 ms import)
-        obj, like_val = args[0], args[1]
-        like_obj = context.make_array(sig.args[1])(context, builder, like_val).parent
-        i64, i32 = ir.IntType(64), ir.IntType(32)
-        vp = cgutils.voidptr_t
+        obj = args[0]
+        i64, i32, vp = _I64, _I32, _VP
 
         def field(base, off, ty):
-            p = builder.gep(builder.bitcast(base, cgutils.int8_t.as_pointer()),
-                            [ir.Constant(i64, off)])
-            return builder.load(builder.bitcast(p, ty.as_pointer()))
+            return _field(builder, base, off, ty)
 
+        if isinstance(sig.args[1], types.NoneType):
+            want_type = _symbol(builder, "rbdiff_ndarray_type")
+            want_descr = _symbol(builder, "rbdiff_float64_descr")
+        else:
+            like_obj = context.make_array(sig.args[1])(context, builder, args[1]).parent
+            want_type = field(like_obj, OFF_TYPE, vp)
+            want_descr = field(like_obj, OFF_DESCR, vp)
         arr = context.make_array(arr_t)(context, builder)
         itemsize = ir.Constant(i64, 8)
         zeros = [ir.Constant(i64, 0)] * nd
         populate_array(arr, data=cgutils.get_null_value(arr.data.type), shape=zeros,
                        strides=zeros, itemsize=itemsize, meminfo=None)
         ok = cgutils.alloca_once_value(builder, cgutils.false_bit)
-        same_type = builder.icmp_unsigned("==", field(obj, OFF_TYPE, vp),
-                                          field(like_obj, OFF_TYPE, vp))
+        same_type = builder.icmp_unsigned("==", field(obj, OFF_TYPE, vp), want_type)
         with builder.if_then(same_type, likely=True):         # an exact ndarray
             dims_ok = builder.icmp_signed("==", field(obj, OFF_ND, i32), ir.Constant(i32, nd))
-            same_descr = builder.icmp_unsigned("==", field(obj, OFF_DESCR, vp),
-                                               field(like_obj, OFF_DESCR, vp))
+            same_descr = builder.icmp_unsigned("==", field(obj, OFF_DESCR, vp), want_descr)
             with builder.if_then(builder.and_(dims_ok, same_descr), likely=True):
                 dims = field(obj, OFF_DIMS, i64.as_pointer())
                 strides = field(obj, OFF_STRIDES, i64.as_pointer())
@@ -136,7 +187,7 @@ def float64_vector(typingctx, ref, like):
     """(ok, vector): ``ref`` (REF) as a 1-D float64 array of any strides when it is an
     ndarray of the type and dtype descriptor of ``like`` (an array) with one dimension;
     else (False, an empty vector)."""
-    if not (isinstance(ref, _Ref) and isinstance(like, types.Array)):
+    if not (isinstance(ref, _Ref) and isinstance(like, (types.Array, types.NoneType))):
         return None
     arr_t, codegen = _array_codegen(1, False)
     return types.Tuple((types.boolean, arr_t))(ref, like), codegen
@@ -148,7 +199,7 @@ def float64_contiguous(typingctx, ref, like, ndim):
     dimensions when it is an ndarray of ``like``'s type and dtype descriptor with that
     many dimensions and C-contiguous strides; else (False, an empty array). C layout, not
     'A': the kernels' inner loops over a strided fext cost iiwa14's rnea ~0.2 us."""
-    if not (isinstance(ref, _Ref) and isinstance(like, types.Array)
+    if not (isinstance(ref, _Ref) and isinstance(like, (types.Array, types.NoneType))
             and isinstance(ndim, types.IntegerLiteral)):
         return None
     arr_t, codegen = _array_codegen(ndim.literal_value, True)
@@ -188,9 +239,147 @@ def _contiguous_arg(x, like, ndim):
 @register_jitable(inline="always")      # not a jit.helper: it returns arrays (see above)
 def state_args(q, v, u, fext, like):
     """(ok, q, v, u, fext): a state's arguments through kernels.fastargs (``like``: a
-    float64 array the caller made)."""
+    float64 array the caller made, or None)."""
     ok_q, q = vector_arg(q, like)
     ok_v, v = vector_arg(v, like)
     ok_u, u = vector_arg(u, like)
     ok_f, fext = contiguous_arg(fext, like, 2)
     return ok_q and ok_v and ok_u and ok_f, q, v, u, fext
+
+
+# ---- outputs made in compiled code -------------------------------------------------------
+# A fast path that makes its output with np.empty pays ~70 ns in Python, and ~40 ns more
+# as the entry then runs beside a fresh allocation: on a frame Jacobian (a 164 ns kernel)
+# that was a third of the call. An entry that holds the GIL (jit.fast_entry) makes it
+# with NumPy's C API instead (~15 ns) and hands the array back as its result. The api
+# layer asks for this by passing the output's shape (a tuple) where the array would go;
+# the declared path still passes arrays, so one entry serves both routes.
+
+@box(_Ref)
+def _box_ref(typ, val, c):
+    """A REF result is an owned reference (new_float64, none_ref, tuple_ref3)."""
+    return c.builder.bitcast(val, c.pyapi.pyobj)
+
+
+@intrinsic
+def new_float64(typingctx, shape):
+    """(obj, array): a new C-contiguous float64 ndarray of ``shape`` (a tuple of ints)
+    made by NumPy (obj, REF: its owned reference; array: a view of its data). Raises
+    MemoryError when NumPy cannot make it. GIL held."""
+    if not (isinstance(shape, types.UniTuple) and isinstance(shape.dtype, types.Integer)):
+        return None
+    nd = shape.count
+    arr_t = types.Array(types.float64, nd, "C")
+
+    def codegen(context, builder, sig, args):
+        from numba.np.arrayobj import populate_array
+        dims = [builder.sext(d, _I64) if d.type.width < 64 else d
+                for d in cgutils.unpack_tuple(builder, args[0], nd)]
+        buf = cgutils.alloca_once(builder, _I64, size=max(nd, 1))
+        for k, d in enumerate(dims):
+            builder.store(d, builder.gep(buf, [ir.Constant(_I64, k)]))
+        descr = _symbol(builder, "rbdiff_float64_descr")
+        _capi(builder, "Py_IncRef", ir.VoidType(), [descr])    # PyArray_Empty steals it
+        obj = _capi(builder, "rbdiff_PyArray_Empty", _VP,
+                    [ir.Constant(_I32, nd), buf, descr, ir.Constant(_I32, 0)])
+        with cgutils.if_unlikely(builder, cgutils.is_null(builder, obj)):
+            context.call_conv.return_user_exc(builder, MemoryError,
+                                              ("rbdiff: NumPy could not allocate an output",))
+        strides, step = [None] * nd, ir.Constant(_I64, 8)
+        for k in reversed(range(nd)):
+            strides[k] = step
+            step = builder.mul(step, dims[k])
+        arr = context.make_array(arr_t)(context, builder)
+        data = _field(builder, obj, OFF_DATA, _VP)
+        populate_array(arr, data=builder.bitcast(data, arr.data.type), shape=dims,
+                       strides=strides, itemsize=ir.Constant(_I64, 8), meminfo=None,
+                       parent=obj)
+        return context.make_tuple(builder, sig.return_type, [obj, arr._getvalue()])
+    return types.Tuple((REF, arr_t))(shape), codegen
+
+
+@intrinsic
+def none_ref(typingctx):
+    """A new reference to None, as a REF."""
+    def codegen(context, builder, sig, args):
+        none = _symbol(builder, "_Py_NoneStruct")
+        _capi(builder, "Py_IncRef", ir.VoidType(), [none])
+        return none
+    return REF(), codegen
+
+
+@intrinsic
+def tuple_ref3(typingctx, a, b, c):
+    """A new tuple (a, b, c) of owned REFs, each None where None-typed; the tuple owns
+    them (PyTuple_SetItem steals)."""
+    if not all(isinstance(x, (_Ref, types.NoneType)) for x in (a, b, c)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = _capi(builder, "PyTuple_New", _VP, [ir.Constant(_I64, 3)])
+        with cgutils.if_unlikely(builder, cgutils.is_null(builder, t)):
+            context.call_conv.return_user_exc(builder, MemoryError,
+                                              ("rbdiff: could not make a tuple",))
+        for k, (ty, val) in enumerate(zip(sig.args, args)):
+            if isinstance(ty, types.NoneType):
+                val = _symbol(builder, "_Py_NoneStruct")
+                _capi(builder, "Py_IncRef", ir.VoidType(), [val])
+            _capi(builder, "PyTuple_SetItem", _I32, [t, ir.Constant(_I64, k), val])
+        return t
+    return REF(a, b, c), codegen
+
+
+def output_arg(out):
+    """(obj, array) in compiled code: ``out`` a shape tuple: a new float64 array
+    (new_float64); an array (the declared path's output): (None, out); None: (None, None)."""
+    raise NotImplementedError("compiled code only")
+
+
+def missed(out):
+    """An entry's result when it does not take its input (the api layer's general path
+    then runs): None (a REF) where ``out`` is a shape tuple, else False."""
+    raise NotImplementedError("compiled code only")
+
+
+def made(obj):
+    """An entry's result when done: ``obj`` (output_arg's object) where it made the
+    output, else True."""
+    raise NotImplementedError("compiled code only")
+
+
+def made3(a, b, c):
+    """made for three outputs: the tuple (a, b, c) of output_arg's objects (None where
+    not wanted) where the entry made them, else True."""
+    raise NotImplementedError("compiled code only")
+
+
+def _is_shape(t):
+    return isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Integer)
+
+
+@overload(output_arg, inline="always")
+def _output_arg(out):
+    if _is_shape(out):
+        return lambda out: new_float64(out)
+    return lambda out: (None, out)
+
+
+@overload(missed, inline="always")
+def _missed(out):
+    if _is_shape(out):
+        return lambda out: none_ref()
+    return lambda out: False
+
+
+@overload(made, inline="always")
+def _made(obj):
+    if isinstance(obj, _Ref):
+        return lambda obj: obj
+    return lambda obj: True
+
+
+@overload(made3, inline="always")
+def _made3(a, b, c):
+    if isinstance(a, _Ref):
+        return lambda a, b, c: tuple_ref3(a, b, c)
+    return lambda a, b, c: True

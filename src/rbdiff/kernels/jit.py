@@ -407,33 +407,46 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
     return first_call
 
 
-def native_ref(dispatcher, name, namespace, vectors, arrays=None, inputs=(), available=None):
+def native_ref(dispatcher, name, namespace, vectors, arrays=None, inputs=(), available=None,
+               outputs=()):
     """:func:`native` for an entry that checks its own arguments (kernels.fastargs'
     ``vector_arg`` / ``contiguous_arg``, returning False when it takes them not): the
     positions ``vectors`` (float64 1-D) and ``arrays`` ({position: ndim}, float64
     C-contiguous) are typed REF, so the fast path asks nothing in Python (~0.15 us a call
     on rnea); other user arrays the fast path checked itself, at positions ``inputs``, are
-    compiled for any strides as :func:`native`'s. Where REF is not ``AVAILABLE`` (another
-    CPython or NumPy layout; or ``available=False``), a Python stand-in asks the same
-    questions first and calls the entry compiled for arrays."""
+    compiled for any strides as :func:`native`'s. ``outputs``: the positions where the
+    fast path passes shapes and the entry makes the arrays (fastargs.output_arg; it then
+    returns the array, the tuple of them for three, or None instead of False). Where REF
+    is not ``AVAILABLE`` (another CPython or NumPy layout; or ``available=False``), a
+    Python stand-in asks the same questions first, makes those outputs with np.empty, and
+    calls the entry compiled for arrays."""
     arrays = dict(arrays or {})
     if AVAILABLE if available is None else available:
         return native(dispatcher, name, namespace, inputs=tuple(inputs),
                       refs=tuple(vectors) + tuple(arrays))
     bound = [None]
     bound[0] = native(dispatcher, 0, bound, inputs=tuple(vectors) + tuple(inputs))  # rebinds
+    missed = None if outputs else False
 
     def checked(*args):
         for k in vectors:
             x = args[k]
             if not (type(x) is _ND and x.dtype is _F64 and x.ndim == 1):
-                return False
+                return missed
         for k, nd in arrays.items():
             x = args[k]
             if x is not None and not (type(x) is _ND and x.dtype is _F64 and x.ndim == nd
                                       and x.flags.c_contiguous):
-                return False
-        return bound[0](*args)
+                return missed
+        if not outputs:
+            return bound[0](*args)
+        args = list(args)
+        made = [None if args[k] is None else np.empty(args[k]) for k in outputs]
+        for k, x in zip(outputs, made):
+            args[k] = x
+        if not bound[0](*args):
+            return None
+        return made[0] if len(made) == 1 else tuple(made)
     namespace[name] = checked
     return checked
 
