@@ -315,14 +315,14 @@ def test_fast_path_refuses_what_it_cannot_read():
     assert _rel(rbd.integrate(model, q.astype(">f8"), v), want) < INTEGRATE_TOL
     assert _rel(rbd.integrate(model, q[None], v)[0], want) < INTEGRATE_TOL
     assert _rel(rbd.integrate(model, np.asmatrix(q), v)[0], want) < INTEGRATE_TOL
-    out = np.empty(model.nq)
     if fastargs.AVAILABLE:
         rbd.integrate(model, q, v)           # binds C._integrate_fast to the compiled entry
         for bad in (q.astype(np.int64), q[None], q.astype(np.float32), list(q), np.asmatrix(q),
                     q.astype(">f8"), None, 3.0):
-            assert C._integrate_fast(model.mi, bad, v, out) is False
-            assert C._integrate_fast(model.mi, q, bad, out) is False
-        assert C._integrate_fast(model.mi, q, v, out) is True
+            assert C._integrate_fast(model.mi, bad, v, model._sq) is None
+            assert C._integrate_fast(model.mi, q, bad, model._sq) is None
+        out = C._integrate_fast(model.mi, q, v, model._sq)     # made by the entry
+        assert type(out) is np.ndarray and out.shape == (model.nq,) and out.flags.c_contiguous
         assert _rel(out, want) < INTEGRATE_TOL
     # the Python-checked stand-ins where fastargs is not AVAILABLE (jit.native_ref)
     box = [None, None]

@@ -38,14 +38,17 @@ _FAST_MISS = (AttributeError, TypeError, ValueError, TypingError)   # TypingErro
 _empty = np.empty
 # compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
 # (scratch: cpu.scratch's HELD workspaces: these entries hold the GIL)
-_rnea_one = native_ref(single.rnea_one, "_rnea_one", globals(), (2, 3, 4))
-_aba_one = native_ref(single.aba_one, "_aba_one", globals(), (2, 3, 4))
+_rnea_one = native_ref(single.rnea_one, "_rnea_one", globals(), (2, 3, 4), outputs=(7,))
+_aba_one = native_ref(single.aba_one, "_aba_one", globals(), (2, 3, 4), outputs=(7,))
 # with fext: stand-ins of their own (a native function is compiled for its first call's
 # types, fext None there; here fext checked in the entry too)
-_rnea_one_f = native_ref(single.rnea_one, "_rnea_one_f", globals(), (2, 3, 4), {5: 2})
-_aba_one_f = native_ref(single.aba_one, "_aba_one_f", globals(), (2, 3, 4), {5: 2})
+_rnea_one_f = native_ref(single.rnea_one, "_rnea_one_f", globals(), (2, 3, 4), {5: 2},
+                         outputs=(7,))
+_aba_one_f = native_ref(single.aba_one, "_aba_one_f", globals(), (2, 3, 4), {5: 2},
+                        outputs=(7,))
 _crba_one = native_ref(single.crba_one, "_crba_one", globals(), (2,), outputs=(4,))
-_minverse_one = native_ref(single.minverse_one, "_minverse_one", globals(), (2,))
+_minverse_one = native_ref(single.minverse_one, "_minverse_one", globals(), (2,),
+                           outputs=(5,))
 _run = policy.run
 _RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
 _ABA_B = (batch.aba_batch, batch.aba_parallel)
@@ -58,9 +61,9 @@ _CRBA_F = policy.fast_pair(*_CRBA_B, inputs=(2,))
 _MINV_F = policy.fast_pair(*_MINV_B, inputs=(2,))
 _rnea_few = native(batch.rnea_few, "_rnea_few", globals())      # batches of a few us
 _aba_few = native(batch.aba_few, "_aba_few", globals())
-_gravity_one = native_ref(single.gravity_one, "_gravity_one", globals(), (2,))
+_gravity_one = native_ref(single.gravity_one, "_gravity_one", globals(), (2,), outputs=(4,))
 _nonlinear_effects_one = native_ref(single.nonlinear_effects_one, "_nonlinear_effects_one",
-                                    globals(), (2, 3))
+                                    globals(), (2, 3), outputs=(5,))
 
 
 def _batch_out(shape):
@@ -96,10 +99,11 @@ def rnea(model, q, v, a, fext=None):
     q (nq,), v (nv,), a (nv,); fext (njoints, 6) spatial forces [linear, angular] on each
     joint's body in the joint's local frame, or None. Returns tau (nv,). A leading batch
     axis on every argument gives (B, nv)."""
-    tau = _empty(model.nv)
-    try:    # fast paths (see _FAST_MISS); the entries check types, lengths and values
-        if (_rnea_one if fext is None else _rnea_one_f)(
-                model.mi, model.mf, q, v, a, fext, _HELD[model._scratch_key], tau):
+    try:    # fast paths (see _FAST_MISS); the entries check types, lengths and values,
+        # and make tau from its shape (kernels.fastargs.output_arg)
+        tau = (_rnea_one if fext is None else _rnea_one_f)(
+            model.mi, model.mf, q, v, a, fext, _HELD[model._scratch_key], model._sv)
+        if tau is not None:
             return tau
         if (fext is None and q.dtype is v.dtype is a.dtype is _F64
                 and 2 == q.ndim == v.ndim == a.ndim and type(q) is _ND):
@@ -119,10 +123,10 @@ def aba(model, q, v, tau, fext=None):
 
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
-    qdd = _empty(model.nv)
     try:
-        if (_aba_one if fext is None else _aba_one_f)(
-                model.mi, model.mf, q, v, tau, fext, _HELD[model._scratch_key], qdd):
+        qdd = (_aba_one if fext is None else _aba_one_f)(
+            model.mi, model.mf, q, v, tau, fext, _HELD[model._scratch_key], model._sv)
+        if qdd is not None:
             return qdd
         if (fext is None and q.dtype is v.dtype is tau.dtype is _F64
                 and 2 == q.ndim == v.ndim == tau.ndim and type(q) is _ND):
@@ -155,10 +159,10 @@ def crba(model, q):
 def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
-    Minv = _empty(model._svv)
     try:
-        if _minverse_one(model.mi, model.mf, q,
-                         _HELD[model._scratch_key], _HELD_F[model._scratch_key], Minv):
+        Minv = _minverse_one(model.mi, model.mf, q, _HELD[model._scratch_key],
+                             _HELD_F[model._scratch_key], model._svv)
+        if Minv is not None:
             return Minv
         if q.dtype is _F64 and q.ndim == 2 and type(q) is _ND:
             Minv = _batch_out((q.shape[0],) + model._svv)
@@ -172,9 +176,10 @@ def minverse(model, q):
 def nonlinear_effects(model, q, v):
     """C(q, v) v + g(q) (nv,) = rnea(q, v, 0), by RNEA without the qdd terms (as
     Pinocchio's nonLinearEffects). Batch: (B, nv)."""
-    h = _empty(model._sv)
     try:
-        if _nonlinear_effects_one(model.mi, model.mf, q, v, _HELD[model._scratch_key], h):
+        h = _nonlinear_effects_one(model.mi, model.mf, q, v, _HELD[model._scratch_key],
+                                   model._sv)
+        if h is not None:
             return h
     except _FAST_MISS:
         pass
@@ -184,9 +189,9 @@ def nonlinear_effects(model, q, v):
 def gravity(model, q):
     """Generalised gravity g(q) (nv,) = rnea(q, 0, 0), by RNEA without the velocity and
     qdd terms (as Pinocchio's computeGeneralizedGravity). Batch: (B, nv)."""
-    g = _empty(model._sv)
     try:
-        if _gravity_one(model.mi, model.mf, q, _HELD[model._scratch_key], g):
+        g = _gravity_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._sv)
+        if g is not None:
             return g
     except _FAST_MISS:
         pass

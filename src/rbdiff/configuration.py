@@ -37,8 +37,10 @@ from .validation import SUPPORTED, explain, on_device, prepare
 # path, which validates it and names the argument.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
 _empty = np.empty
-_integrate_fast = native_ref(single.integrate_one, "_integrate_fast", globals(), (1, 2))
-_difference_fast = native_ref(single.difference_one, "_difference_fast", globals(), (1, 2))
+_integrate_fast = native_ref(single.integrate_one, "_integrate_fast", globals(), (1, 2),
+                             outputs=(3,))
+_difference_fast = native_ref(single.difference_one, "_difference_fast", globals(), (1, 2),
+                              outputs=(3,))
 
 
 # the general paths (declare.py): a single argument is broadcast along the other's batch
@@ -69,9 +71,9 @@ def integrate(model, q, v):
 
     q (nq,) or (B, nq) valid configurations (unit quaternions, to 1e-6); v (nv,) or
     (B, nv) finite. Returns (nq,), or (B, nq) when either argument has a batch axis."""
-    qout = _empty(model.nq)
-    try:    # fast path (see _FAST_MISS above)
-        if _integrate_fast(model.mi, q, v, qout):
+    try:    # fast path (see _FAST_MISS above); the entry makes qout from its shape
+        qout = _integrate_fast(model.mi, q, v, model._sq)
+        if qout is not None:
             return qout
     except _FAST_MISS:
         pass
@@ -87,9 +89,9 @@ def difference(model, q0, q1):
 
     q0, q1 (nq,) or (B, nq) valid configurations. Returns (nv,), or (B, nv) when either
     argument has a batch axis."""
-    v = _empty(model.nv)
     try:
-        if _difference_fast(model.mi, q0, q1, v):
+        v = _difference_fast(model.mi, q0, q1, model._sv)
+        if v is not None:
             return v
     except _FAST_MISS:
         pass

@@ -23,7 +23,8 @@ timed interleaved in this process (``bench.timing.interleaved``, median over rou
 - **one_thread**: ``numba.set_num_threads(1)``: the batch per item against the
   single-call kernel per call (the compiled single entry that the public function's fast
   path calls, called directly on each state with its scratch and outputs: for aba
-  ``rbdiff.api._aba_one(mi, mf, q, v, tau, None, ws, out)``, for the derivatives
+  ``rbdiff.api._aba_one(mi, mf, q, v, tau, None, ws, (nv,))``, which makes qdd, for the
+  derivatives
   ``rbdiff.derivatives._rnea_d_one`` / ``_aba_d_one(mi, mf, q, v, u, None, d1, d2, d3)``)
   and the rbdiff loop.
 
@@ -222,7 +223,8 @@ def _ways(fn, pfn, nout, model, pm, pd, Q, V, U):
 def single_kernel(key, model, q, v, u):
     """(compiled single entry, arguments after (mi, mf, q, v, u, None)) that the public
     function ``key``'s fast path calls on one float64 state, bound by one public call:
-    ``api._aba_one`` with (scratch.HELD[model._scratch_key], qdd), ``derivatives._rnea_d_one`` /
+    ``api._aba_one`` with (scratch.HELD[model._scratch_key], qdd's shape),
+    ``derivatives._rnea_d_one`` /
     ``_aba_d_one`` (``_aba_p_one`` with the product code where product="auto" picks
     AZA) with three (nv, nv) outputs."""
     from rbdiff import api
@@ -230,7 +232,7 @@ def single_kernel(key, model, q, v, u):
     from rbdiff.kernels.aza import DMM
     if key == "aba":
         rbd.aba(model, q, v, u)
-        return api._aba_one, (HELD[model._scratch_key], np.empty(model.nv))
+        return api._aba_one, (HELD[model._scratch_key], model._sv)   # qdd made there
     outs = tuple(np.empty(model._svv) for _ in range(3))
     if key == "rnea_derivatives":
         rbd.rnea_derivatives(model, q, v, u)

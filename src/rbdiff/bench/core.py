@@ -166,7 +166,7 @@ def overhead(settings):
     m = _one_joint_model()
     q, v, a = np.zeros(1), np.ones(1), np.ones(1)
     raw = (m.mi, m.mf, q, v, a, None,
-           HELD[m._scratch_key], np.empty(m.nv))   # no fext; into tau
+           HELD[m._scratch_key], m._sv)   # no fext; tau made by the entry from its shape
     rbd.rnea(m, q, v, a)       # binds api._rnea_one to the compiled function
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
              "compiled entry, as rbd.rnea calls it": partial(api._rnea_one, *raw),

@@ -11,7 +11,8 @@ from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
-from ..kernels.fastargs import made, made3, missed, output_arg, state_args, vector_arg
+from ..kernels.fastargs import (made, made3, missed, output_arg, release, state_args,
+                                vector_arg)
 from ..kernels.fdsva_so import fdsva_so_products, uses_idfoza
 from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
                               frame_placements)
@@ -29,9 +30,11 @@ from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule, re
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .pieces import aba_derivatives_piece, fdsva_so_products_piece, fdsva_so_terms_piece
 from .twin import ahead, twin_later
-from .checks import (BAD_SHAPE, configuration_checked, configurations_ok, dynamics_finite,
-                     frame_ok, joint_ok, minverse_finite, reference_ok, state_ok, state_width_ok,
-                     tangent_ok, velocity_state_ok, workspace_ok)
+from ..kernels.checks import vector_finite
+from .checks import (BAD_SHAPE, BAD_SINGULAR, configuration_checked, configurations_ok,
+                     diagonal_finite, dynamics_finite, frame_ok, joint_ok,
+                     reference_ok, state_ok, state_width_ok, tangent_ok, velocity_state_ok,
+                     workspace_ok)
 
 # ---- configuration space (fast entries: no scratch at all) -----------------------------
 
@@ -42,25 +45,28 @@ def integrate_one(mi, q, v, qout):
     rbd.integrate's fast path q and v arrive as any Python objects (kernels.fastargs.REF):
     False, computing nothing, unless both are float64 1-D ndarrays (a return value, not
     an exception: raising and catching one would cost the general path ~1.3 us); True
-    when done."""
-    ok, q, v, _, _ = state_args(q, v, None, None, qout)
+    when done. qout given as its shape is made here (kernels.fastargs.output_arg), and
+    the result is then qout, or None instead of False."""
+    ok, q, v, _, _ = state_args(q, v, None, None, None)
     if not ok:
-        return False
-    tangent_ok(mi, q, v, qout)
-    integrate(mi, q, v, qout)
-    return True
+        return missed(qout)
+    obj, out = output_arg(qout)
+    tangent_ok(mi, q, v, out)
+    integrate(mi, q, v, out)
+    return made(obj)
 
 
 @fast_entry
 def difference_one(mi, q0, q1, v):
     """v (nv,) = q1 (-) q0; q0, q1 (nq,) valid configurations (or REF objects, as
     integrate_one's)."""
-    ok, q0, q1, _, _ = state_args(q0, q1, None, None, v)
+    ok, q0, q1, _, _ = state_args(q0, q1, None, None, None)
     if not ok:
-        return False
-    configurations_ok(mi, q0, q1, v)
-    difference(mi, q0, q1, v)
-    return True
+        return missed(v)
+    obj, out = output_arg(v)
+    configurations_ok(mi, q0, q1, out)
+    difference(mi, q0, q1, out)
+    return made(obj)
 
 
 @fast_entry
@@ -83,13 +89,14 @@ def neutral_one(mi, q):
 @fast_entry
 def rnea_one(mi, mf, q, v, a, fext, ws, tau):
     """tau = RNEA; ws: (workspace_rows, W_WIDTH) scratch of q's dtype (as every *_one)."""
-    ok, q, v, a, fext = state_args(q, v, a, fext, tau)
+    ok, q, v, a, fext = state_args(q, v, a, fext, None)
     if not ok:
-        return False
+        return missed(tau)
     state_ok(mi, q, v, a, fext)
     workspace_ok(mi, ws)
-    rnea(mi, mf, q, v, a, fext, ws, tau)
-    return True
+    obj, out = output_arg(tau)
+    rnea(mi, mf, q, v, a, fext, ws, out)
+    return made(obj)
 
 
 @fast_entry
@@ -106,50 +113,58 @@ def crba_one(mi, mf, q, ws, M):
 
 @fast_entry
 def aba_one(mi, mf, q, v, tau, fext, ws, qdd):
-    ok, q, v, tau, fext = state_args(q, v, tau, fext, qdd)
+    ok, q, v, tau, fext = state_args(q, v, tau, fext, None)
     if not ok:
-        return False
+        return missed(qdd)
     state_ok(mi, q, v, tau, fext)
     workspace_ok(mi, ws)
-    aba(mi, mf, q, v, tau, fext, ws, qdd)
-    dynamics_finite(qdd)
-    return True
+    obj, out = output_arg(qdd)
+    aba(mi, mf, q, v, tau, fext, ws, out)
+    if not vector_finite(out):      # dynamics_finite's test, the made output dropped first
+        release(obj)
+        raise ValueError(BAD_SINGULAR)
+    return made(obj)
 
 
 @fast_entry
 def minverse_one(mi, mf, q, ws, F, Minv):
     """Minv; F: (njoints, nv, 6) scratch of q's dtype."""
-    ok_q, q = vector_arg(q, Minv)
+    ok_q, q = vector_arg(q, None)
     if not ok_q:
-        return False
+        return missed(Minv)
     configuration_checked(mi, q, ws)
     if F.shape[0] < mi[0, 0] + 1 or F.shape[1] < mi[0, 2]:
         raise ValueError("F: too small")
-    minverse(mi, mf, q, ws, F, Minv)
-    minverse_finite(Minv)
-    return True
+    obj, out = output_arg(Minv)
+    minverse(mi, mf, q, ws, F, out)
+    if not diagonal_finite(out):    # minverse_finite's test, the made output dropped first
+        release(obj)
+        raise ValueError(BAD_SINGULAR)
+    return made(obj)
 
 
 @fast_entry
 def gravity_one(mi, mf, q, ws, tau):
-    ok_q, q = vector_arg(q, tau)
+    ok_q, q = vector_arg(q, None)
     if not ok_q:
-        return False
+        return missed(tau)
     configuration_checked(mi, q, ws)
-    gravity(mi, mf, q, ws, tau)
-    return True
+    obj, out = output_arg(tau)
+    gravity(mi, mf, q, ws, out)
+    return made(obj)
 
 
 @fast_entry
 def nonlinear_effects_one(mi, mf, q, v, ws, tau):
-    ok_q, q = vector_arg(q, tau)
-    ok_v, v = vector_arg(v, tau)
+    ok_q, q = vector_arg(q, None)
+    ok_v, v = vector_arg(v, None)
     if not (ok_q and ok_v):
-        return False
+        return missed(tau)
     velocity_state_ok(mi, q, v)
     workspace_ok(mi, ws)
-    nonlinear_effects(mi, mf, q, v, ws, tau)
-    return True
+    obj, out = output_arg(tau)
+    nonlinear_effects(mi, mf, q, v, ws, out)
+    return made(obj)
 
 
 # ---- kinematics and frames (fast entries on the model's scratch) -----------------------

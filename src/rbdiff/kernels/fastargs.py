@@ -257,7 +257,7 @@ def state_args(q, v, u, fext, like):
 
 @box(_Ref)
 def _box_ref(typ, val, c):
-    """A REF result is an owned reference (new_float64, none_ref, tuple_ref3)."""
+    """A REF result is an owned reference (new_float64, none_ref, tuple_ref)."""
     return c.builder.bitcast(val, c.pyapi.pyobj)
 
 
@@ -309,24 +309,28 @@ def none_ref(typingctx):
 
 
 @intrinsic
-def tuple_ref3(typingctx, a, b, c):
-    """A new tuple (a, b, c) of owned REFs, each None where None-typed; the tuple owns
-    them (PyTuple_SetItem steals)."""
-    if not all(isinstance(x, (_Ref, types.NoneType)) for x in (a, b, c)):
+def tuple_ref(typingctx, objs):
+    """A new tuple of ``objs`` (a tuple of owned REFs, None-typed where None); the tuple
+    owns them (PyTuple_SetItem steals)."""
+    if not (isinstance(objs, types.BaseTuple)
+            and all(isinstance(x, (_Ref, types.NoneType)) for x in objs.types)):
         return None
+    n = len(objs.types)
 
     def codegen(context, builder, sig, args):
-        t = _capi(builder, "PyTuple_New", _VP, [ir.Constant(_I64, 3)])
+        t = _capi(builder, "PyTuple_New", _VP, [ir.Constant(_I64, n)])
         with cgutils.if_unlikely(builder, cgutils.is_null(builder, t)):
             context.call_conv.return_user_exc(builder, MemoryError,
                                               ("rbdiff: could not make a tuple",))
-        for k, (ty, val) in enumerate(zip(sig.args, args)):
+        for k, ty in enumerate(sig.args[0].types):
             if isinstance(ty, types.NoneType):
                 val = _symbol(builder, "_Py_NoneStruct")
                 _capi(builder, "Py_IncRef", ir.VoidType(), [val])
+            else:
+                val = builder.extract_value(args[0], k)
             _capi(builder, "PyTuple_SetItem", _I32, [t, ir.Constant(_I64, k), val])
         return t
-    return REF(a, b, c), codegen
+    return REF(objs), codegen
 
 
 def output_arg(out):
@@ -347,9 +351,14 @@ def made(obj):
     raise NotImplementedError("compiled code only")
 
 
+def made2(a, b):
+    """made for two outputs: the tuple (a, b) of output_arg's objects (None where not
+    wanted) where the entry made them, else True."""
+    raise NotImplementedError("compiled code only")
+
+
 def made3(a, b, c):
-    """made for three outputs: the tuple (a, b, c) of output_arg's objects (None where
-    not wanted) where the entry made them, else True."""
+    """made2 for three outputs."""
     raise NotImplementedError("compiled code only")
 
 
@@ -378,8 +387,36 @@ def _made(obj):
     return lambda obj: True
 
 
+@overload(made2, inline="always")
+def _made2(a, b):
+    if isinstance(a, _Ref):
+        return lambda a, b: tuple_ref((a, b))
+    return lambda a, b: True
+
+
 @overload(made3, inline="always")
 def _made3(a, b, c):
     if isinstance(a, _Ref):
-        return lambda a, b, c: tuple_ref3(a, b, c)
+        return lambda a, b, c: tuple_ref((a, b, c))
     return lambda a, b, c: True
+
+
+@intrinsic
+def _decref(typingctx, obj):
+    def codegen(context, builder, sig, args):
+        _capi(builder, "Py_DecRef", ir.VoidType(), [args[0]])
+        return context.get_dummy_value()
+    return types.none(obj), codegen
+
+
+def release(obj):
+    """Drop output_arg's object (an entry that made its output but then does not take
+    the call: the general path runs instead); nothing where it is None."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(release, inline="always")
+def _release(obj):
+    if isinstance(obj, _Ref):
+        return lambda obj: _decref(obj)
+    return lambda obj: None

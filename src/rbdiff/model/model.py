@@ -280,7 +280,8 @@ class Model:
         self.mf32 = _readonly(self.mf, np.float32)   # float32 kernels read float32 models
         self.frame_parents, self.frame_mf = self._pack_frames()
         self.frame_mf32 = _readonly(self.frame_mf, np.float32)
-        self._sv = (self.nv,)                          # output shapes the api allocates
+        self._sq = (self.nq,)                          # output shapes the api allocates
+        self._sv = (self.nv,)
         self._svv = (self.nv, self.nv)
         self._sT = (n + 1, 4, 4)
         self._sm = (n + 1, 6)
