@@ -32,15 +32,19 @@ _empty = np.empty
 _new = tuple.__new__          # a result NamedTuple without its Python __new__
 _S3 = (3,)
 _S6 = (6,)
-_com_q = native_ref(cc.center_of_mass_one, "_com_q", globals(), (2,))
-_com_qv = native_ref(cc.center_of_mass_one, "_com_qv", globals(), (2, 3))
-_com_qva = native_ref(cc.center_of_mass_one, "_com_qva", globals(), (2, 3, 4))
-_com_jacobian_one = native_ref(cc.com_jacobian_one, "_com_jacobian_one", globals(), (2,))
+# (outputs: made by the entry from the shapes given, kernels.fastargs.output_arg)
+_com_q = native_ref(cc.center_of_mass_one, "_com_q", globals(), (2,), outputs=(6,))
+_com_qv = native_ref(cc.center_of_mass_one, "_com_qv", globals(), (2, 3), outputs=(6, 7))
+_com_qva = native_ref(cc.center_of_mass_one, "_com_qva", globals(), (2, 3, 4),
+                      outputs=(6, 7, 8))
+_com_jacobian_one = native_ref(cc.com_jacobian_one, "_com_jacobian_one", globals(), (2,),
+                               outputs=(4,))
 _centroidal_map_one = native_ref(cc.centroidal_map_one, "_centroidal_map_one", globals(),
-                                 (2,))
-_momentum_qv = native_ref(cc.centroidal_momentum_one, "_momentum_qv", globals(), (2, 3))
+                                 (2,), outputs=(4,))
+_momentum_qv = native_ref(cc.centroidal_momentum_one, "_momentum_qv", globals(), (2, 3),
+                          outputs=(6,))
 _momentum_qva = native_ref(cc.centroidal_momentum_one, "_momentum_qva", globals(),
-                           (2, 3, 4))
+                           (2, 3, 4), outputs=(6, 7))
 _derivatives_one = native_ref(cc.centroidal_derivatives_one, "_derivatives_one", globals(),
                               (2, 3, 4))
 _kinetic_one = native_ref(cc.kinetic_energy_one, "_kinetic_one", globals(), (2, 3))
@@ -99,23 +103,24 @@ def center_of_mass(model, q, v=None, a=None):
 
     q (nq,), v and a (nv,) or None (a needs v); a leading batch axis (B, nq), (B, nv)
     gives (B, 3) each. ValueError when the model's total mass is zero."""
-    c = _empty(_S3)
-    try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
+    try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values and
+        # makes the outputs from their shapes
         if v is None:
-            if a is None and _com_q(model.mi, model.mf, q, None, None,
-                                    _HELD[model._scratch_key], c, None, None):
-                return c
-        else:
-            vc = _empty(_S3)
             if a is None:
-                if _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], c, vc,
-                           None):
-                    return _new(CenterOfMassVelocity, (c, vc))
-            else:
-                ac = _empty(_S3)
-                if _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], c, vc,
-                            ac):
-                    return _new(CenterOfMassAcceleration, (c, vc, ac))
+                c = _com_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], _S3,
+                           None, None)
+                if c is not None:
+                    return c
+        elif a is None:
+            r = _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], _S3, _S3,
+                        None)
+            if r is not None:
+                return _new(CenterOfMassVelocity, r)
+        else:
+            r = _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], _S3, _S3,
+                         _S3)
+            if r is not None:
+                return _new(CenterOfMassAcceleration, r)
     except _FAST_MISS:
         pass
     if a is not None and v is None:
@@ -128,9 +133,9 @@ def com_jacobian(model, q):
     space, so that vcom = J v (Pinocchio's jacobianCenterOfMass). Column k of a dof of
     joint j is [IC_j S_k]_lin / M (IC_j the composite inertia of j's subtree). A batch q
     (B, nq) gives (B, 3, nv). ValueError when the model's total mass is zero."""
-    J = _empty((3, model.nv))
     try:
-        if _com_jacobian_one(model.mi, model.mf, q, _HELD[model._scratch_key], J):
+        J = _com_jacobian_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._s3v)
+        if J is not None:
             return J
     except _FAST_MISS:
         pass
@@ -143,9 +148,9 @@ def centroidal_momentum_matrix(model, q):
     computeCentroidalMap, and ccrba's data.Ag). Column k of a dof of joint j is
     IC_j S_k moved to the com. A batch q (B, nq) gives (B, 6, nv). ValueError when the
     model's total mass is zero."""
-    Ag = _empty(model._sJ)
     try:
-        if _centroidal_map_one(model.mi, model.mf, q, _HELD[model._scratch_key], Ag):
+        Ag = _centroidal_map_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._sJ)
+        if Ag is not None:
             return Ag
     except _FAST_MISS:
         pass
@@ -162,16 +167,17 @@ def centroidal_momentum(model, q, v, a=None):
 
     q (nq,), v and a (nv,); a leading batch axis gives (B, 6). ValueError when the
     model's total mass is zero."""
-    h = _empty(_S6)
-    try:
+    try:    # the entry makes h (and hdot) from their shapes
         if a is None:
-            if _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], h,
-                            None):
+            h = _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], _S6,
+                             None)
+            if h is not None:
                 return h
         else:
-            hd = _empty(_S6)
-            if _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], h, hd):
-                return _new(CentroidalMomentum, (h, hd))
+            r = _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], _S6,
+                              _S6)
+            if r is not None:
+                return _new(CentroidalMomentum, r)
     except _FAST_MISS:
         pass
     return _H(model, q, v, a)

@@ -36,7 +36,6 @@ from .validation import SUPPORTED, explain, on_device, prepare
 # take, or refuses (ValueError: a wrong length or an invalid value), goes to the general
 # path, which validates it and names the argument.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
-_empty = np.empty
 _integrate_fast = native_ref(single.integrate_one, "_integrate_fast", globals(), (1, 2),
                              outputs=(3,))
 _difference_fast = native_ref(single.difference_one, "_difference_fast", globals(), (1, 2),
@@ -117,13 +116,16 @@ _ARGUMENTS = {"q": ARG_Q, "v": ARG_V, "ARG0": ARG_Q, "ARG1": ARG_V}
 # entries that check q and v themselves (jit.native_ref); integrate_transport asks J's
 # dtype and ndim in Python. What they do not take or refuse goes to the general path,
 # which names the problem.
+# (outputs: made by the entry from the shapes given, kernels.fastargs.output_arg)
 _integrate_jacobians_fast = native_ref(_lie.integrate_jacobians_one,
-                                       "_integrate_jacobians_fast", globals(), (1, 2))
+                                       "_integrate_jacobians_fast", globals(), (1, 2),
+                                       outputs=(3, 4))
 _difference_jacobians_fast = native_ref(_lie.difference_jacobians_one,
-                                        "_difference_jacobians_fast", globals(), (1, 2))
+                                        "_difference_jacobians_fast", globals(), (1, 2),
+                                        outputs=(3, 4))
 _integrate_transport_fast = native_ref(_lie.integrate_transport_one,
                                        "_integrate_transport_fast", globals(), (1, 2),
-                                       inputs=(3,))
+                                       inputs=(3,), outputs=(5,))
 
 
 def integrate_jacobians(model, q, v):
@@ -138,11 +140,9 @@ def integrate_jacobians(model, q, v):
     axis (B, nq), (B, nv): each (B, nv, nv). float32 and complex128 inputs give results
     of their dtype."""
     try:    # fast path
-        n = model.nv
-        dq = _empty((n, n))
-        dv = _empty((n, n))
-        if _integrate_jacobians_fast(model.mi, q, v, dq, dv):
-            return _new(IntegrateJacobians, (dq, dv))
+        r = _integrate_jacobians_fast(model.mi, q, v, model._svv, model._svv)
+        if r is not None:
+            return _new(IntegrateJacobians, r)
     except _FAST_MISS:
         pass
     return _INTEGRATE_JACOBIANS(model, q, v)
@@ -157,11 +157,9 @@ def difference_jacobians(model, q0, q1):
 
     q0, q1 (nq,) valid configurations, or both (B, nq): each (B, nv, nv)."""
     try:    # fast path
-        n = model.nv
-        d0 = _empty((n, n))
-        d1 = _empty((n, n))
-        if _difference_jacobians_fast(model.mi, q0, q1, d0, d1):
-            return _new(DifferenceJacobians, (d0, d1))
+        r = _difference_jacobians_fast(model.mi, q0, q1, model._svv, model._svv)
+        if r is not None:
+            return _new(DifferenceJacobians, r)
     except _FAST_MISS:
         pass
     return _DIFFERENCE_JACOBIANS(model, q0, q1)
@@ -178,8 +176,8 @@ def integrate_transport(model, q, v, J, argument="q"):
     try:    # fast path
         code = _ARGUMENTS[argument]
         if J.dtype is _F64 and J.ndim == 2:
-            out = _empty(J.shape)
-            if _integrate_transport_fast(model.mi, q, v, J, code, out):
+            out = _integrate_transport_fast(model.mi, q, v, J, code, J.shape)
+            if out is not None:
                 return out
     except (KeyError, *_FAST_MISS):
         pass

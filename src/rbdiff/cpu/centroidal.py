@@ -13,7 +13,7 @@ from numba import prange
 from ..kernels.centroidal import (center_of_mass, centroidal_map, centroidal_momentum,
                                   com_jacobian, kinetic_energy, potential_energy)
 from ..kernels.centroidal_derivatives import centroidal_dynamics_derivatives
-from ..kernels.fastargs import state_args, vector_arg
+from ..kernels.fastargs import made, made2, made3, missed, output_arg, state_args, vector_arg
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from ..model.layout import MF_MASS
@@ -55,48 +55,66 @@ def motion_ok(mi, q, v, a, ws):
 
 @fast_entry
 def center_of_mass_one(mi, mf, q, v, a, ws, com, vcom, acom):
-    """com (3,) and, unless None (then v, resp. a, is None too), vcom and acom (3,)."""
-    ok, q, v, a, _ = state_args(q, v, a, None, com)
+    """com (3,) and, unless None (then v, resp. a, is None too), vcom and acom (3,); given
+    as shapes, made here (kernels.fastargs.output_arg): the result is then com, (com,
+    vcom) or (com, vcom, acom)."""
+    ok, qq, vv, aa, _ = state_args(q, v, a, None, None)
     if not ok:
-        return False
-    motion_ok(mi, q, v, a, ws)
+        return missed(com)
+    motion_ok(mi, qq, vv, aa, ws)
     mass_ok(mi, mf)
-    center_of_mass(mi, mf, q, v, a, ws, com, vcom, acom)
-    return True
+    o_c, c = output_arg(com)
+    o_v, vc = output_arg(vcom)
+    o_a, ac = output_arg(acom)
+    center_of_mass(mi, mf, qq, vv, aa, ws, c, vc, ac)
+    if vcom is None:        # the arguments: Numba prunes these branches by type
+        return made(o_c)
+    if acom is None:
+        return made2(o_c, o_v)
+    return made3(o_c, o_v, o_a)
 
 
 @fast_entry
 def com_jacobian_one(mi, mf, q, ws, J):
-    ok, q = vector_arg(q, J)
+    """J (3, nv), or its shape (made here: the result is then J)."""
+    ok, q = vector_arg(q, None)
     if not ok:
-        return False
+        return missed(J)
     configuration_checked(mi, q, ws)
     mass_ok(mi, mf)
-    com_jacobian(mi, mf, q, ws, J)
-    return True
+    obj, out = output_arg(J)
+    com_jacobian(mi, mf, q, ws, out)
+    return made(obj)
 
 
 @fast_entry
 def centroidal_map_one(mi, mf, q, ws, Ag):
-    ok, q = vector_arg(q, Ag)
+    """Ag (6, nv), or its shape (as com_jacobian_one's)."""
+    ok, q = vector_arg(q, None)
     if not ok:
-        return False
+        return missed(Ag)
     configuration_checked(mi, q, ws)
     mass_ok(mi, mf)
-    centroidal_map(mi, mf, q, ws, Ag)
-    return True
+    obj, out = output_arg(Ag)
+    centroidal_map(mi, mf, q, ws, out)
+    return made(obj)
 
 
 @fast_entry
 def centroidal_momentum_one(mi, mf, q, v, a, ws, hg, dhg):
-    """hg (6,) and, unless None (then a is None too), dhg (6,)."""
-    ok, q, v, a, _ = state_args(q, v, a, None, hg)
+    """hg (6,) and, unless None (then a is None too), dhg (6,); given as shapes, made here:
+    the result is then hg or (hg, dhg)."""
+    ok, qq, vv, aa, _ = state_args(q, v, a, None, None)
     if not ok:
-        return False
-    motion_ok(mi, q, v, a, ws)
+        return missed(hg)
+    motion_ok(mi, qq, vv, aa, ws)
     mass_ok(mi, mf)
-    centroidal_momentum(mi, mf, q, v, a, ws, hg, dhg)
-    return True
+    o_h, h = output_arg(hg)
+    o_d, hd = output_arg(dhg)
+    centroidal_momentum(mi, mf, qq, vv, aa, ws, h, hd)
+    if dhg is None:         # pruned by type, as center_of_mass_one's
+        return made(o_h)
+    return made2(o_h, o_d)
 
 
 @fast_entry

@@ -11,7 +11,7 @@ are zeroed by the kernels before their blocks are written."""
 from numba import prange
 
 from ..kernels.checks import configuration_ok, vector_finite
-from ..kernels.fastargs import state_args
+from ..kernels.fastargs import made, made2, missed, output_arg, release, state_args
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
 from .batch import chunk
@@ -24,10 +24,9 @@ BAD_MATRIX = "J: not finite"
 
 
 @helper
-def square_ok(mi, J):
+def square_fits(mi, J):
     """J is (nv, nv)."""
-    if J.shape[0] != mi[0, 2] or J.shape[1] != mi[0, 2]:
-        raise ValueError(BAD_SHAPE)
+    return J.shape[0] == mi[0, 2] and J.shape[1] == mi[0, 2]
 
 
 @helper
@@ -69,40 +68,55 @@ def transport_ok(mi, J, argument, Jout):
 
 @fast_entry
 def integrate_jacobians_one(mi, q, v, Jq, Jv):
-    """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v."""
-    ok, q, v, _, _ = state_args(q, v, None, None, Jq)
+    """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v; given as shapes, made here
+    (kernels.fastargs.output_arg): the result is then (Jq, Jv)."""
+    ok, q, v, _, _ = state_args(q, v, None, None, None)
     if not ok:
-        return False
+        return missed(Jq)
     velocity_state_ok(mi, q, v)
-    square_ok(mi, Jq)
-    square_ok(mi, Jv)
-    integrate_jacobians(mi, q, v, Jq, Jv)
-    return True
+    o_q, A = output_arg(Jq)
+    o_v, B = output_arg(Jv)
+    if not (square_fits(mi, A) and square_fits(mi, B)):
+        release(o_q)
+        release(o_v)
+        raise ValueError(BAD_SHAPE)
+    integrate_jacobians(mi, q, v, A, B)
+    return made2(o_q, o_v)
 
 
 @fast_entry
 def difference_jacobians_one(mi, q0, q1, J0, J1):
-    """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1."""
-    ok, q0, q1, _, _ = state_args(q0, q1, None, None, J0)
+    """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1 (or their shapes, as
+    integrate_jacobians_one's)."""
+    ok, q0, q1, _, _ = state_args(q0, q1, None, None, None)
     if not ok:
-        return False
+        return missed(J0)
     pair_ok(mi, q0, q1)
-    square_ok(mi, J0)
-    square_ok(mi, J1)
-    difference_jacobians(mi, q0, q1, J0, J1)
-    return True
+    o_0, A = output_arg(J0)
+    o_1, B = output_arg(J1)
+    if not (square_fits(mi, A) and square_fits(mi, B)):
+        release(o_0)
+        release(o_1)
+        raise ValueError(BAD_SHAPE)
+    difference_jacobians(mi, q0, q1, A, B)
+    return made2(o_0, o_1)
 
 
 @fast_entry
 def integrate_transport_one(mi, q, v, J, argument, Jout):
-    """Jout (nv, k) = (d integrate(q, v) / d q or / d v) J, J (nv, k)."""
-    ok, q, v, _, _ = state_args(q, v, None, None, Jout)
+    """Jout (nv, k) = (d integrate(q, v) / d q or / d v) J, J (nv, k); Jout given as its
+    shape is made here (kernels.fastargs.output_arg): the result is then Jout."""
+    ok, q, v, _, _ = state_args(q, v, None, None, None)
     if not ok:
-        return False
+        return missed(Jout)
     velocity_state_ok(mi, q, v)
-    transport_ok(mi, J, argument, Jout)
-    integrate_transport(mi, q, v, J, argument, Jout)
-    return True
+    transport_ok(mi, J, argument, J)
+    obj, out = output_arg(Jout)
+    if out.shape[0] != J.shape[0] or out.shape[1] != J.shape[1]:
+        release(obj)
+        raise ValueError(BAD_SHAPE)
+    integrate_transport(mi, q, v, J, argument, out)
+    return made(obj)
 
 
 # ---- batches ---------------------------------------------------------------------------

@@ -287,6 +287,7 @@ class Model:
         self._sm = (n + 1, 6)
         self._sframes = (len(self.frames), 4, 4)
         self._sJ = (6, self.nv)
+        self._s3v = (3, self.nv)
         self._skd = (n + 1, 6, self.nv)
         self._neutral = _readonly(_configuration.neutral(self))   # rbd.neutral copies it
         self.joint_of_dof = _readonly(np.repeat(np.arange(n + 1), self.nvs), np.int64)
