@@ -91,12 +91,13 @@ def velocity_state_ok(mi, q, v):
 
 
 @helper
-def configurations_ok(mi, q0, q1, v):
-    """difference's input: lengths right (v's too), q0 and q1 valid configurations."""
-    if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1] or v.shape[0] != mi[0, 2]:
+def pair_ok(mi, q0, q1):
+    """difference's inputs: lengths right, q0 and q1 valid configurations."""
+    if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1]:
         raise ValueError(BAD_SHAPE)
     if not (configuration_ok(mi, q0) and configuration_ok(mi, q1)):
         raise ValueError(BAD_Q)
+
 
 
 @helper

@@ -10,13 +10,13 @@ are zeroed by the kernels before their blocks are written."""
 
 from numba import prange
 
-from ..kernels.checks import configuration_ok, vector_finite
+from ..kernels.checks import vector_finite
 from ..kernels.fastargs import made, made2, missed, output_arg, release, state_args
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
 from .batch import chunk
 from .twin import twin
-from .checks import (BAD_Q, BAD_SHAPE, batch_configurations_ok, batch_tangent_ok,
+from .checks import (BAD_SHAPE, batch_configurations_ok, batch_tangent_ok, pair_ok,
                      velocity_state_ok)
 
 BAD_ARGUMENT = "argument: not 0 (q) or 1 (v)"
@@ -27,15 +27,6 @@ BAD_MATRIX = "J: not finite"
 def square_fits(mi, J):
     """J is (nv, nv)."""
     return J.shape[0] == mi[0, 2] and J.shape[1] == mi[0, 2]
-
-
-@helper
-def pair_ok(mi, q0, q1):
-    """difference's inputs: lengths right, q0 and q1 valid configurations."""
-    if q0.shape[0] != mi[0, 1] or q1.shape[0] != mi[0, 1]:
-        raise ValueError(BAD_SHAPE)
-    if not (configuration_ok(mi, q0) and configuration_ok(mi, q1)):
-        raise ValueError(BAD_Q)
 
 
 @helper

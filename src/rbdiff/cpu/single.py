@@ -31,8 +31,8 @@ from ..kernels.workspace import W_WIDTH, workspace_rows
 from .pieces import aba_derivatives_piece, fdsva_so_products_piece, fdsva_so_terms_piece
 from .twin import ahead, twin_later
 from ..kernels.checks import vector_finite
-from .checks import (BAD_SHAPE, BAD_SINGULAR, configuration_checked, configurations_ok,
-                     diagonal_finite, dynamics_finite, frame_ok, joint_ok,
+from .checks import (BAD_SHAPE, BAD_SINGULAR, configuration_checked,
+                     diagonal_finite, dynamics_finite, frame_ok, joint_ok, pair_ok,
                      reference_ok, state_ok, state_width_ok, tangent_ok, velocity_state_ok,
                      workspace_ok)
 
@@ -50,8 +50,11 @@ def integrate_one(mi, q, v, qout):
     ok, q, v, _, _ = state_args(q, v, None, None, None)
     if not ok:
         return missed(qout)
+    tangent_ok(mi, q, v, q)     # checks that raise come before an output is made
     obj, out = output_arg(qout)
-    tangent_ok(mi, q, v, out)
+    if out.shape[0] != mi[0, 1]:
+        release(obj)
+        raise ValueError(BAD_SHAPE)
     integrate(mi, q, v, out)
     return made(obj)
 
@@ -63,8 +66,11 @@ def difference_one(mi, q0, q1, v):
     ok, q0, q1, _, _ = state_args(q0, q1, None, None, None)
     if not ok:
         return missed(v)
+    pair_ok(mi, q0, q1)         # v's length: checked once it exists
     obj, out = output_arg(v)
-    configurations_ok(mi, q0, q1, out)
+    if out.shape[0] != mi[0, 2]:
+        release(obj)
+        raise ValueError(BAD_SHAPE)
     difference(mi, q0, q1, out)
     return made(obj)
 
