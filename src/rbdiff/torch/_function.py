@@ -24,9 +24,12 @@ kernels called directly, and else Rule's. For rnea and aba on one float64 state
 further: its forward and its plain backward are one compiled call each (cpu/vjp.py: q
 retracted there, the derivatives, their products with the cotangent and the tangent
 map's transpose), writing into fresh NumPy buffers, with the per-model constants and
-scratch in a cached plan; every other case takes Lean's or Rule's way.
+scratch in a cached plan; every other case takes Lean's or Rule's way. contact_dynamics
+and impulse_dynamics on one float64 state (``call_single``) skip check() and call()'s
+tests (theirs, for that case, in one pass) before the NumPy forward or Lean.
 """
 
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -68,29 +71,43 @@ def _groups(model):
 
 def retract(model, q):
     """q (..., nq) float64 with every quaternion and (cos, sin) pair divided by its norm
-    (a copy; q itself where the model has none)."""
+    (a copy; q itself where the model has none, or one state's blocks are all unit)."""
     g = _groups(model)
     if not g:
         return q
+    if q.ndim == 1:     # one state: Python floats, summed in the compiled retraction's order
+        out = q
+        for k, n in g:
+            x = q[k:k + n].tolist()
+            r2 = x[0] * x[0]
+            for c in x[1:]:
+                r2 += c * c
+            if not 0 < r2 < _INF:
+                _bad_rotation(k, n, r2 == 0)
+            r = _sqrt(r2)
+            if r != 1.0:        # (x / 1.0 is x: a unit block is its own retraction)
+                if out is q:
+                    out = q.copy()
+                out[k:k + n] = [c / r for c in x]
+        return out
     q = q.copy()
-    one = q.ndim == 1
     for k, n in g:
         x = q[..., k:k + n]
-        if one:                 # one state: scalar arithmetic (no reductions, no np.all)
-            r = float(np.sqrt(x @ x))
-            if not r > 0:
-                _zero_rotation(k, n)
-        else:
-            r = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
-            if not np.all(r > 0):
-                _zero_rotation(k, n)
+        r = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+        if not np.all((r > 0) & (r < _INF)):
+            _bad_rotation(k, n, np.any(r == 0))
         x /= r
     return q
 
 
-def _zero_rotation(k, n):
-    raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
-                     "they must have a nonzero norm")
+_INF, _sqrt = float("inf"), math.sqrt
+
+
+def _bad_rotation(k, n, zero):
+    if zero:
+        raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
+                         "they must have a nonzero norm")
+    raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] contain NaN or Inf")
 
 
 def tangent_matrix(model, q):
@@ -339,6 +356,31 @@ def call_one(rule, level, model, q, v, u):
     return None
 
 
+def call_single(rule, level, model, extra, *xs):
+    """call()'s outputs for one state of plain CPU float64 tensors of the lengths the
+    level takes (nq for a q input, else nv) outside torch.func and forward AD, without
+    check() (these tests are its, for this case): the NumPy forward on one state where no
+    autograd is asked for, else the Lean Function. None for anything else (the caller
+    checks the inputs and goes call()'s way)."""
+    if type(model) is not _Model or _transforming() or fwAD._current_level >= 0:
+        return None
+    nq, nv, grad = model.nq, model.nv, torch.is_grad_enabled()
+    arrays = []         # (None once autograd is asked for: the Lean Function's way)
+    for x, isq in zip(xs, level.q_inputs):
+        if not (type(x) is _Tensor and x.dtype is _F64 and x.dim() == 1 and x.is_cpu
+                and x.shape[0] == (nq if isq else nv)) or _wrapped(x):
+            return None
+        if grad and x.requires_grad:
+            arrays = None
+        elif arrays is not None:
+            arrays.append(retract(model, x.numpy(force=True)) if isq else x.numpy(force=True))
+    if arrays is None:
+        # torch's Function.apply does exactly this after binding the signature
+        return super(torch.autograd.Function, rule.lean if LEAN else rule).apply(
+            model, extra, *xs)
+    return tuple(map(_from_numpy, level.fn(model, arrays, extra)))
+
+
 class _Plan:
     """The One Function's per-(model, dynamics) constants: the model's packed arrays and
     float64 scratch (GIL-held fast entries: never two threads at once), the entry codes,
@@ -429,7 +471,7 @@ def _forward_lean(level, model, extra, xs):
     batch and dtype handling (check() gave every input one dtype and leading shape)."""
     x0 = xs[0]
     if x0.dim() == 1 and x0.dtype is torch.float64:
-        raw = [x.detach().numpy() for x in xs]
+        raw = [x.numpy(force=True) for x in xs]     # CPU (checked): detach()'s view, cheaper
         arrays = [retract(model, a) if isq else a for a, isq in zip(raw, level.q_inputs)]
         return (tuple(torch.from_numpy(np.ascontiguousarray(o))
                       for o in level.fn(model, arrays, extra)), arrays, raw)
