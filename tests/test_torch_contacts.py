@@ -196,3 +196,21 @@ def test_impulse_batches_vmap_refusals():
         rt.impulse_dynamics(MODEL, q1, v1, ("FL_FOOT",))
     with pytest.raises(rbd.DependentContacts):
         rt.impulse_dynamics(MODEL, q1, v1, CS + CS[:1])
+
+
+def test_bench_contact_rows():
+    """rbdiff.bench.torch's contact rows: every function, batch and case, each with its
+    floor and ratio (one short round)."""
+    from rbdiff.bench import torch as bt
+    rows = bt.contact_floors(repeats=1, min_time=1e-4)
+    assert [(r["function"], r["B"], r["case"]) for r in rows] == [
+        (f, B, c) for B in (1, bt.CONTACT_BATCH)
+        for f in ("contact_dynamics", "impulse_dynamics")
+        for c in ("value", "forward+backward")]
+    for r in rows:
+        k, s = bt.CONTACT_FLOORS[r["case"]]
+        assert min(r["rbdiff"], r["numpy"]) > 0
+        assert r["floor"] == pytest.approx(k * r["numpy"] + s)
+        assert r["ratio"] == pytest.approx(r["rbdiff"] / r["floor"])
+        assert (r["trivial"] is not None) == (r["B"] == 1 and r["case"] != "value")
+    assert "| impulse_dynamics | 64 | forward+backward |" in bt.contact_table(rows)

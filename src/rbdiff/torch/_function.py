@@ -557,7 +557,7 @@ def _backward_one(level, model, extra, xs, gs, wanted, arrays, raw):
     for o, g in enumerate(gs):
         if g is None:
             continue
-        g = g.detach().numpy()
+        g = g.numpy(force=True)         # a CPU tensor: detach()'s view, cheaper
         if g.ndim != 1:
             g = g.reshape(-1)
         for x, k in enumerate(level.jac[o]):
@@ -589,9 +589,9 @@ def _tangent_vjp(model, q, w):
     out = np.empty(w.shape[:-1] + (model.nq,))
     out[..., iq] = w[..., iv]
     if w.ndim == 1 and free:
+        wl = w.tolist()
         for _, k, j in blocks:      # one state: Python floats, one slice store a joint
-            n, d = _quaternion_parts(q[k + 3:k + 7].tolist(), w[j + 3:j + 6].tolist())
-            out[k:k + 7] = _rotate(n, w[j:j + 3].tolist()) + d
+            out[k:k + 7] = _free_flyer_vjp(q[k + 3:k + 7].tolist(), wl, j)
         return out
     for t, k, j in blocks:
         if t == L.REVOLUTE_UNBOUNDED:       # e = (c ds - s dc) / r^2
@@ -608,15 +608,21 @@ def _tangent_vjp(model, q, w):
     return out
 
 
-def _quaternion_parts(x, g):
-    """_quaternion_vjp on one state's components (lists): (n, the four values it
-    stores)."""
-    r = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]) ** 0.5
-    n = [c / r for c in x]
+def _free_flyer_vjp(x, w, j):
+    """One free flyer's 7 entries of _tangent_vjp on Python floats (x: its quaternion, w:
+    the whole cotangent, j: its first tangent index): _rotate(n, w[j:j+3]) and
+    _quaternion_vjp's four values for w[j+3:j+6] inlined, their operations in their order."""
+    x0, x1, x2, x3 = x
+    p0, p1, p2, g0, g1, g2 = w[j:j + 6]
+    r = (x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3) ** 0.5
+    n0, n1, n2, n3 = x0 / r, x1 / r, x2 / r, x3 / r
     s = 2 / r
-    uxg = _cross(n, g)
-    return n, [s * (n[3] * g[0] + uxg[0]), s * (n[3] * g[1] + uxg[1]),
-               s * (n[3] * g[2] + uxg[2]), -s * (n[0] * g[0] + n[1] * g[1] + n[2] * g[2])]
+    a0, a1, a2 = n1 * p2 - n2 * p1, n2 * p0 - n0 * p2, n0 * p1 - n1 * p0        # u x p
+    return [p0 + 2 * n3 * a0 + 2 * (n1 * a2 - n2 * a1),
+            p1 + 2 * n3 * a1 + 2 * (n2 * a0 - n0 * a2),
+            p2 + 2 * n3 * a2 + 2 * (n0 * a1 - n1 * a0),
+            s * (n3 * g0 + (n1 * g2 - n2 * g1)), s * (n3 * g1 + (n2 * g0 - n0 * g2)),
+            s * (n3 * g2 + (n0 * g1 - n1 * g0)), -s * (n0 * g0 + n1 * g1 + n2 * g2)]
 
 
 def _quaternion_vjp(q, w, k, j, out):
