@@ -554,13 +554,13 @@ def _backward_one(level, model, extra, xs, gs, wanted, arrays, raw):
     arithmetic without the batch and dtype handling (its cost is a single state's)."""
     J = level.nxt.fn(model, arrays, extra)
     grads = [None] * len(xs)
-    for o, g in enumerate(gs):
+    for row, g in zip(level.jac, gs):
         if g is None:
             continue
         g = g.numpy(force=True)         # a CPU tensor: detach()'s view, cheaper
         if g.ndim != 1:
             g = g.reshape(-1)
-        for x, k in enumerate(level.jac[o]):
+        for x, k in enumerate(row):
             if k is None or not wanted[x]:
                 continue
             Jk = J[k]
@@ -571,9 +571,9 @@ def _backward_one(level, model, extra, xs, gs, wanted, arrays, raw):
         if w is None:
             out.append(torch.zeros_like(xs[x]) if wanted[x] else None)
             continue
-        if level.q_inputs[x] and _vjp_plan(model) is not None:
+        if level.q_inputs[x]:           # (w itself where the map is the identity)
             w = _tangent_vjp(model, raw[x], w)
-        out.append(torch.from_numpy(w))
+        out.append(_from_numpy(w))
     return tuple(out)
 
 
@@ -586,6 +586,9 @@ def _tangent_vjp(model, q, w):
     if plan is None:
         return w
     iq, iv, blocks, free = plan
+    if free is _BASE and w.ndim == 1:   # one list, one array: no empty, no slice stores
+        wl = w.tolist()
+        return np.array(_free_flyer_vjp(q[3:7].tolist(), wl, 0) + wl[6:])
     out = np.empty(w.shape[:-1] + (model.nq,))
     out[..., iq] = w[..., iv]
     if w.ndim == 1 and free:
@@ -659,13 +662,15 @@ def _cross(a, b):
 
 
 _PLANS = weakref.WeakKeyDictionary()     # model -> _vjp_plan's answer
+_BASE = "base"      # _vjp_plan's ``free`` for a free flyer at the front and nothing else
 
 
 def _vjp_plan(model):
     """None where tangent_of_ambient is the identity; else (iq, iv, blocks, free): the q
     and tangent indices of the revolute and prismatic joints (slices where they are
     runs), (type, q index, tangent index) of every other joint, in tangent_of_ambient's
-    order, and whether those are all free flyers."""
+    order, and whether those are all free flyers (_BASE: one, at the front, the other
+    joints revolute or prismatic after it: a floating-base robot's usual layout)."""
     try:
         return _PLANS[model][0]
     except KeyError:
@@ -681,8 +686,11 @@ def _vjp_plan(model):
             blocks.append((t, k, j))
             j += {L.REVOLUTE_UNBOUNDED: 1, L.SPHERICAL: 3}.get(t, 6)
     identity = not blocks and iq == list(range(model.nq)) and iv == iq
-    plan = None if identity else (_run(iq), _run(iv), blocks,
-                                  all(t == L.FREE_FLYER for t, _, _ in blocks))
+    free = all(t == L.FREE_FLYER for t, _, _ in blocks)
+    if (blocks == [(L.FREE_FLYER, 0, 0)] and iq == list(range(7, model.nq))
+            and iv == list(range(6, model.nv))):
+        free = _BASE
+    plan = None if identity else (_run(iq), _run(iv), blocks, free)
     _PLANS[model] = (plan,)
     return plan
 
