@@ -393,7 +393,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="B = 1, 64 and fewer rounds")
     p.add_argument("--json", metavar="PATH", help="write the raw numbers there")
     p.add_argument("--floors-only", action="store_true",
-                   help="only the floor rows (no adam, no batches)")
+                   help="only the floor rows: aba and rnea, then the contact rows (no adam)")
     p.add_argument("--cpu-time", action="store_true",
                    help="floor rows timed with the thread's CPU clock (time.thread_time)")
     p.add_argument("--contacts-only", action="store_true",
