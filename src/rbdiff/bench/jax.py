@@ -190,16 +190,10 @@ def contact_floors(quick=False):
     The empty call takes the same arguments and returns as many arrays (2, and 4 for
     value_and_grad: JAX's dispatch cost grows with the outputs); "strict_*" uses the
     empty call of one output instead. ratio = rbdiff / floor (at most 1: at the floor)."""
+    from rbdiff.bench.models import solo12_four_feet
     from rbdiff.bench.timing import interleaved
-    model = rbd.load_robot("solo12", floating_base=True)
-    feet = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0),
-                             placement=np.eye(4))
-                 for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
-    rng = np.random.default_rng(0)
     B = CONTACT_BATCH
-    qb = rbd.random_configuration(model, rng, batch=B)
-    vb, tb = rng.normal(size=(B, model.nv)), rng.normal(size=(B, model.nv))
-    q, v, tau = qb[0].copy(), vb[0].copy(), tb[0].copy()
+    model, feet, (q, v, tau), (qb, vb, tb) = solo12_four_feet(B)
 
     def loss(q_, v_, t_):
         qdd, forces = rj.contact_dynamics(model, q_, v_, t_, feet)

@@ -226,3 +226,20 @@ def mujoco_q(model, q):
         else:
             out.append(q[k])
     return np.array(out)
+
+
+FOUR_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+
+
+def solo12_four_feet(batch, seed=0):
+    """The front ends' contact benchmark case (bench.jax, bench.torch): solo12 + free
+    flyer standing on its four feet (3D point contacts, LOCAL_WORLD_ALIGNED, Baumgarte
+    gains (2, 1) toward the identity placement) and ``batch`` random states. Returns
+    (model, feet, (q, v, tau) of the first state, (q, v, tau) of the batch)."""
+    model = rbd.load_robot("solo12", floating_base=True)
+    feet = tuple(rbd.Contact(f, "3d", "local_world_aligned", gains=(2.0, 1.0),
+                             placement=np.eye(4)) for f in FOUR_FEET)
+    rng = np.random.default_rng(seed)
+    qb = rbd.random_configuration(model, rng, batch=batch)
+    vb, tb = rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
+    return model, feet, (qb[0].copy(), vb[0].copy(), tb[0].copy()), (qb, vb, tb)

@@ -24,6 +24,11 @@ against the framework's floor = a trivial torch.autograd.Function through the sa
 ratio = rbdiff / floor (at most 1: at the floor). --cpu-time times them with the
 thread's CPU clock (time.thread_time) instead of the wall clock: on a shared machine the
 rounds then leave out the time the process waited for a core.
+
+Contact and impulse dynamics (contact_floors; --contacts-only runs just these): solo12 +
+free flyer on its four point feet (bench.jax's case), one state and B = 64, the value
+against 1.2 x the NumPy call + 3 us and forward + backward against 1.5 x the NumPy value
+and derivatives + 20 us, interleaved in one process.
 """
 
 import argparse
@@ -214,6 +219,126 @@ def floor_table(rows, cpu_time=False):
     return "\n".join(lines)
 
 
+CONTACT_BATCH = 64
+# target floors of the contact rows: value <= 1.2 x NumPy + 3 us; forward + backward
+# <= 1.5 x NumPy's value + derivatives + 20 us (the batch rows alike)
+CONTACT_FLOORS = {"value": (1.2, 3e-6), "forward+backward": (1.5, FLOOR_SLACK_S)}
+
+
+def contact_floors(quick=False, seed=0, repeats=None, min_time=None):
+    """[{"function", "B", "case", "rbdiff", "numpy", "floor", "ratio", "min_*", and for
+    one state "trivial"}] (seconds per call, medians of interleaved rounds in one
+    process; "min_*": from each contender's fastest round) on solo12 + free flyer on its
+    four feet (bench.models.solo12_four_feet, as bench.jax's contact rows), one state and
+    B = 64, float64:
+    - value: rt.contact_dynamics / rt.impulse_dynamics (restitution 0.5) on tensors
+      against rbd.contact_dynamics / rbd.impulse_dynamics on the arrays; floor 1.2 x
+      NumPy + 3 us;
+    - forward+backward: every input requiring grad, torch.autograd.backward of both
+      outputs with fixed cotangents (no loss ops), against the NumPy value plus
+      rbd.contact_dynamics_derivatives / rbd.impulse_dynamics_derivatives; floor 1.5 x
+      NumPy + 20 us. "trivial": PyTorch's own cost of the same, a trivial
+      autograd.Function (NumPy-made outputs, precomputed gradients) with the same inputs
+      and outputs: not in the floor.
+    ratio = rbdiff / floor (at most 1: at the floor)."""
+    import torch
+
+    import rbdiff.torch as rt
+    from rbdiff.bench.models import solo12_four_feet
+    model, feet, one, batch = solo12_four_feet(CONTACT_BATCH, seed)
+    rng = np.random.default_rng(seed + 1)
+    nv, nc, r = model.nv, 3 * len(feet), 0.5
+    funcs, rows = {}, []
+    for B, (q, v, tau) in ((1, one), (CONTACT_BATCH, batch)):
+        lead = q.shape[:-1]
+        T = torch.tensor
+        xs = [T(x) for x in (q, v, tau)]
+        gx = [T(x, requires_grad=True) for x in (q, v, tau)]
+        w = (T(rng.normal(size=lead + (nv,))), T(rng.normal(size=lead + (nc,))))
+
+        def fb(f, n, gx=gx, w=w):
+            def run():
+                for x in gx[:n]:
+                    x.grad = None
+                torch.autograd.backward(tuple(f(*gx[:n])), w)
+            return run
+
+        def both(f, d, *a):
+            f(*a)
+            d(*a)
+
+        cd = lambda *x: rt.contact_dynamics(model, *x, feet)  # noqa: E731
+        imp = lambda *x: rt.impulse_dynamics(model, *x, feet, r)  # noqa: E731
+        for name, ours, theirs, derivs, n in (
+                ("contact_dynamics", cd, lambda *x: rbd.contact_dynamics(model, *x, feet),
+                 lambda *x: rbd.contact_dynamics_derivatives(model, *x, feet), 3),
+                ("impulse_dynamics", imp,
+                 lambda *x: rbd.impulse_dynamics(model, *x, feet, r),
+                 lambda *x: rbd.impulse_dynamics_derivatives(model, *x, feet, r), 2)):
+            arrays = (q, v, tau)[:n]
+            key = (name, B)
+            funcs[key + ("value", "rbdiff")] = lambda o=ours, n=n, xs=xs: o(*xs[:n])
+            funcs[key + ("value", "numpy")] = lambda t=theirs, a=arrays: t(*a)
+            funcs[key + ("forward+backward", "rbdiff")] = fb(ours, n)
+            funcs[key + ("forward+backward", "numpy")] = (
+                lambda t=theirs, d=derivs, a=arrays: both(t, d, *a))
+            if B == 1:
+                funcs[key + ("forward+backward", "trivial")] = _trivial_fb(
+                    torch, gx[:n], w, list(theirs(*arrays)))
+    t = interleaved(funcs, repeats=repeats or (7 if quick else 21),
+                    min_time=min_time or (2e-3 if quick else 4e-3))
+    for key in dict.fromkeys(k[:3] for k in funcs):
+        factor, slack = CONTACT_FLOORS[key[2]]
+        row = dict(function=key[0], B=key[1], case=key[2])
+        for stat, s in (("", "median"), ("min_", "min")):
+            x = {k[3]: t[k][s] for k in funcs if k[:3] == key}
+            floor = factor * x["numpy"] + slack
+            row.update({f"{stat}rbdiff": x["rbdiff"], f"{stat}numpy": x["numpy"],
+                        f"{stat}floor": floor, f"{stat}ratio": x["rbdiff"] / floor,
+                        f"{stat}trivial": x.get("trivial")})
+        rows.append(row)
+    return rows
+
+
+def _trivial_fb(torch, xs, w, outs):
+    """PyTorch's cost of a forward + backward like rbdiff's contact rows: a trivial
+    autograd.Function of the same inputs and outputs (made from NumPy arrays, as rbdiff's
+    are) whose backward returns precomputed gradients."""
+    grads = [torch.zeros_like(x) for x in xs]
+
+    class Trivial(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *a):
+            return tuple(torch.from_numpy(o.copy()) for o in outs)
+
+        @staticmethod
+        def backward(ctx, *g):
+            return tuple(grads)
+
+    def run():
+        for x in xs:
+            x.grad = None
+        torch.autograd.backward(Trivial.apply(*xs), w)
+    return run
+
+
+def contact_table(rows):
+    """Markdown table of contact_floors()' rows."""
+    lines = ["rbdiff.torch contact and impulse dynamics, solo12 on four point feet, against "
+             "their floors (value: 1.2 x NumPy + 3 us; forward+backward: 1.5 x NumPy value "
+             "+ derivatives + 20 us); us per call (whole batch), medians of interleaved "
+             "rounds (fastest rounds in brackets); trivial: PyTorch's own cost of a "
+             "forward+backward (not in the floor)", "",
+             "| function | B | case | rbdiff.torch | NumPy | torch / NumPy | trivial "
+             "| floor | rbdiff / floor |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['function']} | {r['B']} | {r['case']} | {_us(r['rbdiff'])} "
+                     f"({_us(r['min_rbdiff'])}) | {_us(r['numpy'])} | "
+                     f"{r['rbdiff'] / r['numpy']:.2f} | {_us(r['trivial'])} | "
+                     f"{_us(r['floor'])} | {r['ratio']:.2f} ({r['min_ratio']:.2f}) |")
+    return "\n".join(lines)
+
+
 def run(quick=False, seed=0):
     """The timings: {"robot", "nv", "rows": [{"B", "case", "numpy", "rbdiff.torch",
     "adam", "adam_max_abs_diff"}], "adam": None or the reason it is absent}."""
@@ -268,16 +393,22 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="B = 1, 64 and fewer rounds")
     p.add_argument("--json", metavar="PATH", help="write the raw numbers there")
     p.add_argument("--floors-only", action="store_true",
-                   help="only the floor rows (no adam, no batches)")
+                   help="only the floor rows: aba and rnea, then the contact rows (no adam)")
     p.add_argument("--cpu-time", action="store_true",
                    help="floor rows timed with the thread's CPU clock (time.thread_time)")
+    p.add_argument("--contacts-only", action="store_true",
+                   help="only the contact and impulse dynamics rows")
     a = p.parse_args(argv)
-    res = {} if a.floors_only else run(quick=a.quick)
+    res = {} if a.floors_only or a.contacts_only else run(quick=a.quick)
     if res:
         print(table(res))
         print()
-    res["floors"] = floors(quick=a.quick, cpu_time=a.cpu_time)
-    print(floor_table(res["floors"], a.cpu_time))
+    if not a.contacts_only:
+        res["floors"] = floors(quick=a.quick, cpu_time=a.cpu_time)
+        print(floor_table(res["floors"], a.cpu_time))
+        print()
+    res["contacts"] = contact_floors(quick=a.quick)
+    print(contact_table(res["contacts"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

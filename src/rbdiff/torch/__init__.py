@@ -7,8 +7,10 @@ kernels (torch.autograd.Function with backward, jvp and vmap rules).
 Functions (model first, then tensors, as the NumPy API): rnea, aba, crba, minverse,
 nonlinear_effects, gravity, integrate, difference, frame_placement, and the contact
 kinematics frame_velocity, frame_acceleration (classical too), center_of_mass (of q),
-centroidal_momentum, potential_energy, kinetic_energy, and contact_dynamics(model, q, v,
-tau, contacts) -> (qdd, forces). They work under
+centroidal_momentum, potential_energy, kinetic_energy, contact_dynamics(model, q, v, tau,
+contacts) -> (qdd, forces) and impulse_dynamics(model, q, v_before, contacts,
+restitution=0.0) -> (v_after, impulses) (without damping or fext, as rbdiff.jax's). They
+work under
 torch.autograd (backward, double backward, forward AD) and torch.func (grad, jacrev,
 jacfwd, jvp, vjp, vmap, hessian):
 - derivatives: backward and jvp use rnea_derivatives / aba_derivatives (and dM/dq,
@@ -16,9 +18,10 @@ jacfwd, jvp, vjp, vmap, hessian):
   (double backward, hessian) use rnea_second_order_derivatives /
   aba_second_order_derivatives. Where rbdiff has no kernel for the order asked (third
   derivatives; second derivatives of crba, minverse, frame_placement and of the contact
-  kinematics but potential_energy, and of contact_dynamics) a RuntimeError says so
-  rather than returning zeros. contact_dynamics' first derivatives are
-  rbd.contact_dynamics_derivatives'.
+  kinematics but potential_energy, and of contact_dynamics and impulse_dynamics) a
+  RuntimeError says so rather than returning zeros. contact_dynamics' and
+  impulse_dynamics' first derivatives are rbd.contact_dynamics_derivatives' and
+  rbd.impulse_dynamics_derivatives'.
   The contact kinematics' first derivatives come from rbdiff.motion_partials: the true
   derivatives of the returned values (in "local_world_aligned" not Pinocchio's
   origin-fixed getters).
@@ -52,6 +55,7 @@ from .api import frame_acceleration
 from .api import frame_placement
 from .api import frame_velocity
 from .api import gravity
+from .api import impulse_dynamics
 from .api import kinetic_energy
 from .api import minverse
 from .api import nonlinear_effects
@@ -63,4 +67,4 @@ from .configuration import integrate
 __all__ = ["rnea", "aba", "crba", "minverse", "nonlinear_effects", "gravity", "integrate",
            "difference", "frame_placement", "frame_velocity", "frame_acceleration",
            "center_of_mass", "centroidal_momentum", "potential_energy", "kinetic_energy",
-           "contact_dynamics"]
+           "contact_dynamics", "impulse_dynamics"]

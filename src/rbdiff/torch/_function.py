@@ -24,9 +24,12 @@ kernels called directly, and else Rule's. For rnea and aba on one float64 state
 further: its forward and its plain backward are one compiled call each (cpu/vjp.py: q
 retracted there, the derivatives, their products with the cotangent and the tangent
 map's transpose), writing into fresh NumPy buffers, with the per-model constants and
-scratch in a cached plan; every other case takes Lean's or Rule's way.
+scratch in a cached plan; every other case takes Lean's or Rule's way. contact_dynamics
+and impulse_dynamics on one float64 state (``call_single``) skip check() and call()'s
+tests (theirs, for that case, in one pass) before the NumPy forward or Lean.
 """
 
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -68,29 +71,43 @@ def _groups(model):
 
 def retract(model, q):
     """q (..., nq) float64 with every quaternion and (cos, sin) pair divided by its norm
-    (a copy; q itself where the model has none)."""
+    (a copy; q itself where the model has none, or one state's blocks are all unit)."""
     g = _groups(model)
     if not g:
         return q
+    if q.ndim == 1:     # one state: Python floats, summed in the compiled retraction's order
+        out = q
+        for k, n in g:
+            x = q[k:k + n].tolist()
+            r2 = x[0] * x[0]
+            for c in x[1:]:
+                r2 += c * c
+            if not 0 < r2 < _INF:
+                _bad_rotation(k, n, r2 == 0)
+            r = _sqrt(r2)
+            if r != 1.0:        # (x / 1.0 is x: a unit block is its own retraction)
+                if out is q:
+                    out = q.copy()
+                out[k:k + n] = [c / r for c in x]
+        return out
     q = q.copy()
-    one = q.ndim == 1
     for k, n in g:
         x = q[..., k:k + n]
-        if one:                 # one state: scalar arithmetic (no reductions, no np.all)
-            r = float(np.sqrt(x @ x))
-            if not r > 0:
-                _zero_rotation(k, n)
-        else:
-            r = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
-            if not np.all(r > 0):
-                _zero_rotation(k, n)
+        r = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+        if not np.all((r > 0) & (r < _INF)):
+            _bad_rotation(k, n, np.any(r == 0))
         x /= r
     return q
 
 
-def _zero_rotation(k, n):
-    raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
-                     "they must have a nonzero norm")
+_INF, _sqrt = float("inf"), math.sqrt
+
+
+def _bad_rotation(k, n, zero):
+    if zero:
+        raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] are zero; "
+                         "they must have a nonzero norm")
+    raise ValueError(f"q: the rotation coordinates q[..., {k}:{k + n}] contain NaN or Inf")
 
 
 def tangent_matrix(model, q):
@@ -339,6 +356,31 @@ def call_one(rule, level, model, q, v, u):
     return None
 
 
+def call_single(rule, level, model, extra, *xs):
+    """call()'s outputs for one state of plain CPU float64 tensors of the lengths the
+    level takes (nq for a q input, else nv) outside torch.func and forward AD, without
+    check() (these tests are its, for this case): the NumPy forward on one state where no
+    autograd is asked for, else the Lean Function. None for anything else (the caller
+    checks the inputs and goes call()'s way)."""
+    if type(model) is not _Model or _transforming() or fwAD._current_level >= 0:
+        return None
+    nq, nv, grad = model.nq, model.nv, torch.is_grad_enabled()
+    arrays = []         # (None once autograd is asked for: the Lean Function's way)
+    for x, isq in zip(xs, level.q_inputs):
+        if not (type(x) is _Tensor and x.dtype is _F64 and x.dim() == 1 and x.is_cpu
+                and x.shape[0] == (nq if isq else nv)) or _wrapped(x):
+            return None
+        if grad and x.requires_grad:
+            arrays = None
+        elif arrays is not None:
+            arrays.append(retract(model, x.numpy(force=True)) if isq else x.numpy(force=True))
+    if arrays is None:
+        # torch's Function.apply does exactly this after binding the signature
+        return super(torch.autograd.Function, rule.lean if LEAN else rule).apply(
+            model, extra, *xs)
+    return tuple(map(_from_numpy, level.fn(model, arrays, extra)))
+
+
 class _Plan:
     """The One Function's per-(model, dynamics) constants: the model's packed arrays and
     float64 scratch (GIL-held fast entries: never two threads at once), the entry codes,
@@ -429,7 +471,7 @@ def _forward_lean(level, model, extra, xs):
     batch and dtype handling (check() gave every input one dtype and leading shape)."""
     x0 = xs[0]
     if x0.dim() == 1 and x0.dtype is torch.float64:
-        raw = [x.detach().numpy() for x in xs]
+        raw = [x.numpy(force=True) for x in xs]     # CPU (checked): detach()'s view, cheaper
         arrays = [retract(model, a) if isq else a for a, isq in zip(raw, level.q_inputs)]
         return (tuple(torch.from_numpy(np.ascontiguousarray(o))
                       for o in level.fn(model, arrays, extra)), arrays, raw)
@@ -512,13 +554,13 @@ def _backward_one(level, model, extra, xs, gs, wanted, arrays, raw):
     arithmetic without the batch and dtype handling (its cost is a single state's)."""
     J = level.nxt.fn(model, arrays, extra)
     grads = [None] * len(xs)
-    for o, g in enumerate(gs):
+    for row, g in zip(level.jac, gs):
         if g is None:
             continue
-        g = g.detach().numpy()
+        g = g.numpy(force=True)         # a CPU tensor: detach()'s view, cheaper
         if g.ndim != 1:
             g = g.reshape(-1)
-        for x, k in enumerate(level.jac[o]):
+        for x, k in enumerate(row):
             if k is None or not wanted[x]:
                 continue
             Jk = J[k]
@@ -529,9 +571,9 @@ def _backward_one(level, model, extra, xs, gs, wanted, arrays, raw):
         if w is None:
             out.append(torch.zeros_like(xs[x]) if wanted[x] else None)
             continue
-        if level.q_inputs[x] and _vjp_plan(model) is not None:
+        if level.q_inputs[x]:           # (w itself where the map is the identity)
             w = _tangent_vjp(model, raw[x], w)
-        out.append(torch.from_numpy(w))
+        out.append(_from_numpy(w))
     return tuple(out)
 
 
@@ -544,12 +586,15 @@ def _tangent_vjp(model, q, w):
     if plan is None:
         return w
     iq, iv, blocks, free = plan
+    if free is _BASE and w.ndim == 1:   # one list, one array: no empty, no slice stores
+        wl = w.tolist()
+        return np.array(_free_flyer_vjp(q[3:7].tolist(), wl, 0) + wl[6:])
     out = np.empty(w.shape[:-1] + (model.nq,))
     out[..., iq] = w[..., iv]
     if w.ndim == 1 and free:
+        wl = w.tolist()
         for _, k, j in blocks:      # one state: Python floats, one slice store a joint
-            n, d = _quaternion_parts(q[k + 3:k + 7].tolist(), w[j + 3:j + 6].tolist())
-            out[k:k + 7] = _rotate(n, w[j:j + 3].tolist()) + d
+            out[k:k + 7] = _free_flyer_vjp(q[k + 3:k + 7].tolist(), wl, j)
         return out
     for t, k, j in blocks:
         if t == L.REVOLUTE_UNBOUNDED:       # e = (c ds - s dc) / r^2
@@ -566,15 +611,21 @@ def _tangent_vjp(model, q, w):
     return out
 
 
-def _quaternion_parts(x, g):
-    """_quaternion_vjp on one state's components (lists): (n, the four values it
-    stores)."""
-    r = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]) ** 0.5
-    n = [c / r for c in x]
+def _free_flyer_vjp(x, w, j):
+    """One free flyer's 7 entries of _tangent_vjp on Python floats (x: its quaternion, w:
+    the whole cotangent, j: its first tangent index): _rotate(n, w[j:j+3]) and
+    _quaternion_vjp's four values for w[j+3:j+6] inlined, their operations in their order."""
+    x0, x1, x2, x3 = x
+    p0, p1, p2, g0, g1, g2 = w[j:j + 6]
+    r = (x0 * x0 + x1 * x1 + x2 * x2 + x3 * x3) ** 0.5
+    n0, n1, n2, n3 = x0 / r, x1 / r, x2 / r, x3 / r
     s = 2 / r
-    uxg = _cross(n, g)
-    return n, [s * (n[3] * g[0] + uxg[0]), s * (n[3] * g[1] + uxg[1]),
-               s * (n[3] * g[2] + uxg[2]), -s * (n[0] * g[0] + n[1] * g[1] + n[2] * g[2])]
+    a0, a1, a2 = n1 * p2 - n2 * p1, n2 * p0 - n0 * p2, n0 * p1 - n1 * p0        # u x p
+    return [p0 + 2 * n3 * a0 + 2 * (n1 * a2 - n2 * a1),
+            p1 + 2 * n3 * a1 + 2 * (n2 * a0 - n0 * a2),
+            p2 + 2 * n3 * a2 + 2 * (n0 * a1 - n1 * a0),
+            s * (n3 * g0 + (n1 * g2 - n2 * g1)), s * (n3 * g1 + (n2 * g0 - n0 * g2)),
+            s * (n3 * g2 + (n0 * g1 - n1 * g0)), -s * (n0 * g0 + n1 * g1 + n2 * g2)]
 
 
 def _quaternion_vjp(q, w, k, j, out):
@@ -611,13 +662,15 @@ def _cross(a, b):
 
 
 _PLANS = weakref.WeakKeyDictionary()     # model -> _vjp_plan's answer
+_BASE = "base"      # _vjp_plan's ``free`` for a free flyer at the front and nothing else
 
 
 def _vjp_plan(model):
     """None where tangent_of_ambient is the identity; else (iq, iv, blocks, free): the q
     and tangent indices of the revolute and prismatic joints (slices where they are
     runs), (type, q index, tangent index) of every other joint, in tangent_of_ambient's
-    order, and whether those are all free flyers."""
+    order, and whether those are all free flyers (_BASE: one, at the front, the other
+    joints revolute or prismatic after it: a floating-base robot's usual layout)."""
     try:
         return _PLANS[model][0]
     except KeyError:
@@ -633,8 +686,11 @@ def _vjp_plan(model):
             blocks.append((t, k, j))
             j += {L.REVOLUTE_UNBOUNDED: 1, L.SPHERICAL: 3}.get(t, 6)
     identity = not blocks and iq == list(range(model.nq)) and iv == iq
-    plan = None if identity else (_run(iq), _run(iv), blocks,
-                                  all(t == L.FREE_FLYER for t, _, _ in blocks))
+    free = all(t == L.FREE_FLYER for t, _, _ in blocks)
+    if (blocks == [(L.FREE_FLYER, 0, 0)] and iq == list(range(7, model.nq))
+            and iv == list(range(6, model.nv))):
+        free = _BASE
+    plan = None if identity else (_run(iq), _run(iv), blocks, free)
     _PLANS[model] = (plan,)
     return plan
 

@@ -188,3 +188,12 @@ CONTACT_DYNAMICS = Level(
     Level("contact_dynamics_derivatives",
           lambda m, x, e: list(rbd.contact_dynamics_derivatives(m, *x, e)),
           (True, False, False), missing=_first_only("contact_dynamics")))
+
+# impulse dynamics: extra = (contacts tuple, restitution); the value (v_after, impulses)
+# and its four true first partials (rbd.impulse_dynamics_derivatives, q tangent)
+IMPULSE_DYNAMICS = Level(
+    "impulse_dynamics", lambda m, x, e: list(rbd.impulse_dynamics(m, *x, *e)),
+    (True, False), [[0, 1], [2, 3]],
+    Level("impulse_dynamics_derivatives",
+          lambda m, x, e: list(rbd.impulse_dynamics_derivatives(m, *x, *e)),
+          (True, False), missing=_first_only("impulse_dynamics")))

@@ -1,8 +1,10 @@
 """The public functions of rbdiff.torch: check the tensors, apply the rule."""
 
+from ..contacts import _as_tuple, _restitution, pack
+from ..results import ContactDynamics, ImpulseDynamics
 from . import _rules as R
 from ._checks import check
-from ._function import build, call, call_one
+from ._function import build, call, call_one, call_single
 
 _RNEA, _ABA, _CRBA, _MINV = build(R.RNEA), build(R.ABA), build(R.CRBA), build(R.MINVERSE)
 _NLE, _GRAVITY, _FRAME = build(R.NLE), build(R.GRAVITY), build(R.FRAME_PLACEMENT)
@@ -135,21 +137,49 @@ def kinetic_energy(model, q, v):
     return call(_KE, R.KINETIC_ENERGY, model, (), q, v)[0]
 
 
-# ---- contact dynamics (issue 25): first derivatives from rbd.contact_dynamics_derivatives
-_CD = build(R.CONTACT_DYNAMICS)
+# ---- contact and impulse dynamics: first derivatives from rbd.contact_dynamics_derivatives
+# and rbd.impulse_dynamics_derivatives. One float64 state takes call_single (no check(),
+# the NumPy API's own checks of the values and the contact set)
+_CD, _ID = build(R.CONTACT_DYNAMICS), build(R.IMPULSE_DYNAMICS)
+_new = tuple.__new__
+
+
+def _contacts(contacts):
+    """The contact set as a tuple: itself if it is one (the NumPy API's caches key on its
+    id, and its pack checks the items)."""
+    return contacts if type(contacts) is tuple else _as_tuple(contacts)
 
 
 def contact_dynamics(model, q, v, tau, contacts):
     """Accelerations and contact forces of the model held by ``contacts`` (an rbd.Contact
-    or a sequence of them) (rbd.contact_dynamics, without damping or fext): q (..., nq),
-    v, tau (..., nv) -> ContactDynamics(qdd (..., nv), forces (..., nc)), the forces
-    stacked in contact order in each contact's reference. First derivatives only, from
-    rbd.contact_dynamics_derivatives (the six blocks, q mapped to its ambient
-    coordinates as every function here); a second derivative raises. Dependent contacts
-    raise rbd.DependentContacts (the NumPy API's checks)."""
-    from ..contacts import _as_tuple, pack
-    from ..results import ContactDynamics
-    check(model, [("q", q, "nq"), ("v", v, "nv"), ("tau", tau, "nv")])
-    t = _as_tuple(contacts)
-    pack(model, t)                  # an unknown frame or a bad set fails here, named
-    return ContactDynamics(*call(_CD, R.CONTACT_DYNAMICS, model, t, q, v, tau))
+    or a sequence of them) (rbd.contact_dynamics, without damping or fext, as
+    rbdiff.jax's): q (..., nq), v, tau (..., nv) -> ContactDynamics(qdd (..., nv), forces
+    (..., nc)), the forces stacked in contact order in each contact's reference. First
+    derivatives only, from rbd.contact_dynamics_derivatives (the six blocks, q mapped to
+    its ambient coordinates as every function here); a second derivative raises.
+    Dependent contacts raise rbd.DependentContacts (the NumPy API's checks)."""
+    t = _contacts(contacts)
+    y = call_single(_CD, R.CONTACT_DYNAMICS, model, t, q, v, tau)
+    if y is None:
+        check(model, [("q", q, "nq"), ("v", v, "nv"), ("tau", tau, "nv")])
+        pack(model, t)              # an unknown frame or a bad set fails here, named
+        y = call(_CD, R.CONTACT_DYNAMICS, model, t, q, v, tau)
+    return _new(ContactDynamics, y)
+
+
+def impulse_dynamics(model, q, v_before, contacts, restitution=0.0):
+    """The velocity jump of an impact with ``contacts`` (an rbd.Contact or a sequence)
+    (rbd.impulse_dynamics, without damping, as rbdiff.jax's): q (..., nq), v_before (...,
+    nv) -> ImpulseDynamics(v_after (..., nv), impulses (..., nc)), the impulses stacked
+    as contact_dynamics' forces; ``restitution`` a number in [0, 1] (not differentiated).
+    First derivatives only, from rbd.impulse_dynamics_derivatives (q mapped to its
+    ambient coordinates); a second derivative raises. Dependent contacts raise
+    rbd.DependentContacts."""
+    t = _contacts(contacts)
+    e = (t, _restitution(restitution))
+    y = call_single(_ID, R.IMPULSE_DYNAMICS, model, e, q, v_before)
+    if y is None:
+        check(model, [("q", q, "nq"), ("v_before", v_before, "nv")])
+        pack(model, t)
+        y = call(_ID, R.IMPULSE_DYNAMICS, model, e, q, v_before)
+    return _new(ImpulseDynamics, y)
