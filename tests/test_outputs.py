@@ -79,3 +79,48 @@ def test_threads_keep_their_outputs(model):
 
     in_threads(work)
     assert not bad
+
+
+def test_single_calls_made_in_compiled_code(model):
+    """A single call's outputs made by its entry through NumPy's C API
+    (kernels.fastargs.output_arg): exact float64 ndarrays owning C-contiguous data, held
+    by the caller alone, equal to the declared path's; a refused input (the general path
+    then names it) leaves nothing behind."""
+    import gc
+    import sys
+    import tracemalloc
+    rng = np.random.default_rng(5)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    frame = model.frames[-1].name
+    made = {"rnea": (rbd.rnea(model, q, v, a), rbd.rnea(model, q[None], v[None], a[None])[0]),
+            "crba": (rbd.crba(model, q), rbd.crba(model, q[None])[0]),
+            "frame_jacobian": (rbd.frame_jacobian(model, q, frame),
+                               rbd.frame_jacobian(model, q[None], frame)[0]),
+            "integrate": (rbd.integrate(model, q, v), rbd.integrate(model, q[None], v)[0])}
+    for name, (x, want) in made.items():
+        assert type(x) is np.ndarray and x.dtype == np.float64, name
+        assert x.flags.c_contiguous and x.flags.owndata and x.flags.writeable, name
+        assert sys.getrefcount(x) == 3, name     # made, the tuple, getrefcount's argument
+        np.testing.assert_array_equal(x, want, err_msg=name)    # batches: the same kernels
+    bad = q.copy()
+    bad[0] = np.nan
+
+    def refused():
+        for call in (lambda: rbd.rnea(model, bad, v, a), lambda: rbd.crba(model, bad),
+                     lambda: rbd.integrate(model, bad, v), lambda: rbd.aba(model, q, v, a * np.nan),
+                     lambda: rbd.frame_jacobian(model, bad, frame)):
+            with pytest.raises(ValueError):
+                call()
+    refused()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(50):
+            refused()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 50 * 8 * model.nv, grown      # less than one leaked output a call
