@@ -124,3 +124,31 @@ def test_single_calls_made_in_compiled_code(model):
     finally:
         tracemalloc.stop()
     assert grown < 50 * 8 * model.nv, grown      # less than one leaked output a call
+
+
+def test_outputs_made_by_the_python_stand_in(model):
+    """Where fastargs is not AVAILABLE (jit.native_ref(available=False)), the stand-in
+    makes the outputs whose shapes the fast path passes, with np.empty: the same arrays
+    (one, or the tuple of several) as the compiled route, None for a refused input."""
+    from rbdiff.cpu import single as cs
+    from rbdiff.cpu.scratch import HELD
+    from rbdiff.kernels import fastargs
+    from rbdiff.kernels.jit import native_ref
+    rng = np.random.default_rng(7)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    ws = HELD[model._scratch_key]
+    for available in [False] + ([True] if fastargs.AVAILABLE else []):
+        box = [None, None]
+        crba = native_ref(cs.crba_one, 0, box, (2,), outputs=(4,), available=available)
+        fk = native_ref(cs.forward_kinematics_one, 1, box, (2, 3, 4), outputs=(6, 7, 8),
+                        available=available)
+        M = crba(model.mi, model.mf, q, ws, model._svv)
+        np.testing.assert_array_equal(M, rbd.crba(model, q[None])[0])
+        T, V, A = fk(model.mi, model.mf, q, v, a, ws, model._sT, model._sm, model._sm)
+        want = rbd.forward_kinematics(model, q[None], v[None], a[None])
+        for got, w in zip((T, V, A), want):
+            np.testing.assert_array_equal(got, w[0])
+        assert crba(model.mi, model.mf, q.astype(np.float32), ws, model._svv) is None
+        assert fk(model.mi, model.mf, q, [0.0] * model.nv, a, ws, model._sT, model._sm,
+                  model._sm) is None
