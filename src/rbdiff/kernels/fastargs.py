@@ -311,7 +311,9 @@ def none_ref(typingctx):
 @intrinsic
 def tuple_ref(typingctx, objs):
     """A new tuple of ``objs`` (a tuple of owned REFs, None-typed where None); the tuple
-    owns them (PyTuple_SetItem steals)."""
+    owns them (PyTuple_SetItem steals). A tuple may start a garbage collection, whose
+    finalizers may call rbdiff on the same held scratch: entries make it after their
+    kernel (made2, made3). Arrays are not collected objects: new_float64 starts none."""
     if not (isinstance(objs, types.BaseTuple)
             and all(isinstance(x, (_Ref, types.NoneType)) for x in objs.types)):
         return None
