@@ -23,7 +23,8 @@ whose state is not finite or has an entry beyond validation.DIVERGED stops the r
 
 import numpy as np
 
-from ..cpu.contacts import contact_dynamics_one, impulse_dynamics_one
+from ..cpu.contacts import (contact_dynamics_kept, contact_dynamics_one,
+                            impulse_dynamics_one)
 from ..cpu.single import aba_one, difference_one, integrate_one
 from ..cpu.twin import twin, twin_later
 from ..kernels.contact_dynamics import CI_DIM
@@ -55,11 +56,13 @@ def diverged(q, v):
 @entry
 def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower, upper,
                 feedback, kind, cstart, cint, cflt, fs, gap, shoot, qn, vn, un, qnext,
-                vnext, forces, acc):
+                vnext, forces, acc, kept):
     """qn (T+1, nq), vn (T+1, nv), un (T, nu), and each knot's successor qnext (T, nq),
     vnext (T, nv) and contact forces (T, ncmax) (rows past the knot's nc untouched), from
     qn[0], vn[0] (x0, set by the caller); acc (T, nv): each free or contact knot's
-    acceleration (DDP's contraction needs aba(q_t, v_t, u_t)), or (0, nv): not kept.
+    acceleration (DDP's contraction needs aba(q_t, v_t, u_t)), or (0, nv): not kept;
+    kept (T, >= cpu.contacts.kept_size) each contact knot's solve (its derivatives
+    reuse it: Problem.Kept), or (0, 0): not kept.
     kind (T,): FREE, CONTACT or IMPULSE; the contacts of knot t are the packed rows
     cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv) the gaps, used where gap != 0;
     lower / upper (nu,) bounds (+-inf for none).
@@ -114,7 +117,11 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
                                               forces[t, :nc]))
             qnext[t, :] = qn[t]
             continue
-        if kind[t] == CONTACT:
+        if kind[t] == CONTACT and kept.shape[0] > 0:
+            twin_later(contact_dynamics_kept, (mi, mf, fparent, fmf, qn[t], vn[t], tau,
+                                               cint[s:e], cflt[s:e], ws, kept[t], qdd,
+                                               forces[t, :nc]))
+        elif kind[t] == CONTACT:
             twin_later(contact_dynamics_one, (mi, mf, fparent, fmf, qn[t], vn[t], tau, None,
                                               cint[s:e], cflt[s:e], 0.0, ws, qdd,
                                               forces[t, :nc]))
