@@ -452,6 +452,9 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
             if curved and second:
                 H[:] = 0.0
             total = [] if J is None else None
+            # let go of the last iterate's first: cpu/outputs.py then hands its blocks
+            # out again (held, integrate's Jacobians took a fresh block every iteration)
+            parts = lx = lu = lxx = luu = lxu = None
             parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
                                                                  first if second else None,
                                                                  H if second else None,
