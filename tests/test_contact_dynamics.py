@@ -318,12 +318,15 @@ def test_derivatives_at_a_kept_solve_are_the_solved_ones(name, kind, ref, gains)
     kept = np.full((3, kept_size(model.nv, packed[2]) + 1), np.nan)
     ws = single_call_scratch(model.njoints, model.nv)[0]
     qdd, forces = np.empty(model.nv), np.empty(packed[2])
+    F = np.empty((model.njoints, model.nv, 6))
     solved = rbd.contact_dynamics(model, Q, V, T, cs)
     for b in range(3):
         contact_dynamics_kept(model.mi, model.mf, model.frame_parents, model.frame_mf, Q[b],
-                              V[b], T[b], packed[0], packed[1], ws, kept[b], qdd, forces)
+                              V[b], T[b], packed[0], packed[1], ws, F, kept[b], qdd, forces)
         assert np.array_equal(qdd, solved.qdd[b]) and np.array_equal(forces, solved.forces[b])
     assert np.isnan(kept[:, -1]).all()            # nothing written past its record
-    d = contact_dynamics_derivatives_kept(model, Q, V, T, kept, packed)
+    out = [np.empty((3, model.nv, model.nv)) for _ in range(3)] + \
+        [np.empty((3, packed[2], model.nv)) for _ in range(3)]
+    d = contact_dynamics_derivatives_kept(model, Q, V, T, kept, packed, out)
     ref = rbd.contact_dynamics_derivatives(model, Q, V, T, cs)
     assert all(np.array_equal(x, y) for x, y in zip(d, ref))

@@ -300,15 +300,18 @@ def kept_ok(mi, nc, kept):
 
 
 @entry
-def contact_dynamics_kept(mi, mf, fparent, fmf, q, v, tau, cint, cflt, ws, rec, qdd, forces):
+def contact_dynamics_kept(mi, mf, fparent, fmf, q, v, tau, cint, cflt, ws, F, rec, qdd,
+                          forces):
     """contact_dynamics_one without fext or damping, its solve kept in ``rec``
-    (kept_size) for contact_dynamics_derivatives_kept_batch at the same (q, v, tau)."""
+    (kept_size) for contact_dynamics_derivatives_kept_batch at the same (q, v, tau); F
+    (njoints, nv, 6) the caller's scratch (a rollout's, one for all its knots)."""
     state_ok(mi, q, v, tau, None)
     workspace_ok(mi, ws)
     nc = forces.shape[0]
     contacts_ok(fparent, cint, cflt, nc, 0.0)
     kept_ok(mi, nc, rec)
-    F = np.empty((mi[0, 0] + 1, mi[0, 2], 6), q.dtype)
+    if F.shape[0] != mi[0, 0] + 1 or F.shape[1] != mi[0, 2]:
+        raise ValueError("contacts: scratch F of another shape")
     bad = kept_dynamics(mi, mf, fmf, q, v, tau, cint, cflt, ws, F, rec, qdd, forces)
     dependent_found(bad, True)
     dynamics_finite(qdd)

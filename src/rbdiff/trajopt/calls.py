@@ -6,7 +6,6 @@ lookups: ~5 us less a call, of 30-40 calls an FDDP iteration). Same entries, sam
 results; other input takes the general path."""
 
 from ..contacts import DependentContacts, _raise_dependent
-from ..cpu import outputs
 from ..cpu.contacts import contact_dynamics_derivatives_kept_batch
 from ..declare import DECLARED, reference_code
 from ..results import ContactDynamicsDerivatives
@@ -73,17 +72,16 @@ def contact_dynamics_derivatives(model, q, v, tau, packed, contacts):
         _raise_dependent(e, model, q, contacts)
 
 
-def contact_dynamics_derivatives_kept(model, q, v, tau, kept, packed):
+def contact_dynamics_derivatives_kept(model, q, v, tau, kept, packed, out):
     """contact_dynamics_derivatives at the solves ``kept`` (K, >= kept_size) that the
-    rollout's contact_dynamics_kept left at the same (q, v, tau): serial, as the cost
-    terms' calls (a phase's knots)."""
-    cint, cflt, nc = packed
-    K, nv = q.shape[0], model.nv
-    outs = outputs.empty([(K, nv, nv)] * 3 + [(K, nc, nv)] * 3)
+    rollout's contact_dynamics_kept left at the same (q, v, tau), into ``out`` (three
+    (K, nv, nv), three (K, nc, nv)): serial, as the cost terms' calls (a phase's
+    knots)."""
+    cint, cflt, _ = packed
     contact_dynamics_derivatives_kept_batch(model.mi, model.mf, model.frame_parents,
-                                            model.frame_mf, q, v, tau, kept, *outs, cint,
+                                            model.frame_mf, q, v, tau, kept, *out, cint,
                                             cflt)
-    return ContactDynamicsDerivatives(*outs)
+    return ContactDynamicsDerivatives(*out)
 
 
 def impulse_dynamics_derivatives(model, q, v, packed, contacts):

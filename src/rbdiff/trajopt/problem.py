@@ -388,7 +388,7 @@ class Problem:
         m = self.model
         kept = _NO_KEPT if keep is None or keep.buf is None else keep.buf
         if keep is not None:
-            keep.at = None      # until this run is through (a refusal leaves it part-written)
+            keep.at = None      # until this run is through (a refusal leaves it partial)
         t = closed_loop(m.mi, m.mf, m.frame_parents, m.frame_mf, self._ws,
                         q if (fb or shoot) else qn, v if (fb or shoot) else vn, us, k_ff,
                         K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt,
@@ -616,8 +616,9 @@ class Problem:
                 continue
             tau = np.ascontiguousarray(self.tau(us[K]))
             if kind == CONTACT and solved:
-                d = calls.contact_dynamics_derivatives_kept(m, qk, vk, tau, kept.buf[K],
-                                                            self._packed[contacts])
+                packed = self._packed[contacts]
+                d = calls.contact_dynamics_derivatives_kept(
+                    m, qk, vk, tau, kept.buf[K], packed, kept.blocks(len(knots), packed[2]))
             elif kind == CONTACT:
                 d = calls.contact_dynamics_derivatives(m, qk, vk, tau,
                                                        self._packed[contacts], contacts)
@@ -691,3 +692,16 @@ class Kept:
         n = kept_size(prob.nv, prob.ncmax)
         self.buf = np.empty((prob.T, n)) if (prob.kind == CONTACT).any() else None
         self.at = None
+        self.nv = prob.nv
+        self._blocks = {}
+
+    def blocks(self, K, nc):
+        """The derivatives' output arrays of a group of K knots with nc rows (three (K,
+        nv, nv), three (K, nc, nv)), made once per solve: each group's are copied out
+        before the next group's call (no fresh arrays, no page faults)."""
+        out = self._blocks.get((K, nc))
+        if out is None:
+            nv = self.nv
+            out = self._blocks[(K, nc)] = tuple(
+                np.empty(s) for s in [(K, nv, nv)] * 3 + [(K, nc, nv)] * 3)
+        return out

@@ -76,6 +76,7 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
     tau = np.zeros(nv)
     qdd = np.empty(nv)
     dq = np.empty(nv)
+    F = np.empty((mi[0, 0] + 1, nv, 6))     # the kept contact solves' scratch
     for t in range(T + 1):
         if shoot:
             qn[t, :] = q[t]
@@ -119,8 +120,8 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
             continue
         if kind[t] == CONTACT and kept.shape[0] > 0:
             twin_later(contact_dynamics_kept, (mi, mf, fparent, fmf, qn[t], vn[t], tau,
-                                               cint[s:e], cflt[s:e], ws, kept[t], qdd,
-                                               forces[t, :nc]))
+                                               cint[s:e], cflt[s:e], ws, F, kept[t],
+                                               qdd, forces[t, :nc]))
         elif kind[t] == CONTACT:
             twin_later(contact_dynamics_one, (mi, mf, fparent, fmf, qn[t], vn[t], tau, None,
                                               cint[s:e], cflt[s:e], 0.0, ws, qdd,
