@@ -400,11 +400,13 @@ class Problem:
             raise ValueError(f"the rollout diverged at knot {t} of {T}: max |q| = "
                              f"{np.abs(qn[t]).max():.3g}, max |v| = {np.abs(vn[t]).max():.3g} "
                              f"(not finite, or beyond {_DIVERGED:g}: no robot's state)")
-        if kept.shape[0]:
-            # shot: solved at the given states, with the controls clamped (the caller's
-            # own only where that changed none of them)
-            keep.at = (q, v, us) if shoot and np.array_equal(un, us) else \
-                None if shoot else (qn, vn, un)
+        if kept.shape[0] and not shoot:
+            keep.at = (qn, vn, un)
+        elif kept.shape[0]:
+            # shot: solved at the given states with the controls clamped (u + 0.0 * 0.0):
+            # the caller's own only where that changed no bit of them (-0.0 included)
+            same = np.array_equal(un, us) and np.array_equal(np.signbit(un), np.signbit(us))
+            keep.at = (q, v, us) if same else None
         return qn, vn, un, qx, vx, forces
 
     def rollout(self, us, acc=None):
