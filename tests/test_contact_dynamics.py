@@ -307,10 +307,10 @@ def test_derivatives_at_a_kept_solve_are_the_solved_ones(name, kind, ref, gains)
     from it (placing the bodies again, not solving again) are the ones that solve, bit
     for bit, and so are its qdd and forces."""
     from rbdiff.contacts import pack
-    from rbdiff.cpu.contacts import contact_dynamics_kept
+    from rbdiff.cpu.contacts import (contact_dynamics_derivatives_kept_batch,
+                                     contact_dynamics_kept)
     from rbdiff.cpu.scratch import single_call_scratch
     from rbdiff.kernels.contact_dynamics import kept_size
-    from rbdiff.trajopt.calls import contact_dynamics_derivatives_kept
     model, pm, _ = pair(name)
     cs = contact_set(name, kind, ref, gains)
     packed = pack(model, cs)
@@ -327,6 +327,8 @@ def test_derivatives_at_a_kept_solve_are_the_solved_ones(name, kind, ref, gains)
     assert np.isnan(kept[:, -1]).all()            # nothing written past its record
     out = [np.empty((3, model.nv, model.nv)) for _ in range(3)] + \
         [np.empty((3, packed[2], model.nv)) for _ in range(3)]
-    d = contact_dynamics_derivatives_kept(model, Q, V, T, kept, packed, out)
+    contact_dynamics_derivatives_kept_batch(model.mi, model.mf, model.frame_parents,
+                                            model.frame_mf, Q, V, T, kept, *out, packed[0],
+                                            packed[1])
     ref = rbd.contact_dynamics_derivatives(model, Q, V, T, cs)
-    assert all(np.array_equal(x, y) for x, y in zip(d, ref))
+    assert all(np.array_equal(x, y) for x, y in zip(out, ref))

@@ -6,9 +6,7 @@ lookups: ~5 us less a call, of 30-40 calls an FDDP iteration). Same entries, sam
 results; other input takes the general path."""
 
 from ..contacts import DependentContacts, _raise_dependent
-from ..cpu.contacts import contact_dynamics_derivatives_kept_batch
 from ..declare import DECLARED, reference_code
-from ..results import ContactDynamicsDerivatives
 
 
 def _run(name, model, *xs, options=(), sizes=None):
@@ -70,18 +68,6 @@ def contact_dynamics_derivatives(model, q, v, tau, packed, contacts):
                     options=(cint, cflt, 0.0), sizes={"nc": nc})
     except DependentContacts as e:     # name the rows and frames, as the public call does
         _raise_dependent(e, model, q, contacts)
-
-
-def contact_dynamics_derivatives_kept(model, q, v, tau, kept, packed, out):
-    """contact_dynamics_derivatives at the solves ``kept`` (K, >= kept_size) that the
-    rollout's contact_dynamics_kept left at the same (q, v, tau), into ``out`` (three
-    (K, nv, nv), three (K, nc, nv)): serial, as the cost terms' calls (a phase's
-    knots)."""
-    cint, cflt, _ = packed
-    contact_dynamics_derivatives_kept_batch(model.mi, model.mf, model.frame_parents,
-                                            model.frame_mf, q, v, tau, kept, *out, cint,
-                                            cflt)
-    return ContactDynamicsDerivatives(*out)
 
 
 def impulse_dynamics_derivatives(model, q, v, packed, contacts):

@@ -43,7 +43,7 @@ from ..validation import DIVERGED as _DIVERGED
 from . import calls
 from .constraints import ConstraintSet
 from .costs import _copy, per_knot
-from .rollout import CONTACT, FREE, IMPULSE, closed_loop
+from .rollout import CONTACT, FREE, IMPULSE, closed_loop, kept_parts
 
 _ACTUATIONS = ("auto", "full", "floating_base")
 # the cost terms' batched calls (a phase's knots, tens of us of work each) run serially:
@@ -52,6 +52,8 @@ _ACTUATIONS = ("auto", "full", "floating_base")
 _COST_POLICY = "serial"
 _NO_ACC = np.zeros((0, 1))      # closed_loop's acc when the accelerations are not kept
 _NO_KEPT = np.zeros((0, 0))     # closed_loop's kept when the contact solves are not kept
+_NO_DF = np.zeros((0, 1, 1))    # kept_parts' df_x, df_u and first when not wanted
+_NO_FIRST = np.zeros((0, 1, 1, 1))
 
 
 def _rows(K):
@@ -306,6 +308,7 @@ class Problem:
         self._cstart = cstart
         self.ncmax = max([packed[c][2] for c in packed], default=0)
         self.dynamic = np.flatnonzero(kind != IMPULSE)
+        self._contact_knots = np.flatnonzero(kind == CONTACT)
         self.impulse_knots = np.flatnonzero(kind == IMPULSE)
 
     @property
@@ -605,6 +608,13 @@ class Problem:
         # impulse knots' below (a copy of the dynamic knots' rows fewer)
         Jq, Jv = calls.integrate_jacobians(m, q[:-1], dt * vnext) if len(self.dynamic) \
             else (np.empty((T, nv, nv)), np.empty((T, nv, nv)))
+        if solved:          # every contact knot at once, from the rollout's solves
+            C = self._contact_knots
+            kept_parts(m.mi, m.mf, m.frame_parents, m.frame_mf, q, v, us, kept.buf, C,
+                       self._cstart, self._cint, self._cflt, dt, Pq, Pv, Pu,
+                       _NO_DF if df is None else df[0], _NO_DF if df is None else df[1],
+                       _NO_FIRST if first is None else first)
+            c[C] = dt
         for (kind, contacts), knots in self.groups.items():
             K = _span(knots)             # a phase's consecutive knots: views
             qk, vk = q[K], v[K]
@@ -616,15 +626,12 @@ class Problem:
                 Jq[K] = eye
                 Jv[K] = 0.0
                 continue
-            tau = np.ascontiguousarray(self.tau(us[K]))
             if kind == CONTACT and solved:
-                packed = self._packed[contacts]
-                d = calls.contact_dynamics_derivatives_kept(
-                    m, qk, vk, tau, kept.buf[K], packed, kept.blocks(len(knots), packed[2]))
-            elif kind == CONTACT:
+                continue
+            tau = np.ascontiguousarray(self.tau(us[K]))
+            if kind == CONTACT:
                 d = calls.contact_dynamics_derivatives(m, qk, vk, tau,
                                                        self._packed[contacts], contacts)
-            if kind == CONTACT:
                 a_q, a_v, a_t = d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau
                 if df is not None:
                     nc = d.dforces_dq.shape[-2]
@@ -694,16 +701,3 @@ class Kept:
         n = kept_size(prob.nv, prob.ncmax)
         self.buf = np.empty((prob.T, n)) if (prob.kind == CONTACT).any() else None
         self.at = None
-        self.nv = prob.nv
-        self._blocks = {}
-
-    def blocks(self, K, nc):
-        """The derivatives' output arrays of a group of K knots with nc rows (three (K,
-        nv, nv), three (K, nc, nv)), made once per solve: each group's are copied out
-        before the next group's call (no fresh arrays, no page faults)."""
-        out = self._blocks.get((K, nc))
-        if out is None:
-            nv = self.nv
-            out = self._blocks[(K, nc)] = tuple(
-                np.empty(s) for s in [(K, nv, nv)] * 3 + [(K, nc, nv)] * 3)
-        return out

@@ -27,8 +27,10 @@ from ..cpu.contacts import (contact_dynamics_kept, contact_dynamics_one,
                             impulse_dynamics_one)
 from ..cpu.single import aba_one, difference_one, integrate_one
 from ..cpu.twin import twin, twin_later
-from ..kernels.contact_dynamics import CI_DIM
+from ..kernels.contact_dynamics import CI_DIM, kept_derivatives
 from ..kernels.jit import entry, helper
+from ..kernels.trajopt_costs import euler_velocity_rows
+from ..kernels.workspace import W_WIDTH, workspace_rows
 from ..validation import DIVERGED
 
 FREE, CONTACT, IMPULSE = 0, 1, 2       # the knot kinds (Problem.kind)
@@ -135,3 +137,51 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
             acc[t, :] = qdd
         twin(integrate_one, (mi, qn[t], dq, qnext[t]))
     return -1
+
+
+@entry
+def kept_parts(mi, mf, fparent, fmf, q, v, us, kept, knots, cstart, cint, cflt, dt, Pq, Pv,
+               Pu, df_x, df_u, first):
+    """At the contact knots t = knots[k] of the run that kept its solves in kept (T, ...)
+    (closed_loop's, at q, v, us): contact_dynamics_derivatives from kept[t] (not solved
+    again), the Euler step's velocity rows Pq[t], Pv[t], Pu[t] (euler_velocity_rows), and
+    where given (a first axis > 0) the forces' derivatives df_x[t, :nc] = [df_dq, df_dv],
+    df_u[t, :nc] = df_dtau's actuated columns, and first[t, b] = [dqdd_db; df_db] for
+    b = q, v, tau (Problem._dynamics_parts' route, in one call instead of one a phase)."""
+    nv, nu = v.shape[1], us.shape[1]
+    off = nv - nu
+    ncmax = 1
+    for k in range(knots.shape[0]):
+        ncmax = max(ncmax, knot_rows(cint, cstart[knots[k]], cstart[knots[k] + 1]))
+    ws = np.empty((workspace_rows(mi), W_WIDTH))
+    F = np.empty((0, nv, 6))                # the solve's scratch: not solved again
+    S3, D6 = np.empty((3, nv, nv)), np.empty((4, 6, nv))
+    fc, qdd2 = np.empty((mi[0, 0] + 1, 6)), np.empty(nv)
+    A = np.empty((3, 1, nv, nv))            # a knot's dqdd_dq, dqdd_dv, dqdd_dtau
+    gbuf, fbuf = np.empty(2 * ncmax * nv), np.empty(3 * ncmax * nv)
+    one = np.empty(1, np.int64)
+    tau = np.zeros(nv)
+    for k in range(knots.shape[0]):
+        t = knots[k]
+        s, e = cstart[t], cstart[t + 1]
+        nc = knot_rows(cint, s, e)
+        G = gbuf[:2 * nc * nv].reshape((2, nc, nv))
+        Fd = fbuf[:3 * nc * nv].reshape((3, nc, nv))
+        for i in range(nu):
+            tau[off + i] = us[t, i]
+        kept_derivatives(mi, mf, fparent, fmf, q[t], v[t], tau, cint[s:e], cflt[s:e], ws, F,
+                         kept[t], S3, D6, G, fc, qdd2, A[0, 0], A[1, 0], A[2, 0], Fd[0],
+                         Fd[1], Fd[2])
+        one[0] = t
+        euler_velocity_rows(one, dt, off, A[0], A[1], A[2], Pq, Pv, Pu)
+        if df_x.shape[0] > 0:
+            for r in range(nc):
+                for j in range(nv):
+                    df_x[t, r, j] = Fd[0, r, j]
+                    df_x[t, r, nv + j] = Fd[1, r, j]
+                for j in range(nu):
+                    df_u[t, r, j] = Fd[2, r, off + j]
+        if first.shape[0] > 0:
+            for b in range(3):
+                first[t, b, :nv] = A[b, 0]
+                first[t, b, nv:nv + nc] = Fd[b]
