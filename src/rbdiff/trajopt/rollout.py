@@ -19,6 +19,11 @@ of the controls); ``shoot`` evaluates every knot at the given states x_bar_t ins
 (multiple shooting: the knots' x_next from the warm start, for FDDP's gaps). A knot
 whose state is not finite or has an entry beyond validation.DIVERGED stops the rollout
 (the knot returned): the dynamics there are meaningless, their refusals misleading.
+
+Given ``kept`` rows, a contact knot's solve stays there (M^-1, J, Yt, W's factor, the
+forces, qdd: cpu/contacts.contact_dynamics_kept), and ``kept_parts`` takes the
+derivatives at an accepted trial from it (Crocoddyl's calcDiff on its calc's data), in
+one call for every contact knot (an entry of its own: compiled only where it is used).
 """
 
 import numpy as np
