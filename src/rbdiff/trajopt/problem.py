@@ -592,7 +592,9 @@ class Problem:
         Pq = dt a_q, Pv = I + dt a_v, Pu = dt a_tau B, (Jq, Jv) = integrate_jacobians(q,
         dt v') with v' = vnext (T, nv) (shoot or a rollout), c = dt; an impulse knot:
         (Pq, Pv) = (dv'/dq, dv'/dv), Pu = 0, Jq = I, Jv = 0, c = 0 (q' = q). One batched
-        derivatives call per kind and contact set, one batched integrate_jacobians call.
+        derivatives call per kind and contact set (every contact knot in one kept_parts
+        call where ``kept`` holds this trajectory's solves), one batched
+        integrate_jacobians call.
         ``df``: None, or (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) filled at the
         contact knots with their forces' derivatives (the force terms' Jacobians);
         ``first``, ``kept``: derivative_parts'."""
@@ -691,9 +693,9 @@ class Problem:
 
 class Kept:
     """One solve's record of its rollouts' contact solves (M^-1, J, Yt, W's factor, the
-    forces and qdd of each contact knot: cpu.contacts.kept_solve), so that the
-    derivatives at an accepted trial do not solve its contact dynamics again (Crocoddyl's
-    calcDiff reads its calc's data). Per-call state: the solver's, never the Problem's
+    forces and qdd of each contact knot: kernels.contact_dynamics.kept_solve), so that
+    the derivatives at an accepted trial do not solve its contact dynamics again
+    (Crocoddyl's calcDiff reads its calc's data). Per-call state: the solver's, never the Problem's
     or the Model's (threads share those). ``buf`` (T, kept_size) or None (no contact
     knot); ``at``: the (q, v, u) arrays whose solves it holds (the last run's), or None."""
 

@@ -68,8 +68,8 @@ def closed_loop(mi, mf, fparent, fmf, ws, q, v, us, k_ff, K_fb, alpha, dt, lower
     vnext (T, nv) and contact forces (T, ncmax) (rows past the knot's nc untouched), from
     qn[0], vn[0] (x0, set by the caller); acc (T, nv): each free or contact knot's
     acceleration (DDP's contraction needs aba(q_t, v_t, u_t)), or (0, nv): not kept;
-    kept (T, >= cpu.contacts.kept_size) each contact knot's solve (its derivatives
-    reuse it: Problem.Kept), or (0, 0): not kept.
+    kept (T, >= kernels.contact_dynamics.kept_size) each contact knot's solve (its
+    derivatives reuse it: problem.Kept), or (0, 0): not kept.
     kind (T,): FREE, CONTACT or IMPULSE; the contacts of knot t are the packed rows
     cint/cflt[cstart[t]:cstart[t+1]]; fs (T+1, 2nv) the gaps, used where gap != 0;
     lower / upper (nu,) bounds (+-inf for none).
@@ -152,7 +152,8 @@ def kept_parts(mi, mf, fparent, fmf, q, v, us, kept, knots, cstart, cint, cflt, 
     again), the Euler step's velocity rows Pq[t], Pv[t], Pu[t] (euler_velocity_rows), and
     where given (a first axis > 0) the forces' derivatives df_x[t, :nc] = [df_dq, df_dv],
     df_u[t, :nc] = df_dtau's actuated columns, and first[t, b] = [dqdd_db; df_db] for
-    b = q, v, tau (Problem._dynamics_parts' route, in one call instead of one a phase)."""
+    b = q, v, tau (Problem._dynamics_parts' route, in one call instead of one a phase).
+    The caller (Problem) checks shapes: kept, Pq, Pv, Pu, df_x, df_u, first (T, ...)."""
     nv, nu = v.shape[1], us.shape[1]
     off = nv - nu
     ncmax = 1
