@@ -297,3 +297,38 @@ def test_baumgarte_at_the_current_placement_keeps_a_standing_robot_still():
         origin = tuple(rbd.Contact(f, "3d", ref, gains=(100.0, 2.0), placement=np.eye(4))
                        for f in feet)
         assert np.abs(rbd.contact_dynamics(model, q, v, tau, origin).qdd).max() > 1.0
+
+
+@pytest.mark.parametrize("name,kind,ref,gains", [
+    ("solo12", "3d", "local_world_aligned", (2.0, 3.0)),
+    ("talos_full_v2", "6d", "local", (2.0, 3.0))])
+def test_derivatives_at_a_kept_solve_are_the_solved_ones(name, kind, ref, gains):
+    """contact_dynamics_kept (trajopt's rollout) keeps its solve; the derivatives taken
+    from it (placing the bodies again, not solving again) are the ones that solve, bit
+    for bit, and so are its qdd and forces."""
+    from rbdiff.contacts import pack
+    from rbdiff.cpu.contacts import (contact_dynamics_derivatives_kept_batch,
+                                     contact_dynamics_kept)
+    from rbdiff.cpu.scratch import single_call_scratch
+    from rbdiff.kernels.contact_dynamics import kept_size
+    model, pm, _ = pair(name)
+    cs = contact_set(name, kind, ref, gains)
+    packed = pack(model, cs)
+    Q, V, T = (np.array(x) for x in zip(*[state(pm, 40 + b) for b in range(3)]))
+    kept = np.full((3, kept_size(model.nv, packed[2]) + 1), np.nan)
+    ws = single_call_scratch(model.njoints, model.nv)[0]
+    qdd, forces = np.empty(model.nv), np.empty(packed[2])
+    F = np.empty((model.njoints, model.nv, 6))
+    solved = rbd.contact_dynamics(model, Q, V, T, cs)
+    for b in range(3):
+        contact_dynamics_kept(model.mi, model.mf, model.frame_parents, model.frame_mf, Q[b],
+                              V[b], T[b], packed[0], packed[1], ws, F, kept[b], qdd, forces)
+        assert np.array_equal(qdd, solved.qdd[b]) and np.array_equal(forces, solved.forces[b])
+    assert np.isnan(kept[:, -1]).all()            # nothing written past its record
+    out = [np.empty((3, model.nv, model.nv)) for _ in range(3)] + \
+        [np.empty((3, packed[2], model.nv)) for _ in range(3)]
+    contact_dynamics_derivatives_kept_batch(model.mi, model.mf, model.frame_parents,
+                                            model.frame_mf, Q, V, T, kept, *out, packed[0],
+                                            packed[1])
+    ref = rbd.contact_dynamics_derivatives(model, Q, V, T, cs)
+    assert all(np.array_equal(x, y) for x, y in zip(out, ref))

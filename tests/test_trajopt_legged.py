@@ -239,6 +239,45 @@ def test_fddp_backward_pass_equals_numpy_reference(solo):
                                            atol=1e-10 * max(np.abs(b).max(), 1e-300))
 
 
+def _arrays(x):
+    """The arrays of derivative_parts' nested result, in order."""
+    out = []
+    for y in x:
+        if isinstance(y, tuple):
+            out += _arrays(y)
+        elif y is not None:
+            out.append(np.asarray(y))
+    return out
+
+
+def test_derivatives_read_the_kept_rollout_only_at_its_trajectory(solo):
+    """derivative_parts with a Kept takes the contact knots' solves the rollout kept
+    (not solved again), bit-equal to solving them again (a force term's blocks too);
+    a Kept whose last run was another trajectory is not read."""
+    m, x0 = solo
+    base = _phases(m, x0)
+    cone = to.FrictionCone("HR_FOOT", weight=10.0)
+    running = [[to.StateRegularization(x0, 1e-1), to.ControlRegularization(1e-3)]
+               + ([cone] if kind == CONTACT else []) for kind in base.kind]
+    prob = to.Problem(m, x0, base.T, base.dt, running=running, terminal=base.terminal,
+                      contacts=base.knot_contacts)
+    T = prob.T
+    us = prob.quasi_static_controls(np.broadcast_to(x0[:m.nq], (T + 1, m.nq)))
+    us = us + 0.1 * np.random.default_rng(3).normal(size=us.shape)
+    kept, zeros = prob.kept(), np.zeros((T, prob.nu))
+    q, v, u, _, vx, f = prob._run(None, None, us, zeros, None, 0.0, keep=kept)
+    want = _arrays(prob.derivative_parts(q, v, u, vx, f))
+    got = _arrays(prob.derivative_parts(q, v, u, vx, f, kept=kept))
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    kept.buf *= 1.5                 # read: the derivatives move with the kept solves
+    moved = _arrays(prob.derivative_parts(q, v, u, vx, f, kept=kept))
+    assert not all(np.array_equal(a, b) for a, b in zip(moved, want))
+    prob._run(None, None, us + 1e-3, zeros, None, 0.0, keep=kept)
+    kept.buf *= 1.5                 # another trajectory's: not read
+    again = _arrays(prob.derivative_parts(q, v, u, vx, f, kept=kept))
+    assert all(np.array_equal(a, b) for a, b in zip(again, want))
+
+
 def test_state_cost_derivatives_on_the_manifold(solo):
     m, x0 = solo
     rng = np.random.default_rng(5)

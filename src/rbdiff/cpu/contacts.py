@@ -18,7 +18,8 @@ from numba import prange
 
 from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI_REF,
                                         CI_ROW, CI_WIDTH, contact_dynamics,
-                                        contact_dynamics_derivatives)
+                                        contact_dynamics_derivatives, kept_derivatives,
+                                        kept_dynamics, kept_size)
 from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
 from ..kernels.fastargs import state_args
 from ..kernels.jit import entry, held_entry, helper, pentry
@@ -236,9 +237,9 @@ def contact_dynamics_derivatives_held(mi, mf, fparent, fmf, q, v, tau, cint, cfl
     ws, F, Minv, J, Yt, W, lam, o = held_contacts(mi, fparent, cint, cflt, nc, damping, buf)
     S3, D6, G, fc, qdd2, qdd, forces = held_derivative_scratch(mi, nc, buf, o, 4, 2)
     bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, None, cint, cflt,
-                                       damping, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
-                                       qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
-                                       df_dv, df_dtau)
+                                       damping, False, ws, F, Minv, J, Yt, W, lam, S3, D6, G,
+                                       fc, qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau,
+                                       df_dq, df_dv, df_dtau)
     dependent_found(bad, True)
     dynamics_finite(qdd)
     return True
@@ -257,9 +258,9 @@ def contact_dynamics_derivatives_one(mi, mf, fparent, fmf, q, v, tau, fext, cint
     F, Minv, J, Yt, W, lam = contact_scratch(mi, nc, q.dtype)
     S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
     bad = contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt,
-                                       damping, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc,
-                                       qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
-                                       df_dv, df_dtau)
+                                       damping, False, ws, F, Minv, J, Yt, W, lam, S3, D6, G,
+                                       fc, qdd2, qdd, forces, dqdd_dq, dqdd_dv, dqdd_dtau,
+                                       df_dq, df_dv, df_dtau)
     dependent_found(bad, True)
     dynamics_finite(qdd)
 
@@ -280,13 +281,62 @@ def contact_dynamics_derivatives_batch(mi, mf, fparent, fmf, q, v, tau, fext, dq
     bad = -1
     for b in range(q.shape[0]):
         r = contact_dynamics_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], fext[b],
-                                         cint, cflt, damping, ws, F, Minv, J, Yt, W, lam, S3,
-                                         D6, G, fc, qdd2, qdd, forces, dqdd_dq[b],
+                                         cint, cflt, damping, False, ws, F, Minv, J, Yt, W,
+                                         lam, S3, D6, G, fc, qdd2, qdd, forces, dqdd_dq[b],
                                          dqdd_dv[b], dqdd_dtau[b], df_dq[b], df_dv[b],
                                          df_dtau[b])
         if bad < 0 and r >= 0:
             bad = b
     return dependent_found(bad, check)
+
+
+# ---- a solve kept for its derivatives (trajopt: the rollout's, Crocoddyl's calc data) --
+
+
+@helper
+def kept_ok(mi, nc, kept):
+    if kept.shape[-1] < kept_size(mi[0, 2], nc):
+        raise ValueError("contacts: kept solve too small")
+
+
+@entry
+def contact_dynamics_kept(mi, mf, fparent, fmf, q, v, tau, cint, cflt, ws, F, rec, qdd,
+                          forces):
+    """contact_dynamics_one without fext or damping, its solve kept in ``rec``
+    (kept_size) for contact_dynamics_derivatives_kept_batch at the same (q, v, tau); F
+    (njoints, nv, 6) the caller's scratch (a rollout's, one for all its knots)."""
+    state_ok(mi, q, v, tau, None)
+    workspace_ok(mi, ws)
+    nc = forces.shape[0]
+    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    kept_ok(mi, nc, rec)
+    if F.shape[0] != mi[0, 0] + 1 or F.shape[1] != mi[0, 2]:
+        raise ValueError("contacts: scratch F of another shape")
+    bad = kept_dynamics(mi, mf, fmf, q, v, tau, cint, cflt, ws, F, rec, qdd, forces)
+    dependent_found(bad, True)
+    dynamics_finite(qdd)
+
+
+@entry
+def contact_dynamics_derivatives_kept_batch(mi, mf, fparent, fmf, q, v, tau, kept, dqdd_dq,
+                                            dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau, cint,
+                                            cflt):
+    """contact_dynamics_derivatives_batch (no fext, no damping) at the solves kept (B,
+    kept_size) by contact_dynamics_kept at the same (q, v, tau): not solved again, the
+    same numbers."""
+    nc = df_dq.shape[1]
+    batch_states_ok(mi, q, v, tau, None)
+    contacts_ok(fparent, cint, cflt, nc, 0.0)
+    kept_ok(mi, nc, kept)
+    if kept.shape[0] != q.shape[0]:
+        raise ValueError("contacts: one kept solve an item")
+    ws = np.empty((workspace_rows(mi), W_WIDTH), q.dtype)
+    F = np.empty((0, mi[0, 2], 6), q.dtype)       # the solve's scratch: not solved again
+    S3, D6, G, fc, qdd2 = derivative_scratch(mi, nc, q.dtype)
+    for b in range(q.shape[0]):
+        kept_derivatives(mi, mf, fparent, fmf, q[b], v[b], tau[b], cint, cflt, ws, F,
+                         kept[b], S3, D6, G, fc, qdd2, dqdd_dq[b], dqdd_dv[b], dqdd_dtau[b],
+                         df_dq[b], df_dv[b], df_dtau[b])
 
 
 @pentry

@@ -51,7 +51,8 @@ from .aba_derivatives import neg_minv_mul_tree
 from .armature import armature_bias_jacobian
 from .idsva import idsva_backward_pass, idsva_dynamics_pass
 from .configuration import log_placement
-from .fk import acceleration_joint, world_point
+from .fk import (acceleration_joint, init_universe_at_base, placement_pass_joint,
+                 velocity_joint, world_point)
 from .frame_motion import body_acceleration, classical, placed_acceleration_derivatives
 from .frames import jacobian_column, joint_frame_pose
 from .jit import helper, kernel
@@ -560,19 +561,39 @@ def add_rotation_rate(mi, ws, joint, forces, h, df_dq, sign):
 
 @kernel
 def contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping,
-                                 ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd,
-                                 forces,
+                                 solved, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2,
+                                 qdd, forces,
                                  dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
     """contact_dynamics (damping >= 0: the regularised solution) and its six derivative
     blocks (module docstring; with damping W holds J Y + damping I); -1 or the first
     dependent row. dqdd_* (nv, nv), df_* (nc, nv); scratch as contact_dynamics' and S3
-    (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6), qdd2 (nv,)."""
-    bad = local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping, ws,
-                            F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
-                            dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau)
+    (3, nv, nv), D6 (4, 6, nv), G (2, nc, nv), fc (njoints, 6), qdd2 (nv,).
+    ``solved``: Minv, J, Yt, W, lam, qdd and forces hold contact_dynamics' solve at
+    (q, v, tau) already (a rollout's, kept: Crocoddyl's calcDiff on its calc's data), read
+    only; the bodies' motion alone is placed again (F unused)."""
+    if solved:
+        bad = -1
+        motion_pass(mi, mf, q, v, ws)
+        solution_derivatives(mi, mf, fparent, fmf, v, fext, cint, cflt, ws, Minv, J, Yt, W,
+                             lam, S3, D6, G, fc, qdd, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq,
+                             df_dv, df_dtau)
+    else:
+        bad = local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping,
+                                ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd, forces,
+                                dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau)
     if bad < 0:
         rotate_force_derivatives(mi, fmf, cint, ws, forces, df_dq, df_dv, df_dtau)
     return bad
+
+
+@kernel
+def motion_pass(mi, mf, q, v, ws):
+    """Placements, S, v and S qd as ABA's first pass leaves them (the same helpers, in
+    the same order): all of ws that solution_derivatives reads before it writes."""
+    init_universe_at_base(mi, mf, q, ws)
+    for i in range(1, mi[0, 0] + 1):
+        placement_pass_joint(mi, mf, i, q, ws)
+        velocity_joint(mi, i, v, ws)
 
 
 @kernel
@@ -583,11 +604,23 @@ def local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping
     which holds the LOCAL forces; ``forces`` in each reference), fc the forces on the
     joints, M^-1, J, Yt and W's factor as contact_solve leaves them (the contracted
     second derivatives build on all of it)."""
-    nc = J.shape[0]
     bad = contact_dynamics(mi, mf, fmf, q, v, tau, fext, cint, cflt, damping, ws, F, Minv,
                            J, Yt, W, lam, qdd, forces)
     if bad >= 0:
         return bad
+    solution_derivatives(mi, mf, fparent, fmf, v, fext, cint, cflt, ws, Minv, J, Yt, W, lam,
+                         S3, D6, G, fc, qdd, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                         df_dtau)
+    return -1
+
+
+@kernel
+def solution_derivatives(mi, mf, fparent, fmf, v, fext, cint, cflt, ws, Minv, J, Yt, W, lam,
+                         S3, D6, G, fc, qdd, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv,
+                         df_dtau):
+    """local_derivatives' blocks from a solve (M^-1, J, Yt, W's factor, lam, qdd) and the
+    placements, S and v in ws; fc <- the forces on the joints."""
+    nc = J.shape[0]
     forces_on_joints(fmf, cint, fext, lam, fc)
     # A_q, A_v = -M^-1 dr1/dx (Carpentier & Mansard eq. 24 at the contact forces, held
     # on their bodies): IDSVA at qdd on ABA's placements and velocities (the
@@ -610,4 +643,51 @@ def local_derivatives(mi, mf, fparent, fmf, q, v, tau, fext, cint, cflt, damping
     add_y_times(Yt, df_dq, dqdd_dq)
     add_y_times(Yt, df_dv, dqdd_dv)
     tau_blocks(W, nc, Yt, Minv, dqdd_dtau, df_dtau)
-    return -1
+
+
+# ---- a solve kept for its derivatives (trajopt's rollout: Crocoddyl's calc data) ------
+
+@helper
+def kept_size(nv, nc):
+    """float64 entries of one kept solve (kept_solve)."""
+    return nv * nv + 2 * nc * nv + nc * nc + 2 * nc + nv
+
+
+@helper
+def kept_solve(nv, nc, rec):
+    """M^-1 (nv, nv), J, Yt (nc, nv), W's factor (nc, nc), lam (nc,), qdd (nv,) and the
+    forces (nc,) of one solve as views of ``rec`` (kept_size entries at least; views made
+    here, in code without reference counts, never returned to an entry that counts)."""
+    a = nv * nv
+    b = a + nc * nv
+    c = b + nc * nv
+    d = c + nc * nc
+    return (rec[:a].reshape((nv, nv)), rec[a:b].reshape((nc, nv)),
+            rec[b:c].reshape((nc, nv)), rec[c:d].reshape((nc, nc)), rec[d:d + nc],
+            rec[d + nc:d + nc + nv], rec[d + nc + nv:d + 2 * nc + nv])
+
+
+@kernel
+def kept_dynamics(mi, mf, fmf, q, v, tau, cint, cflt, ws, F, rec, qdd, forces):
+    """contact_dynamics (no fext, no damping) with its solve kept in rec (kept_solve) and
+    qdd, forces copied out; -1 or the first dependent row."""
+    nc = forces.shape[0]
+    Minv, J, Yt, W, lam, kqdd, kforces = kept_solve(mi[0, 2], nc, rec)
+    bad = contact_dynamics(mi, mf, fmf, q, v, tau, None, cint, cflt, 0.0, ws, F, Minv, J, Yt,
+                           W, lam, kqdd, kforces)
+    for i in range(qdd.shape[0]):
+        qdd[i] = kqdd[i]
+    for r in range(nc):
+        forces[r] = kforces[r]
+    return bad
+
+
+@kernel
+def kept_derivatives(mi, mf, fparent, fmf, q, v, tau, cint, cflt, ws, F, rec, S3, D6, G, fc,
+                     qdd2, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau):
+    """contact_dynamics_derivatives at the solve kept_dynamics kept in rec at the same
+    (q, v, tau) (solved: not solved again)."""
+    Minv, J, Yt, W, lam, qdd, forces = kept_solve(mi[0, 2], df_dq.shape[0], rec)
+    contact_dynamics_derivatives(mi, mf, fparent, fmf, q, v, tau, None, cint, cflt, 0.0,
+                                 True, ws, F, Minv, J, Yt, W, lam, S3, D6, G, fc, qdd2, qdd,
+                                 forces, dqdd_dq, dqdd_dv, dqdd_dtau, df_dq, df_dv, df_dtau)

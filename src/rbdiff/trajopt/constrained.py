@@ -159,17 +159,18 @@ class _Augmented:
             self.penalty(self.cset.residuals(q, v, us, forces))
 
     def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None,
-                         total=None):
+                         total=None, kept=None):
         """Problem.derivative_parts with the penalty terms' Gauss-Newton derivatives
         added (l_xu allocated where a constraint reads the forces); ``total``: as
-        Problem.cost_derivatives', the penalty included (this object's ``cost``)."""
+        Problem.cost_derivatives', the penalty included (this object's ``cost``);
+        ``kept``: Problem.derivative_parts'."""
         prob = self.prob
         T, nx, nu = prob.T, 2 * prob.nv, prob.nu
         df = None
         if self.reads_forces:
             nc = max(prob.ncmax, 1)
             df = (np.zeros((T, nc, nx)), np.zeros((T, nc, nu)))
-        parts = prob._dynamics_parts(q, v, us, vnext, df, first)
+        parts = prob._dynamics_parts(q, v, us, vnext, df, first, kept)
         c = prob.cost_derivatives(q, v, us, forces, df, curvature, total)
         lx, lu, lxx, luu = c[:4]
         lxu = c[4] if len(c) == 5 else (np.zeros((T, nx, nu)) if self.reads_forces

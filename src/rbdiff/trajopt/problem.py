@@ -37,13 +37,13 @@ from ..contacts import Contact, _as_tuple, pack
 from ..cpu import policy
 from ..cpu.scratch import single_call_scratch
 from ..cpu.trajopt_costs import euler_rows_batch, euler_velocity_batch
-from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH
+from ..kernels.contact_dynamics import CF_WIDTH, CI_WIDTH, kept_size
 from ..model.layout import FREE_FLYER, SPHERICAL
 from ..validation import DIVERGED as _DIVERGED
 from . import calls
 from .constraints import ConstraintSet
 from .costs import _copy, per_knot
-from .rollout import CONTACT, FREE, IMPULSE, closed_loop
+from .rollout import CONTACT, FREE, IMPULSE, closed_loop, kept_parts
 
 _ACTUATIONS = ("auto", "full", "floating_base")
 # the cost terms' batched calls (a phase's knots, tens of us of work each) run serially:
@@ -51,6 +51,9 @@ _ACTUATIONS = ("auto", "full", "floating_base")
 # process costs a time slice (ms); the dynamics' larger batches keep cpu.policy's choice
 _COST_POLICY = "serial"
 _NO_ACC = np.zeros((0, 1))      # closed_loop's acc when the accelerations are not kept
+_NO_KEPT = np.zeros((0, 0))     # closed_loop's kept when the contact solves are not kept
+_NO_DF = np.zeros((0, 1, 1))    # kept_parts' df_x, df_u and first when not wanted
+_NO_FIRST = np.zeros((0, 1, 1, 1))
 
 
 def _rows(K):
@@ -305,6 +308,7 @@ class Problem:
         self._cstart = cstart
         self.ncmax = max([packed[c][2] for c in packed], default=0)
         self.dynamic = np.flatnonzero(kind != IMPULSE)
+        self._contact_knots = np.flatnonzero(kind == CONTACT)
         self.impulse_knots = np.flatnonzero(kind == IMPULSE)
 
     @property
@@ -373,9 +377,11 @@ class Problem:
             u[t] = np.linalg.lstsq(A, g[t], rcond=None)[0][:self.nu]
         return u
 
-    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False, acc=None):
+    def _run(self, q, v, us, k_ff, K_fb, alpha, fs=None, gap=0.0, shoot=False, acc=None,
+             keep=None):
         """(q, v, u) of the trial and each knot's (q', v', forces) (rollout.py); ``acc``
-        (T, nv) or None: filled with each knot's acceleration."""
+        (T, nv) or None: filled with each knot's acceleration; ``keep``: None or a Kept,
+        which then holds this run's contact solves (and says at which trajectory)."""
         T, nq, nv, nu = self.T, self.nq, self.nv, self.nu
         qn, vn, un = np.empty((T + 1, nq)), np.empty((T + 1, nv)), np.empty((T, nu))
         qx, vx = np.empty((T, nq)), np.empty((T, nv))
@@ -383,17 +389,27 @@ class Problem:
         qn[0], vn[0] = self.x0[:nq], self.x0[nq:]
         fb = K_fb is not None
         m = self.model
+        kept = _NO_KEPT if keep is None or keep.buf is None else keep.buf
+        if keep is not None:
+            keep.at = None      # until this run is through (a refusal leaves it partial)
         t = closed_loop(m.mi, m.mf, m.frame_parents, m.frame_mf, self._ws,
                         q if (fb or shoot) else qn, v if (fb or shoot) else vn, us, k_ff,
                         K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt,
                         self._lo, self._hi, fb, self.kind, self._cstart, self._cint,
                         self._cflt, fs if fs is not None else np.zeros((T + 1, 2 * nv)),
                         float(gap), shoot, qn, vn, un, qx, vx, forces,
-                        _NO_ACC if acc is None else acc)
+                        _NO_ACC if acc is None else acc, kept)
         if t >= 0:
             raise ValueError(f"the rollout diverged at knot {t} of {T}: max |q| = "
                              f"{np.abs(qn[t]).max():.3g}, max |v| = {np.abs(vn[t]).max():.3g} "
                              f"(not finite, or beyond {_DIVERGED:g}: no robot's state)")
+        if kept.shape[0] and not shoot:
+            keep.at = (qn, vn, un)
+        elif kept.shape[0]:
+            # shot: solved at the given states with the controls clamped (u + 0.0 * 0.0):
+            # the caller's own only where that changed no bit of them (-0.0 included)
+            same = np.array_equal(un, us) and np.array_equal(np.signbit(un), np.signbit(us))
+            keep.at = (q, v, us) if same else None
         return qn, vn, un, qx, vx, forces
 
     def rollout(self, us, acc=None):
@@ -409,14 +425,18 @@ class Problem:
         (rollout.py); K_fb None: open loop; ``acc`` as rollout's."""
         return self._run(q, v, us, k_ff, K_fb, alpha, acc=acc)[:3]
 
-    def shoot(self, q, v, us):
+    def shoot(self, q, v, us, keep=None):
         """Each knot's successor from the given states (multiple shooting): (q' (T, nq),
         v' (T, nv), forces (T, ncmax)), the contact forces / impulses of knot t in its
-        first nc entries."""
+        first nc entries; ``keep``: _run's."""
         zeros = np.zeros((self.T, self.nu))
         _, _, _, qx, vx, f = self._run(np.ascontiguousarray(q), np.ascontiguousarray(v), us,
-                                       zeros, None, 0.0, shoot=True)
+                                       zeros, None, 0.0, shoot=True, keep=keep)
         return qx, vx, f
+
+    def kept(self):
+        """A new Kept of this problem's rollouts: one solve's (per-call state)."""
+        return Kept(self)
 
     def cost(self, q, v, us, forces=None):
         """Total cost of a trajectory: dt * sum of running costs at the free and contact
@@ -521,18 +541,20 @@ class Problem:
         return self._assemble(*parts) + tuple(costs)
 
     def derivative_parts(self, q, v, us, vnext, forces=None, first=None, curvature=None,
-                         total=None):
+                         total=None, kept=None):
         """(parts, l_x, l_u, l_xx, l_uu, l_xu or None): derivatives with the dynamics'
         Jacobians as their factors (_dynamics_parts: what FDDP's backward pass takes);
         ``first``: None or (T, 3, nv + ncmax, nv), filled at the contact knots with
         their contact dynamics derivatives (ddp's contractions reuse them);
         ``curvature``: None or (T+1, nv, nv), the residuals' curvature added there
-        (cost_derivatives'; l_xx stays Gauss-Newton's); ``total``: cost_derivatives'."""
+        (cost_derivatives'; l_xx stays Gauss-Newton's); ``total``: cost_derivatives';
+        ``kept``: None or a Kept (_run's): its contact solves are used where it holds
+        those of (q, v, us)."""
         df = None
         if self.reads_forces:
             nc = max(self.ncmax, 1)
             df = (np.zeros((self.T, nc, 2 * self.nv)), np.zeros((self.T, nc, self.nu)))
-        parts = self._dynamics_parts(q, v, us, vnext, df, first)
+        parts = self._dynamics_parts(q, v, us, vnext, df, first, kept)
         c = self.cost_derivatives(q, v, us, forces, df, curvature, total)
         return (parts,) + tuple(c) + ((None,) if len(c) == 4 else ())
 
@@ -560,7 +582,7 @@ class Problem:
         Fx[self.impulse_knots, :nv, :nv] = np.eye(nv)
         return Fx, Fu
 
-    def _dynamics_parts(self, q, v, us, vnext, df, first=None):
+    def _dynamics_parts(self, q, v, us, vnext, df, first=None, kept=None):
         """The factors of f's tangent Jacobians at knots 0..T-1 (riccati.backward_pass_fddp):
         (Pq, Pv (T, nv, nv), Pu (T, nv, nu), Jq, Jv (T, nv, nv), c (T,)) with
 
@@ -570,20 +592,31 @@ class Problem:
         Pq = dt a_q, Pv = I + dt a_v, Pu = dt a_tau B, (Jq, Jv) = integrate_jacobians(q,
         dt v') with v' = vnext (T, nv) (shoot or a rollout), c = dt; an impulse knot:
         (Pq, Pv) = (dv'/dq, dv'/dv), Pu = 0, Jq = I, Jv = 0, c = 0 (q' = q). One batched
-        derivatives call per kind and contact set, one batched integrate_jacobians call.
+        derivatives call per kind and contact set (every contact knot in one kept_parts
+        call where ``kept`` holds this trajectory's solves), one batched
+        integrate_jacobians call.
         ``df``: None, or (df_dx (T, ncmax, 2nv), df_du (T, ncmax, nu)) filled at the
         contact knots with their forces' derivatives (the force terms' Jacobians);
-        ``first``: derivative_parts'."""
+        ``first``, ``kept``: derivative_parts'."""
         T, nv, nu, dt, m = self.T, self.nv, self.nu, self.dt, self.model
         off = nv - nu
         Pq, Pv = np.empty((T, nv, nv)), np.empty((T, nv, nv))
         Pu = np.zeros((T, nv, nu))
         c = np.zeros(T)
         eye = np.eye(nv)
+        at = None if kept is None else kept.at
+        solved = at is not None and at[0] is q and at[1] is v and at[2] is us
         # integrate's Jacobians at every knot in one call, written in place of the
         # impulse knots' below (a copy of the dynamic knots' rows fewer)
         Jq, Jv = calls.integrate_jacobians(m, q[:-1], dt * vnext) if len(self.dynamic) \
             else (np.empty((T, nv, nv)), np.empty((T, nv, nv)))
+        if solved:          # every contact knot at once, from the rollout's solves
+            C = self._contact_knots
+            kept_parts(m.mi, m.mf, m.frame_parents, m.frame_mf, q, v, us, kept.buf, C,
+                       self._cstart, self._cint, self._cflt, dt, Pq, Pv, Pu,
+                       _NO_DF if df is None else df[0], _NO_DF if df is None else df[1],
+                       _NO_FIRST if first is None else first)
+            c[C] = dt
         for (kind, contacts), knots in self.groups.items():
             K = _span(knots)             # a phase's consecutive knots: views
             qk, vk = q[K], v[K]
@@ -594,6 +627,8 @@ class Problem:
                 Pv[K] = d.dvafter_dv
                 Jq[K] = eye
                 Jv[K] = 0.0
+                continue
+            if kind == CONTACT and solved:
                 continue
             tau = np.ascontiguousarray(self.tau(us[K]))
             if kind == CONTACT:
@@ -654,3 +689,17 @@ class Problem:
         Fx[:, :nv, nv:] = dt * Pv
         Fu[:, :nv] = dt * Pu
         return Fx, Fu, so
+
+
+class Kept:
+    """One solve's record of its rollouts' contact solves (M^-1, J, Yt, W's factor, the
+    forces and qdd of each contact knot: kernels.contact_dynamics.kept_solve), so that
+    the derivatives at an accepted trial do not solve its contact dynamics again
+    (Crocoddyl's calcDiff reads its calc's data). Per-call state: the solver's, never the Problem's
+    or the Model's (threads share those). ``buf`` (T, kept_size) or None (no contact
+    knot); ``at``: the (q, v, u) arrays whose solves it holds (the last run's), or None."""
+
+    def __init__(self, prob):
+        n = kept_size(prob.nv, prob.ncmax)
+        self.buf = np.empty((prob.T, n)) if (prob.kind == CONTACT).any() else None
+        self.at = None

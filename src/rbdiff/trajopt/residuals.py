@@ -349,6 +349,8 @@ class _ForceTerm(Term):
         Arr = Arr if Arr.shape == Ar.shape else np.broadcast_to(Arr, Ar.shape)
         act = np.flatnonzero(Arr.any(axis=1))
         if len(act):
+            if len(act) == len(Arr):    # every knot: views, not copies
+                act = slice(None)
             Arr = Arr[act]
             Rx, Ru = df_dx[act], df_du[act]
             if A is not None:

@@ -406,8 +406,10 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
             if np.any(prob.kind == kind):
                 curvature._needed(label)
     q, v, u = _warm_start(prob, xs, us)
+    # the rollouts' contact solves, which the derivatives at an accepted trial reuse
+    solves = prob.kept()
     try:
-        qx, vx, forces = prob.shoot(q, v, u) if shot is None else shot
+        qx, vx, forces = prob.shoot(q, v, u, solves) if shot is None else shot
     except ValueError as e:
         raise ValueError(f"fddp: the warm start's dynamics fail ({e}): give other xs / "
                          "us") from None
@@ -450,10 +452,13 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
             if curved and second:
                 H[:] = 0.0
             total = [] if J is None else None
+            # let go of the last iterate's first: cpu/outputs.py then hands its blocks
+            # out again (held, integrate's Jacobians took a fresh block every iteration)
+            parts = lx = lu = lxx = luu = lxu = None
             parts, lx, lu, lxx, luu, lxu = prob.derivative_parts(q, v, u, vx, forces,
                                                                  first if second else None,
                                                                  H if second else None,
-                                                                 total)
+                                                                 total, solves)
             if J is None:
                 J = total[0]
                 if not np.isfinite(J):
@@ -506,7 +511,8 @@ def solve_fddp(prob, xs=None, us=None, max_iter=200, tol=1e-9, reg=REG_MIN, call
         for alpha in FDDP_ALPHAS:
             gap = 0.0 if (feasible or alpha == 1.0) else alpha - 1.0
             try:
-                qn, vn, un, qxn, vxn, fn = prob._run(q, v, u, k_ff, K_fb, alpha, fs, gap)
+                qn, vn, un, qxn, vxn, fn = prob._run(q, v, u, k_ff, K_fb, alpha, fs, gap,
+                                                     keep=solves)
             except ValueError:          # the trial's dynamics failed: a shorter step
                 continue
             Jn = prob.cost(qn, vn, un, fn)
