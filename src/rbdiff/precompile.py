@@ -134,6 +134,15 @@ def _trajopt(rbd, m, s):
     x0 = np.concatenate([rbd.neutral(m), np.zeros(m.nv)])
     to.solve(to.Problem(m, x0, 2, 0.01, running=[to.ControlRegularization(1e-3)]),
              method="ddp", max_iter=2)
+    # a contact knot: the rollout's kept contact solves (cpu/contacts.contact_dynamics_kept)
+    # and FDDP's derivatives from them (rollout.kept_parts); a set the sample model cannot
+    # hold is refused after the entries compiled
+    frame = max(range(len(m.frames)), key=lambda k: (m.frames[k].parent, k))
+    try:
+        to.solve(to.Problem(m, x0, 2, 0.01, running=[to.ControlRegularization(1e-3)],
+                            contacts=(rbd.Contact(frame, "3d"),)), method="fddp", max_iter=1)
+    except (rbd.DependentContacts, ValueError):
+        pass
     # the frame placement cost's log6 kernel and the Gauss-Newton one (trajopt/residuals.py)
     to.FramePlacement(p.frames[-1].name, np.eye(4)).derivatives(p, np.zeros((1, p.nq)), None,
                                                                 None)
