@@ -3,6 +3,7 @@ quaternions and (cos, sin) pairs) and finite values. They raise ValueError with 
 code; the api layer (rbdiff.validation.explain) turns a refusal into a precise message."""
 
 from ..kernels.checks import FLOAT_MAX, all_finite, configuration_ok, vector_finite
+from ..kernels.fastargs import release
 from ..kernels.jit import entry, helper
 from ..kernels.kinematics_derivatives import STATE_WIDTH
 from ..kernels.workspace import W_WIDTH, workspace_rows
@@ -33,11 +34,13 @@ def state_ok(mi, q, v, a, fext):
 
 
 @helper
-def dynamics_finite(qdd):
+def dynamics_finite(qdd, made=None):
     """Raise BAD_SINGULAR unless the forward dynamics qdd (nv,) is finite: the inputs were
     checked finite, so a NaN or Inf here comes from a zero pivot of M(q) (an articulated
-    inertia D = S^T I^A S that is not positive definite)."""
+    inertia D = S^T I^A S that is not positive definite). ``made``: the object of qdd
+    where the entry made it (kernels.fastargs.output_arg), dropped before the error."""
     if not vector_finite(qdd):
+        release(made)
         raise ValueError(BAD_SINGULAR)
 
 
@@ -51,10 +54,21 @@ def diagonal_finite(Minv):
 
 
 @helper
-def minverse_finite(Minv):
+def minverse_finite(Minv, made=None):
     """dynamics_finite for M^-1."""
     if not diagonal_finite(Minv):
+        release(made)
         raise ValueError(BAD_SINGULAR)
+
+
+@helper
+def outputs_fit(fits, made, made2=None):
+    """Raise BAD_SHAPE unless ``fits`` (the outputs' shapes are right), dropping first the
+    outputs the entry made (kernels.fastargs.output_arg's objects; None where given)."""
+    if not fits:
+        release(made)
+        release(made2)
+        raise ValueError(BAD_SHAPE)
 
 
 @helper

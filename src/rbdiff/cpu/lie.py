@@ -11,13 +11,13 @@ are zeroed by the kernels before their blocks are written."""
 from numba import prange
 
 from ..kernels.checks import vector_finite
-from ..kernels.fastargs import made, made2, missed, output_arg, release, state_args
+from ..kernels.fastargs import made, made2, missed, output_arg, state_args
 from ..kernels.jit import entry, fast_entry, helper, pentry
 from ..kernels.lie import ARG_V, difference_jacobians, integrate_jacobians, integrate_transport
 from .batch import chunk
 from .twin import twin
-from .checks import (BAD_SHAPE, batch_configurations_ok, batch_tangent_ok, pair_ok,
-                     velocity_state_ok)
+from .checks import (BAD_SHAPE, batch_configurations_ok, batch_tangent_ok, outputs_fit,
+                     pair_ok, velocity_state_ok)
 
 BAD_ARGUMENT = "argument: not 0 (q) or 1 (v)"
 BAD_MATRIX = "J: not finite"
@@ -67,10 +67,7 @@ def integrate_jacobians_one(mi, q, v, Jq, Jv):
     velocity_state_ok(mi, q, v)
     o_q, A = output_arg(Jq)
     o_v, B = output_arg(Jv)
-    if not (square_fits(mi, A) and square_fits(mi, B)):
-        release(o_q)
-        release(o_v)
-        raise ValueError(BAD_SHAPE)
+    outputs_fit(square_fits(mi, A) and square_fits(mi, B), o_q, o_v)
     integrate_jacobians(mi, q, v, A, B)
     return made2(o_q, o_v)
 
@@ -85,10 +82,7 @@ def difference_jacobians_one(mi, q0, q1, J0, J1):
     pair_ok(mi, q0, q1)
     o_0, A = output_arg(J0)
     o_1, B = output_arg(J1)
-    if not (square_fits(mi, A) and square_fits(mi, B)):
-        release(o_0)
-        release(o_1)
-        raise ValueError(BAD_SHAPE)
+    outputs_fit(square_fits(mi, A) and square_fits(mi, B), o_0, o_1)
     difference_jacobians(mi, q0, q1, A, B)
     return made2(o_0, o_1)
 
@@ -103,9 +97,7 @@ def integrate_transport_one(mi, q, v, J, argument, Jout):
     velocity_state_ok(mi, q, v)
     transport_ok(mi, J, argument, J)
     obj, out = output_arg(Jout)
-    if out.shape[0] != J.shape[0] or out.shape[1] != J.shape[1]:
-        release(obj)
-        raise ValueError(BAD_SHAPE)
+    outputs_fit(out.shape[0] == J.shape[0] and out.shape[1] == J.shape[1], obj)
     integrate_transport(mi, q, v, J, argument, out)
     return made(obj)
 

@@ -11,8 +11,7 @@ from ..kernels.aba_derivatives import aba_derivatives
 from ..kernels.aza import AZA_WIDTH, aba_derivatives_aza, use_aza
 from ..kernels.configuration import difference, integrate, neutral
 from ..kernels.crba import crba
-from ..kernels.fastargs import (made, made3, missed, output_arg, release, state_args,
-                                vector_arg)
+from ..kernels.fastargs import made, made3, missed, output_arg, state_args, vector_arg
 from ..kernels.fdsva_so import fdsva_so_products, uses_idfoza
 from ..kernels.frames import (forward_kinematics, frame_jacobian, frame_placement,
                               frame_placements)
@@ -30,11 +29,9 @@ from ..kernels.rnea_chain_rule import (REC_WIDTH, aba_derivatives_chain_rule, re
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .pieces import aba_derivatives_piece, fdsva_so_products_piece, fdsva_so_terms_piece
 from .twin import ahead, twin_later
-from ..kernels.checks import vector_finite
-from .checks import (BAD_SHAPE, BAD_SINGULAR, configuration_checked,
-                     diagonal_finite, dynamics_finite, frame_ok, joint_ok, pair_ok,
-                     reference_ok, state_ok, state_width_ok, tangent_ok, velocity_state_ok,
-                     workspace_ok)
+from .checks import (BAD_SHAPE, configuration_checked, dynamics_finite, frame_ok, joint_ok,
+                     minverse_finite, outputs_fit, pair_ok, reference_ok, state_ok,
+                     state_width_ok, tangent_ok, velocity_state_ok, workspace_ok)
 
 # ---- configuration space (fast entries: no scratch at all) -----------------------------
 
@@ -52,9 +49,7 @@ def integrate_one(mi, q, v, qout):
         return missed(qout)
     tangent_ok(mi, q, v, q)     # checks that raise come before an output is made
     obj, out = output_arg(qout)
-    if out.shape[0] != mi[0, 1]:
-        release(obj)
-        raise ValueError(BAD_SHAPE)
+    outputs_fit(out.shape[0] == mi[0, 1], obj)
     integrate(mi, q, v, out)
     return made(obj)
 
@@ -68,9 +63,7 @@ def difference_one(mi, q0, q1, v):
         return missed(v)
     pair_ok(mi, q0, q1)         # v's length: checked once it exists
     obj, out = output_arg(v)
-    if out.shape[0] != mi[0, 2]:
-        release(obj)
-        raise ValueError(BAD_SHAPE)
+    outputs_fit(out.shape[0] == mi[0, 2], obj)
     difference(mi, q0, q1, out)
     return made(obj)
 
@@ -126,9 +119,7 @@ def aba_one(mi, mf, q, v, tau, fext, ws, qdd):
     workspace_ok(mi, ws)
     obj, out = output_arg(qdd)
     aba(mi, mf, q, v, tau, fext, ws, out)
-    if not vector_finite(out):      # dynamics_finite's test, the made output dropped first
-        release(obj)
-        raise ValueError(BAD_SINGULAR)
+    dynamics_finite(out, obj)
     return made(obj)
 
 
@@ -143,9 +134,7 @@ def minverse_one(mi, mf, q, ws, F, Minv):
         raise ValueError("F: too small")
     obj, out = output_arg(Minv)
     minverse(mi, mf, q, ws, F, out)
-    if not diagonal_finite(out):    # minverse_finite's test, the made output dropped first
-        release(obj)
-        raise ValueError(BAD_SINGULAR)
+    minverse_finite(out, obj)
     return made(obj)
 
 
