@@ -304,12 +304,12 @@ def test_fast_entries_take_only_float64_vectors():
         jac_fast = native_ref(cs.frame_jacobian_one, 1, box, (4,), available=available)
         for bad in (q.astype(np.int64), q[None], q.astype(np.float32), list(q),
                     np.asmatrix(q), q.astype(">f8"), None, 3.0):
-            assert fk_fast(model.mi, model.mf, bad, v, a, ws, *out) is False
-            assert fk_fast(model.mi, model.mf, q, bad, a, ws, *out) is False
-            assert fk_fast(model.mi, model.mf, q, v, bad, ws, *out) is False
+            assert fk_fast(model.mi, model.mf, bad, v, a, ws, *out, None) is False
+            assert fk_fast(model.mi, model.mf, q, bad, a, ws, *out, None) is False
+            assert fk_fast(model.mi, model.mf, q, v, bad, ws, *out, None) is False
             assert jac_fast(model.mi, model.mf, model.frame_parents, model.frame_mf, bad, f,
                             0, ws, Jo) is False
-        assert fk_fast(model.mi, model.mf, strided, v, a, ws, *out) is True
+        assert fk_fast(model.mi, model.mf, strided, v, a, ws, *out, None) is True
         for y, z in zip(out, fk):
             np.testing.assert_array_equal(y, z)
         assert jac_fast(model.mi, model.mf, model.frame_parents, model.frame_mf, strided, f,

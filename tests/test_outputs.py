@@ -7,6 +7,8 @@ import pytest
 import rbdiff as rbd
 from conftest import in_threads
 from rbdiff.cpu import outputs
+from rbdiff.results import (CenterOfMassVelocity, CentroidalMomentum, IntegrateJacobians,
+                            Kinematics)
 
 
 def _big(model):
@@ -103,6 +105,22 @@ def test_single_calls_made_in_compiled_code(model):
         assert x.flags.c_contiguous and x.flags.owndata and x.flags.writeable, name
         assert sys.getrefcount(x) == 3, name     # made, the tuple, getrefcount's argument
         np.testing.assert_array_equal(x, want, err_msg=name)    # batches: the same kernels
+    # named tuples made by the entry (fastargs.tuple_ref of the result class): the class's
+    # own instances, holding their arrays once, the class's references given back
+    held = sys.getrefcount(Kinematics)
+    for _ in range(200):
+        k = rbd.forward_kinematics(model, q, v, a)
+    assert sys.getrefcount(Kinematics) == held + 1       # k's
+    assert type(k) is Kinematics and sys.getrefcount(k) == 2
+    assert [sys.getrefcount(x) for x in k] == [3, 3, 3]       # k, the loop's x, the argument
+    for got, want in zip(k, rbd.forward_kinematics(model, q[None], v[None], a[None])):
+        np.testing.assert_array_equal(got, want[0])
+    k = rbd.forward_kinematics(model, q)
+    assert type(k) is Kinematics and k.velocities is None and k.accelerations is None
+    for got, kind in ((rbd.center_of_mass(model, q, v), CenterOfMassVelocity),
+                      (rbd.centroidal_momentum(model, q, v, a), CentroidalMomentum),
+                      (rbd.integrate_jacobians(model, q, v), IntegrateJacobians)):
+        assert type(got) is kind
     bad = q.copy()
     bad[0] = np.nan
 
@@ -142,13 +160,15 @@ def test_outputs_made_by_the_python_stand_in(model):
         box = [None, None]
         crba = native_ref(cs.crba_one, 0, box, (2,), outputs=(4,), available=available)
         fk = native_ref(cs.forward_kinematics_one, 1, box, (2, 3, 4), outputs=(6, 7, 8),
-                        available=available)
+                        available=available, result=9)
         M = crba(model.mi, model.mf, q, ws, model._svv)
         np.testing.assert_array_equal(M, rbd.crba(model, q[None])[0])
-        T, V, A = fk(model.mi, model.mf, q, v, a, ws, model._sT, model._sm, model._sm)
+        k = fk(model.mi, model.mf, q, v, a, ws, model._sT, model._sm, model._sm,
+               Kinematics)
+        assert type(k) is Kinematics
         want = rbd.forward_kinematics(model, q[None], v[None], a[None])
-        for got, w in zip((T, V, A), want):
+        for got, w in zip(k, want):
             np.testing.assert_array_equal(got, w[0])
         assert crba(model.mi, model.mf, q.astype(np.float32), ws, model._svv) is None
         assert fk(model.mi, model.mf, q, [0.0] * model.nv, a, ws, model._sT, model._sm,
-                  model._sm) is None
+                  model._sm, Kinematics) is None

@@ -34,9 +34,10 @@ _S3 = (3,)
 _S6 = (6,)
 # (outputs: made by the entry from the shapes given, kernels.fastargs.output_arg)
 _com_q = native_ref(cc.center_of_mass_one, "_com_q", globals(), (2,), outputs=(6,))
-_com_qv = native_ref(cc.center_of_mass_one, "_com_qv", globals(), (2, 3), outputs=(6, 7))
+_com_qv = native_ref(cc.center_of_mass_one, "_com_qv", globals(), (2, 3), outputs=(6, 7),
+                     result=9)
 _com_qva = native_ref(cc.center_of_mass_one, "_com_qva", globals(), (2, 3, 4),
-                      outputs=(6, 7, 8))
+                      outputs=(6, 7, 8), result=9)
 _com_jacobian_one = native_ref(cc.com_jacobian_one, "_com_jacobian_one", globals(), (2,),
                                outputs=(4,))
 _centroidal_map_one = native_ref(cc.centroidal_map_one, "_centroidal_map_one", globals(),
@@ -44,7 +45,7 @@ _centroidal_map_one = native_ref(cc.centroidal_map_one, "_centroidal_map_one", g
 _momentum_qv = native_ref(cc.centroidal_momentum_one, "_momentum_qv", globals(), (2, 3),
                           outputs=(6,))
 _momentum_qva = native_ref(cc.centroidal_momentum_one, "_momentum_qva", globals(),
-                           (2, 3, 4), outputs=(6, 7))
+                           (2, 3, 4), outputs=(6, 7), result=8)
 _derivatives_one = native_ref(cc.centroidal_derivatives_one, "_derivatives_one", globals(),
                               (2, 3, 4))
 _kinetic_one = native_ref(cc.kinetic_energy_one, "_kinetic_one", globals(), (2, 3))
@@ -113,14 +114,14 @@ def center_of_mass(model, q, v=None, a=None):
                     return c
         elif a is None:
             r = _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], _S3, _S3,
-                        None)
+                        None, CenterOfMassVelocity)
             if r is not None:
-                return _new(CenterOfMassVelocity, r)
+                return r
         else:
             r = _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], _S3, _S3,
-                         _S3)
+                         _S3, CenterOfMassAcceleration)
             if r is not None:
-                return _new(CenterOfMassAcceleration, r)
+                return r
     except _FAST_MISS:
         pass
     if a is not None and v is None:
@@ -175,9 +176,9 @@ def centroidal_momentum(model, q, v, a=None):
                 return h
         else:
             r = _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], _S6,
-                              _S6)
+                              _S6, CentroidalMomentum)
             if r is not None:
-                return _new(CentroidalMomentum, r)
+                return r
     except _FAST_MISS:
         pass
     return _H(model, q, v, a)

@@ -99,7 +99,6 @@ def difference(model, q0, q1):
 
 # ---- Lie-group Jacobians (rbdiff.kernels.lie) -------------------------------------------
 
-_new = tuple.__new__          # a result NamedTuple without its Python __new__
 # the general paths (declare.py): validation, dtypes, equal batch axes, errors
 _INTEGRATE_JACOBIANS = Function(
     "integrate_jacobians", _lie.integrate_jacobians_one,
@@ -119,10 +118,10 @@ _ARGUMENTS = {"q": ARG_Q, "v": ARG_V, "ARG0": ARG_Q, "ARG1": ARG_V}
 # (outputs: made by the entry from the shapes given, kernels.fastargs.output_arg)
 _integrate_jacobians_fast = native_ref(_lie.integrate_jacobians_one,
                                        "_integrate_jacobians_fast", globals(), (1, 2),
-                                       outputs=(3, 4))
+                                       outputs=(3, 4), result=5)
 _difference_jacobians_fast = native_ref(_lie.difference_jacobians_one,
                                         "_difference_jacobians_fast", globals(), (1, 2),
-                                        outputs=(3, 4))
+                                        outputs=(3, 4), result=5)
 _integrate_transport_fast = native_ref(_lie.integrate_transport_one,
                                        "_integrate_transport_fast", globals(), (1, 2),
                                        inputs=(3,), outputs=(5,))
@@ -140,9 +139,10 @@ def integrate_jacobians(model, q, v):
     axis (B, nq), (B, nv): each (B, nv, nv). float32 and complex128 inputs give results
     of their dtype."""
     try:    # fast path
-        r = _integrate_jacobians_fast(model.mi, q, v, model._svv, model._svv)
+        r = _integrate_jacobians_fast(model.mi, q, v, model._svv, model._svv,
+                                      IntegrateJacobians)
         if r is not None:
-            return _new(IntegrateJacobians, r)
+            return r
     except _FAST_MISS:
         pass
     return _INTEGRATE_JACOBIANS(model, q, v)
@@ -157,9 +157,10 @@ def difference_jacobians(model, q0, q1):
 
     q0, q1 (nq,) valid configurations, or both (B, nq): each (B, nv, nv)."""
     try:    # fast path
-        r = _difference_jacobians_fast(model.mi, q0, q1, model._svv, model._svv)
+        r = _difference_jacobians_fast(model.mi, q0, q1, model._svv, model._svv,
+                                       DifferenceJacobians)
         if r is not None:
-            return _new(DifferenceJacobians, r)
+            return r
     except _FAST_MISS:
         pass
     return _DIFFERENCE_JACOBIANS(model, q0, q1)

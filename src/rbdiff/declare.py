@@ -332,10 +332,20 @@ def single_f64(entry, args):
     key = (entry, tuple([a is None for a in args]))
     fn = _SINGLE.get(key)
     if fn is None:
-        sig = twin.variant(entry, tuple(typeof(a) for a in args))
-        entry.compile(sig)
-        fn = _SINGLE[key] = entry.overloads[sig].entry_point
+        fn = _SINGLE[key] = _single_entry(entry, args)
     return fn(*args)
+
+
+def _single_entry(entry, args):
+    """What single_f64 calls: the compiled entry, given its trailing optional parameters
+    (the fast paths' result class) as None, which a compiled entry point cannot omit."""
+    code, defaults = entry.py_func.__code__, entry.py_func.__defaults__ or ()
+    rest = defaults[len(defaults) - (code.co_argcount - len(args)):] \
+        if code.co_argcount > len(args) else ()
+    sig = twin.variant(entry, tuple(typeof(a) for a in args + rest))
+    entry.compile(sig)
+    fn = entry.overloads[sig].entry_point
+    return fn if not rest else (lambda *a: fn(*a, *rest))
 
 
 def caller_outputs(out, shapes, dt, names=None):

@@ -27,21 +27,21 @@ from .validation import explain, gpu_call, on_device, prepare
 
 # The fast paths (see api.py): the entries ask the arrays' types themselves; a frame (a
 # name or an index) is turned into its index, and a reference into its code, by one
-# dictionary lookup each (model._frame_ids, REFERENCE_CODES); anything else gives -1,
-# which the compiled entry refuses (ValueError). Every miss takes the general path, which
-# names the problem.
-_FAST_MISS = (AttributeError, TypeError, ValueError)
+# dictionary subscript each (model._frame_ids, REFERENCE_CODES); anything else raises
+# KeyError (or TypeError: unhashable). Every miss takes the general path, which names the
+# problem.
+_FAST_MISS = (AttributeError, TypeError, ValueError, KeyError)
 _empty = np.empty
-_new = tuple.__new__          # Kinematics(...) without the namedtuple's Python __new__
 _REF = REFERENCE_CODES
 _S44 = (4, 4)
 # (jit.native_ref: False when q, v, a are not float64 1-D ndarrays)
 # (outputs: the entry makes them from the shapes given, kernels.fastargs.output_arg)
-_fk_q = native_ref(cs.forward_kinematics_one, "_fk_q", globals(), (2,), outputs=(6, 7, 8))
+_fk_q = native_ref(cs.forward_kinematics_one, "_fk_q", globals(), (2,), outputs=(6, 7, 8),
+                   result=9)
 _fk_qv = native_ref(cs.forward_kinematics_one, "_fk_qv", globals(), (2, 3),
-                    outputs=(6, 7, 8))
+                    outputs=(6, 7, 8), result=9)
 _fk_qva = native_ref(cs.forward_kinematics_one, "_fk_qva", globals(), (2, 3, 4),
-                     outputs=(6, 7, 8))
+                     outputs=(6, 7, 8), result=9)
 _frame_placement_one = native_ref(cs.frame_placement_one, "_frame_placement_one", globals(),
                                   (4,), outputs=(7,))
 _frame_placements_one = native_ref(cs.frame_placements_one, "_frame_placements_one",
@@ -79,15 +79,15 @@ def forward_kinematics(model, q, v=None, a=None):
         if v is None:
             r = None if a is not None else _fk_q(model.mi, model.mf, q, None, None,
                                                   _HELD[model._scratch_key], model._sT,
-                                                  None, None)
+                                                  None, None, Kinematics)
         elif a is None:
             r = _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], model._sT,
-                       model._sm, None)
+                       model._sm, None, Kinematics)
         else:
             r = _fk_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], model._sT,
-                        model._sm, model._sm)
+                        model._sm, model._sm, Kinematics)
         if r is not None:
-            return _new(Kinematics, r)
+            return r
     except _FAST_MISS:
         pass
     named = [("q", q, model.nq)] + [(n, x, model.nv) for n, x in (("v", v), ("a", a))
@@ -159,7 +159,7 @@ def frame_placement(model, q, frame):
     Bit for bit frame_placements(model, q)[frame]."""
     try:
         T = _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                 model._frame_ids.get(frame, -1), _HELD[model._scratch_key],
+                                 model._frame_ids[frame], _HELD[model._scratch_key],
                                  _S44)
         if T is not None:
             return T
@@ -177,7 +177,7 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     gives (B, 6, nv)."""
     try:    # the entry checks q's type too, and makes J
         J = _frame_jacobian_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                model._frame_ids.get(frame, -1), _REF.get(reference, -1),
+                                model._frame_ids[frame], _REF[reference],
                                 _HELD[model._scratch_key], model._sJ)
         if J is not None:
             return J
@@ -237,19 +237,18 @@ def kinematics_derivatives(model, q, v, a, reference="world", joint=None):
     da_dq in the columns of a multi-dof joint (spherical, free-flyer) that has a parent;
     rbdiff returns the true derivative (checked against central differences)."""
     try:    # fast path: a fresh kinematics state (all joints) or the model's workspace
-        # (one joint); a bad joint or reference gives -1, which the entry refuses
+        # (one joint); a bad joint or reference raises KeyError
         if joint is None:
-            code = _REF.get(reference, -1)
-            if code >= 0:
-                st = _empty(model._sstate)
-                if _kinematics_state_one(model.mi, model.mf, q, v, a, st):
-                    return pending(_all_of_state, _joint_of_state, model, st, code)
+            code = _REF[reference]
+            st = _empty(model._sstate)
+            if _kinematics_state_one(model.mi, model.mf, q, v, a, st):
+                return pending(_all_of_state, _joint_of_state, model, st, code)
         else:
             s = model._sJ
             out = (_empty(s), _empty(s), _empty(s), _empty(s), _empty(s))
             if _joint_kinematics_derivatives_one(model.mi, model.mf, q, v, a,
-                                                 model._joint_ids.get(joint, -1),
-                                                 _REF.get(reference, -1),
+                                                 model._joint_ids[joint],
+                                                 _REF[reference],
                                                  _HELD[model._scratch_key], *out):
                 return KinematicsDerivatives(*out)
     except _FAST_MISS:

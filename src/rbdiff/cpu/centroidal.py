@@ -54,10 +54,11 @@ def motion_ok(mi, q, v, a, ws):
 
 
 @fast_entry
-def center_of_mass_one(mi, mf, q, v, a, ws, com, vcom, acom):
+def center_of_mass_one(mi, mf, q, v, a, ws, com, vcom, acom, result=None):
     """com (3,) and, unless None (then v, resp. a, is None too), vcom and acom (3,); given
     as shapes, made here (kernels.fastargs.output_arg): the result is then com, (com,
-    vcom) or (com, vcom, acom)."""
+    vcom) or (com, vcom, acom), the pairs of the named tuple class ``result`` where
+    given (a REF)."""
     ok, qq, vv, aa, _ = state_args(q, v, a, None, None)
     if not ok:
         return missed(com)
@@ -70,8 +71,8 @@ def center_of_mass_one(mi, mf, q, v, a, ws, com, vcom, acom):
     if vcom is None:        # the arguments: Numba prunes these branches by type
         return made(o_c)
     if acom is None:
-        return made2(o_c, o_v)
-    return made3(o_c, o_v, o_a)
+        return made2(o_c, o_v, result)
+    return made3(o_c, o_v, o_a, result)
 
 
 @fast_entry
@@ -101,9 +102,9 @@ def centroidal_map_one(mi, mf, q, ws, Ag):
 
 
 @fast_entry
-def centroidal_momentum_one(mi, mf, q, v, a, ws, hg, dhg):
+def centroidal_momentum_one(mi, mf, q, v, a, ws, hg, dhg, result=None):
     """hg (6,) and, unless None (then a is None too), dhg (6,); given as shapes, made here:
-    the result is then hg or (hg, dhg)."""
+    the result is then hg or (hg, dhg), of the class ``result`` (as center_of_mass_one's)."""
     ok, qq, vv, aa, _ = state_args(q, v, a, None, None)
     if not ok:
         return missed(hg)
@@ -114,7 +115,7 @@ def centroidal_momentum_one(mi, mf, q, v, a, ws, hg, dhg):
     centroidal_momentum(mi, mf, qq, vv, aa, ws, h, hd)
     if dhg is None:         # pruned by type, as center_of_mass_one's
         return made(o_h)
-    return made2(o_h, o_d)
+    return made2(o_h, o_d, result)
 
 
 @fast_entry

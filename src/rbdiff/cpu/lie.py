@@ -58,9 +58,10 @@ def transport_ok(mi, J, argument, Jout):
 
 
 @fast_entry
-def integrate_jacobians_one(mi, q, v, Jq, Jv):
+def integrate_jacobians_one(mi, q, v, Jq, Jv, result=None):
     """Jq, Jv (nv, nv) = d integrate(q, v) / d q, / d v; given as shapes, made here
-    (kernels.fastargs.output_arg): the result is then (Jq, Jv)."""
+    (kernels.fastargs.output_arg): the result is then (Jq, Jv), of the named tuple class
+    ``result`` where given (a REF)."""
     ok, q, v, _, _ = state_args(q, v, None, None, None)
     if not ok:
         return missed(Jq)
@@ -69,11 +70,11 @@ def integrate_jacobians_one(mi, q, v, Jq, Jv):
     o_v, B = output_arg(Jv)
     outputs_fit(square_fits(mi, A) and square_fits(mi, B), o_q, o_v)
     integrate_jacobians(mi, q, v, A, B)
-    return made2(o_q, o_v)
+    return made2(o_q, o_v, result)
 
 
 @fast_entry
-def difference_jacobians_one(mi, q0, q1, J0, J1):
+def difference_jacobians_one(mi, q0, q1, J0, J1, result=None):
     """J0, J1 (nv, nv) = d difference(q0, q1) / d q0, / d q1 (or their shapes, as
     integrate_jacobians_one's)."""
     ok, q0, q1, _, _ = state_args(q0, q1, None, None, None)
@@ -84,7 +85,7 @@ def difference_jacobians_one(mi, q0, q1, J0, J1):
     o_1, B = output_arg(J1)
     outputs_fit(square_fits(mi, A) and square_fits(mi, B), o_0, o_1)
     difference_jacobians(mi, q0, q1, A, B)
-    return made2(o_0, o_1)
+    return made2(o_0, o_1, result)
 
 
 @fast_entry

@@ -167,10 +167,11 @@ def nonlinear_effects_one(mi, mf, q, v, ws, tau):
 
 
 @fast_entry
-def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
+def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc, result=None):
     """oMi and, unless None, local velocities vel (v given) and accelerations acc (v and a
     given). q, v, a as rnea_one's (None where not given). Outputs given as shapes are
-    made here (kernels.fastargs.output_arg): the result is then their tuple."""
+    made here (kernels.fastargs.output_arg): the result is then their tuple, of the
+    named tuple class ``result`` where given (a REF)."""
     ok, qq, vv, aa, _ = state_args(q, v, a, None, None)
     if not ok:
         return missed(oMi)
@@ -186,7 +187,7 @@ def forward_kinematics_one(mi, mf, q, v, a, ws, oMi, vel, acc):
     o_v, V = output_arg(vel)
     o_a, A = output_arg(acc)
     forward_kinematics(mi, mf, qq, vv, aa, ws, T, V, A)
-    return made3(o_T, o_v, o_a)
+    return made3(o_T, o_v, o_a, result)
 
 
 @fast_entry

@@ -29,8 +29,10 @@ from numba.core.extending import (NativeValue, box, intrinsic, models, overload,
                                     register_jitable, register_model, unbox)
 
 # byte offsets in a PyArrayObject (numpy/ndarraytypes.h, PyArrayObject_fields, after the
-# PyObject header: refcount, type)
+# PyObject header: refcount, type); OFF_ITEMS: a tuple's first item (after the
+# PyObject_VAR_HEAD: refcount, type, size)
 OFF_TYPE = 8
+OFF_ITEMS = 24
 OFF_DATA = 16
 OFF_ND = 24
 OFF_DIMS = 32
@@ -53,6 +55,27 @@ def _unbox_ref(typ, obj, c):
     return NativeValue(c.builder.bitcast(obj, cgutils.voidptr_t))
 
 
+class Shape(types.Opaque):
+    """An output's shape, a tuple of ``nd`` Python ints the api layer keeps (a model's
+    ``_sJ``, ...), as its borrowed pointer: the entry reads the ints when it makes the
+    output (output_arg). Unboxed as a Numba UniTuple, a 3-tuple cost ~15 ns a call."""
+
+    def __init__(self, nd):
+        self.nd = nd
+        super().__init__(name=f"rbdiff.Shape{nd}")
+
+
+register_model(Shape)(models.OpaqueModel)
+
+
+@unbox(Shape)
+def _unbox_shape(typ, obj, c):
+    return NativeValue(c.builder.bitcast(obj, cgutils.voidptr_t))
+
+
+_SHAPE = (3, 1234567)
+
+
 def _layout_matches():
     """The offsets above describe this process's ndarrays (read back with ctypes)."""
     try:
@@ -64,7 +87,8 @@ def _layout_matches():
         return (at(OFF_TYPE) == id(np.ndarray) and at(OFF_DATA) == a.ctypes.data
                 and at(OFF_ND, ctypes.c_int) == 1 and at(OFF_DESCR) == id(a.dtype)
                 and ctypes.c_int64.from_address(at(OFF_DIMS)).value == 3
-                and ctypes.c_int64.from_address(at(OFF_STRIDES)).value == -8)
+                and ctypes.c_int64.from_address(at(OFF_STRIDES)).value == -8
+                and ptr.from_address(id(_SHAPE) + OFF_ITEMS + 8).value == id(_SHAPE[1]))
     except Exception:       # noqa: BLE001 - any surprise means: check in Python
         return False
 
@@ -263,18 +287,23 @@ def _box_ref(typ, val, c):
 
 @intrinsic
 def new_float64(typingctx, shape):
-    """(obj, array): a new C-contiguous float64 ndarray of ``shape`` (a tuple of ints)
-    made by NumPy (obj, REF: its owned reference; array: a view of its data). Raises
+    """(obj, array): a new C-contiguous float64 ndarray of ``shape`` (a tuple of ints,
+    or a Shape) made by NumPy (obj, REF: its owned reference; array: a view of its data). Raises
     MemoryError when NumPy cannot make it. GIL held."""
-    if not (isinstance(shape, types.UniTuple) and isinstance(shape.dtype, types.Integer)):
+    if not _is_shape(shape):
         return None
-    nd = shape.count
+    nd = shape.nd if isinstance(shape, Shape) else shape.count
     arr_t = types.Array(types.float64, nd, "C")
 
     def codegen(context, builder, sig, args):
         from numba.np.arrayobj import populate_array
-        dims = [builder.sext(d, _I64) if d.type.width < 64 else d
-                for d in cgutils.unpack_tuple(builder, args[0], nd)]
+        if isinstance(sig.args[0], Shape):      # the tuple's ints, read through the C API
+            dims = [_capi(builder, "PyLong_AsSsize_t", _I64,
+                          [_field(builder, args[0], OFF_ITEMS + 8 * k, _VP)])
+                    for k in range(nd)]
+        else:
+            dims = [builder.sext(d, _I64) if d.type.width < 64 else d
+                    for d in cgutils.unpack_tuple(builder, args[0], nd)]
         buf = cgutils.alloca_once(builder, _I64, size=max(nd, 1))
         for k, d in enumerate(dims):
             builder.store(d, builder.gep(buf, [ir.Constant(_I64, k)]))
@@ -309,18 +338,25 @@ def none_ref(typingctx):
 
 
 @intrinsic
-def tuple_ref(typingctx, objs):
+def tuple_ref(typingctx, objs, cls):
     """A new tuple of ``objs`` (a tuple of owned REFs, None-typed where None); the tuple
-    owns them (PyTuple_SetItem steals). A tuple may start a garbage collection, whose
-    finalizers may call rbdiff on the same held scratch: entries make it after their
-    kernel (made2, made3). Arrays are not collected objects: new_float64 starts none."""
+    owns them (PyTuple_SetItem steals). ``cls``: None, or a tuple subclass (REF: a
+    results named tuple the api layer passes), made as its own __new__ would, without
+    running Python. A tuple may start a garbage collection, whose finalizers may call
+    rbdiff on the same held scratch: entries make it after their kernel (made2, made3).
+    Arrays are not collected objects: new_float64 starts none."""
     if not (isinstance(objs, types.BaseTuple)
-            and all(isinstance(x, (_Ref, types.NoneType)) for x in objs.types)):
+            and all(isinstance(x, (_Ref, types.NoneType)) for x in objs.types)
+            and isinstance(cls, (_Ref, types.NoneType, types.Omitted))):
         return None
     n = len(objs.types)
 
     def codegen(context, builder, sig, args):
-        t = _capi(builder, "PyTuple_New", _VP, [ir.Constant(_I64, n)])
+        size = ir.Constant(_I64, n)
+        if not isinstance(sig.args[1], _Ref):
+            t = _capi(builder, "PyTuple_New", _VP, [size])
+        else:   # a named tuple's tp_alloc, as tuple.__new__ of a subclass calls it
+            t = _capi(builder, "PyType_GenericAlloc", _VP, [args[1], size])
         with cgutils.if_unlikely(builder, cgutils.is_null(builder, t)):
             context.call_conv.return_user_exc(builder, MemoryError,
                                               ("rbdiff: could not make a tuple",))
@@ -332,7 +368,7 @@ def tuple_ref(typingctx, objs):
                 val = builder.extract_value(args[0], k)
             _capi(builder, "PyTuple_SetItem", _I32, [t, ir.Constant(_I64, k), val])
         return t
-    return REF(objs), codegen
+    return REF(objs, cls), codegen
 
 
 def output_arg(out):
@@ -353,19 +389,21 @@ def made(obj):
     raise NotImplementedError("compiled code only")
 
 
-def made2(a, b):
+def made2(a, b, result):
     """made for two outputs: the tuple (a, b) of output_arg's objects (None where not
-    wanted) where the entry made them, else True."""
+    wanted) where the entry made them, else True. ``result``: None (a plain tuple), or
+    a REF to the named tuple class to make (the api layer's result type)."""
     raise NotImplementedError("compiled code only")
 
 
-def made3(a, b, c):
+def made3(a, b, c, result):
     """made2 for three outputs."""
     raise NotImplementedError("compiled code only")
 
 
 def _is_shape(t):
-    return isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Integer)
+    return isinstance(t, Shape) or (isinstance(t, types.UniTuple)
+                                    and isinstance(t.dtype, types.Integer))
 
 
 @overload(output_arg, inline="always")
@@ -390,17 +428,17 @@ def _made(obj):
 
 
 @overload(made2, inline="always")
-def _made2(a, b):
+def _made2(a, b, result):
     if isinstance(a, _Ref):
-        return lambda a, b: tuple_ref((a, b))
-    return lambda a, b: True
+        return lambda a, b, result: tuple_ref((a, b), result)
+    return lambda a, b, result: True
 
 
 @overload(made3, inline="always")
-def _made3(a, b, c):
+def _made3(a, b, c, result):
     if isinstance(a, _Ref):
-        return lambda a, b, c: tuple_ref((a, b, c))
-    return lambda a, b, c: True
+        return lambda a, b, c, result: tuple_ref((a, b, c), result)
+    return lambda a, b, c, result: True
 
 
 @intrinsic

@@ -58,7 +58,7 @@ try:
 except ImportError:          # Windows: no advisory locks
     fcntl = None
 
-from .fastargs import AVAILABLE, REF
+from .fastargs import AVAILABLE, REF, Shape
 
 compile_memo.install()    # a third less compile time (compile_memo.py)
 
@@ -376,7 +376,7 @@ def variant(dispatcher, given):
     return given
 
 
-def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
+def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=(), shapes=()):
     """A stand-in for ``namespace[name]`` (a module's globals, or a list and an index)
     that, on its first call, compiles ``dispatcher`` for that call's argument types and
     rebinds ``namespace[name]`` to the compiled function itself: later calls skip
@@ -388,12 +388,17 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
     correct; the model's arrays and the outputs the fast path allocates stay C-contiguous
     (strided 2-D outputs would slow the inner loops). Positions ``refs`` are compiled as
     ``fastargs.REF`` (any object): the entry checks those itself (fastargs.float64_vector),
-    so the fast path need not."""
+    so the fast path need not. Positions ``shapes`` where the fast path passes an output's
+    shape (a tuple the api layer keeps) are compiled as ``fastargs.Shape`` (read in the
+    entry: ~15 ns a call less than unboxing the tuple)."""
     def first_call(*args):
         sig = []
         for k, x in enumerate(args):
             if k in refs:
                 sig.append(REF)
+                continue
+            if k in shapes and type(x) is tuple:
+                sig.append(Shape(len(x)))
                 continue
             t = numba.typeof(x)
             if k in inputs and isinstance(t, numba.types.Array):
@@ -408,7 +413,7 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=()):
 
 
 def native_ref(dispatcher, name, namespace, vectors, arrays=None, inputs=(), available=None,
-               outputs=()):
+               outputs=(), result=None):
     """:func:`native` for an entry that checks its own arguments (kernels.fastargs'
     ``vector_arg`` / ``contiguous_arg``, returning False when it takes them not): the
     positions ``vectors`` (float64 1-D) and ``arrays`` ({position: ndim}, float64
@@ -416,16 +421,20 @@ def native_ref(dispatcher, name, namespace, vectors, arrays=None, inputs=(), ava
     on rnea); other user arrays the fast path checked itself, at positions ``inputs``, are
     compiled for any strides as :func:`native`'s. ``outputs``: the positions where the
     fast path passes shapes and the entry makes the arrays (fastargs.output_arg; it then
-    returns the array, the tuple of them for three, or None instead of False). Where REF
-    is not ``AVAILABLE`` (another CPython or NumPy layout; or ``available=False``), a
-    Python stand-in asks the same questions first, makes those outputs with np.empty, and
-    calls the entry compiled for arrays."""
+    returns the array, the tuple of them for two or three, or None instead of False).
+    ``result``: the position where the fast path passes the named tuple class (a REF)
+    that the entry makes that tuple of. Where REF is not ``AVAILABLE`` (another CPython
+    or NumPy layout; or ``available=False``), a Python stand-in asks the same questions
+    first, makes those outputs with np.empty, calls the entry compiled for arrays, and
+    makes the named tuple."""
     arrays = dict(arrays or {})
+    objects = () if result is None else (result,)
     if AVAILABLE if available is None else available:
         return native(dispatcher, name, namespace, inputs=tuple(inputs),
-                      refs=tuple(vectors) + tuple(arrays))
+                      refs=tuple(vectors) + tuple(arrays) + objects, shapes=tuple(outputs))
     bound = [None]
-    bound[0] = native(dispatcher, 0, bound, inputs=tuple(vectors) + tuple(inputs))  # rebinds
+    bound[0] = native(dispatcher, 0, bound, inputs=tuple(vectors) + tuple(inputs),
+                      refs=objects)      # rebinds
     missed = None if outputs else False
 
     def checked(*args):
@@ -446,7 +455,11 @@ def native_ref(dispatcher, name, namespace, vectors, arrays=None, inputs=(), ava
             args[k] = x
         if not bound[0](*args):
             return None
-        return made[0] if len(made) == 1 else tuple(made)
+        if len(made) == 1:
+            return made[0]
+        if result is None or args[result] is None:
+            return tuple(made)
+        return tuple.__new__(args[result], made)
     namespace[name] = checked
     return checked
 
