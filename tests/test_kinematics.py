@@ -101,6 +101,35 @@ def test_frame_placements_match_pinocchio(pair):
             np.testing.assert_array_equal(T[k], oMi[f.parent])
 
 
+def test_identity_frames_and_older_pickles():
+    """A frame whose placement in its joint is the identity is flagged (FM_ID) and placed
+    at its joint's placement; the others at the product oMi iMf. A model pickled with the
+    older frame table (no FM_ID column) gets the table again when unpickled."""
+    import pickle
+    from rbdiff.model.layout import FM_ID, FM_WIDTH
+    model = rbd.load_robot("solo12")
+    q = rbd.random_configuration(model, np.random.default_rng(3))
+    T = rbd.frame_placements(model, q)
+    oMi = rbd.forward_kinematics(model, q).placements
+    flags = model.frame_mf[:, FM_ID]
+    assert 0 < flags.sum() < len(model.frames)          # both kinds on solo12
+    for k, f in enumerate(model.frames):
+        identity = np.array_equal(np.asarray(f.placement)[:3], np.eye(3, 4))
+        assert flags[k] == float(identity), f.name
+        if identity:
+            np.testing.assert_array_equal(T[k], oMi[f.parent], err_msg=f.name)
+        else:
+            np.testing.assert_allclose(T[k], oMi[f.parent] @ np.asarray(f.placement),
+                                       atol=1e-14, rtol=0, err_msg=f.name)
+    state = model.__getstate__()
+    state["frame_mf"] = state["frame_mf"][:, :FM_WIDTH - 1]
+    old = pickle.loads(pickle.dumps(model))
+    old.__setstate__(state)
+    assert old.frame_mf.shape == (len(model.frames), FM_WIDTH)
+    assert not old.frame_mf.flags.writeable
+    np.testing.assert_array_equal(rbd.frame_placements(old, q), T)
+
+
 def _frames_to_check(model):
     """Frame 0, the deepest frame of each type present, and a few more."""
     depth = [0] * model.njoints

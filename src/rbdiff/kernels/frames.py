@@ -25,7 +25,7 @@ placement is bit for bit the same from frame_placement, frame_placements and
 forward_kinematics (for a joint frame). Outputs are written whole (every entry).
 """
 
-from ..model.layout import FM_P, FM_R, MF_S, MI_IV, MI_NV, MI_NVSUB, MI_PARENT
+from ..model.layout import FM_ID, FM_P, FM_R, MF_S, MI_IV, MI_NV, MI_NVSUB, MI_PARENT
 from .fk import origin_at_base, placement_pass_joint, world_placement_joint
 from .jit import helper, kernel
 from .kinematics_derivatives import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, at_point,
@@ -69,7 +69,11 @@ def store_placement(R, p, T):
 @helper
 def frame_pose(Ra, pa, fm):
     """oMf = (Ra, pa) iMf as tuples (R row-major 9, p 3); fm: the frame's table row. The
-    arithmetic of spatial.se3_mul."""
+    arithmetic of spatial.se3_mul, or oMi itself where iMf is the identity (FM_ID: most
+    URDF frames; the product's value, without its ~5 ns)."""
+    if fm[FM_ID] != 0.0:
+        return ((Ra[0], Ra[1], Ra[2], Ra[3], Ra[4], Ra[5], Ra[6], Ra[7], Ra[8]),
+                (pa[0], pa[1], pa[2]))
     Rb = fm[FM_R:FM_R + 9]
     x, y, z = fm[FM_P], fm[FM_P + 1], fm[FM_P + 2]
     a0, a1, a2, a3, a4, a5, a6, a7, a8 = Ra[0], Ra[1], Ra[2], Ra[3], Ra[4], Ra[5], Ra[6], \

@@ -74,4 +74,5 @@ MF_WIDTH = MF_ARM + 6
 # its parent joint's frame (``Model.frame_parents[k]``), rotation row-major then translation
 FM_R = 0            # 9
 FM_P = 9            # 3
-FM_WIDTH = 12
+FM_ID = 12          # 1.0 where that placement is the identity (most URDF frames): oMf = oMi
+FM_WIDTH = 13

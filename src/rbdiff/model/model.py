@@ -348,6 +348,7 @@ class Model:
             T = np.asarray(f.placement, dtype=float)
             fm[k, L.FM_R:L.FM_R + 9] = T[:3, :3].ravel()
             fm[k, L.FM_P:L.FM_P + 3] = T[:3, 3]
+            fm[k, L.FM_ID] = float(np.array_equal(T[:3, :4], np.eye(3, 4)))
         return _readonly([f.parent for f in self.frames], np.int64), _readonly(fm)
 
     def motion_subspace(self, i):
@@ -454,6 +455,9 @@ class Model:
         for k, v in state.items():
             _read_only(v)               # unpickled arrays come back writeable
             object.__setattr__(self, k, v)
+        if self.frame_mf.shape[1] != L.FM_WIDTH:      # pickled by an older rbdiff
+            object.__setattr__(self, "frame_mf", self._pack_frames()[1])
+            object.__setattr__(self, "frame_mf32", _readonly(self.frame_mf, np.float32))
         self._attach_caches()
 
     def __setattr__(self, name, value):
