@@ -26,11 +26,11 @@ def _given(model, q, v, tau, contacts, lam_a, lam_f, D=None):
     out = [np.empty((nv, nv)) for _ in range(4)]
     ws = single_call_scratch(model.njoints, nv, np.float64, False)[0]
     # the types ddp_segment calls it with (a view of its (T, 3, nv + ncmax, nv) array,
-    # writeable packs): one compiled signature for both
+    # read-only packs): one compiled signature for both
     Dv = np.zeros((D.shape[0], D.shape[1] + 1, D.shape[2]))[:, :D.shape[1]]
     Dv[:] = D
     contact_contraction_given_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                  v, tau, lam_a, lam_f, Dv, cint.copy(), cflt.copy(), 0.0, ws,
+                                  v, tau, lam_a, lam_f, Dv, cint, cflt, 0.0, ws,
                                   *out)
     return out
 

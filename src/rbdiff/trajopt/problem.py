@@ -305,6 +305,9 @@ class Problem:
         self.groups = {k: np.array(v, np.int64) for k, v in groups.items()}
         self._cint = np.concatenate(rows_i) if rows_i else np.zeros((0, CI_WIDTH), np.int64)
         self._cflt = np.concatenate(rows_f) if rows_f else np.zeros((0, CF_WIDTH))
+        # read-only as pack's: the rollout's contact entries then run the API's specialisation
+        self._cint.flags.writeable = False
+        self._cflt.flags.writeable = False
         self._cstart = cstart
         self.ncmax = max([packed[c][2] for c in packed], default=0)
         self.dynamic = np.flatnonzero(kind != IMPULSE)
