@@ -395,8 +395,12 @@ class Problem:
         kept = _NO_KEPT if keep is None or keep.buf is None else keep.buf
         if keep is not None:
             keep.at = None      # until this run is through (a refusal leaves it partial)
+        # a strided or read-only us (a column slice) copied: closed_loop is cached for C ones
+        uc = us
+        if type(us) is np.ndarray and not (us.flags.c_contiguous and us.flags.writeable):
+            uc = np.array(us, order="C")
         t = closed_loop(m.mi, m.mf, m.frame_parents, m.frame_mf, self._ws,
-                        q if (fb or shoot) else qn, v if (fb or shoot) else vn, us, k_ff,
+                        q if (fb or shoot) else qn, v if (fb or shoot) else vn, uc, k_ff,
                         K_fb if fb else np.zeros((T, nu, 2 * nv)), alpha, self.dt,
                         self._lo, self._hi, fb, self.kind, self._cstart, self._cint,
                         self._cflt, fs if fs is not None else np.zeros((T + 1, 2 * nv)),
