@@ -12,8 +12,8 @@ built from it:
   with the output cotangents / input tangents; a q tangent goes through
   rbdiff.model.tangent.tangent_of_ambient, written in torch ops so that autograd
   differentiates the map itself for second derivatives;
-- vmap: the batch axis moved first (unbatched inputs expanded) and the Function applied
-  once to the whole batch: one rbdiff call.
+- vmap: the batch axis moved first (unbatched inputs repeated; C-contiguous) and the
+  Function applied once to the whole batch: one rbdiff call.
 Fast paths (``call``; the rules above are what they shortcut, and the tests run both):
 no autograd asked for -> the NumPy forward alone; outside torch.func and forward AD ->
 the level's ``Lean`` Function (an old-style Function: no setup_context, no inputs saved
@@ -186,8 +186,9 @@ def build(level):
             size = info.batch_size
             moved = []
             for x, d in zip(xs, in_dims[2:]):
-                moved.append(x.movedim(d, 0) if d is not None
-                             else x.unsqueeze(0).expand((size,) + x.shape))
+                # contiguous: strided inputs would compile the entries' 'A' specialisations
+                moved.append(x.movedim(d, 0).contiguous() if d is not None
+                             else x.unsqueeze(0).expand((size,) + x.shape).contiguous())
             out = Rule.apply(model, extra, *moved)
             return out, (0,) * len(out)
 
