@@ -258,7 +258,9 @@ def build(level):
 
         @staticmethod
         def forward(ctx, model, plan, q, v, u):
-            qa, va, ua = q.numpy(force=True), v.numpy(force=True), u.numpy(force=True)
+            qa = q.numpy(force=True)
+            # C-contiguous (themselves where they are): _bind_entries binds v and u as such
+            va, ua = _contiguous(v.numpy(force=True)), _contiguous(u.numpy(force=True))
             out = _np_empty(plan.nv)
             # a refused input raises ValueError: call_one then goes call()'s way
             _FORWARD[0](plan.mi, plan.mf, qa, va, ua, plan.fn, plan.ws, plan.qr, out)
@@ -333,6 +335,7 @@ ONE = True       # call_one's One Function (the tests turn it off to compare)
 _F64 = torch.float64
 _Tensor = torch.Tensor
 _np_empty = np.empty
+_contiguous = np.ascontiguousarray
 _from_numpy = torch.from_numpy
 
 
@@ -421,12 +424,15 @@ def _plan(model, code):
 
 
 def _bind_entries():
-    """The cpu.vjp entries without Numba's type dispatch (kernels.jit.native): the
-    inputs and qr compiled for any strides, the first call compiling."""
+    """The cpu.vjp entries without Numba's type dispatch (kernels.jit.native): q and the
+    cotangent compiled for any strides, v, u and qr C-contiguous (One.forward makes v and
+    u so; qr is the plan's), the first call compiling. The entries pass qr, v and u on to
+    the single entries (rnea_one, aba_derivatives_one, ...) by address: C-contiguous,
+    those run the specialisation the NumPy API's calls compile, not one of their own."""
     from ..cpu import vjp
     from ..kernels.jit import native
-    _FORWARD[0] = native(vjp.dynamics_retracted_one, 0, _FORWARD, inputs=(2, 3, 4, 7))
-    _VJP[0] = native(vjp.dynamics_vjp_one, 0, _VJP, inputs=(2, 3, 4, 5, 7))
+    _FORWARD[0] = native(vjp.dynamics_retracted_one, 0, _FORWARD, inputs=(2,))
+    _VJP[0] = native(vjp.dynamics_vjp_one, 0, _VJP, inputs=(2, 5))
 
 
 _FORWARD, _VJP = [None], [None]
