@@ -172,3 +172,50 @@ def test_outputs_made_by_the_python_stand_in(model):
         assert crba(model.mi, model.mf, q.astype(np.float32), ws, model._svv) is None
         assert fk(model.mi, model.mf, q, [0.0] * model.nv, a, ws, model._sT, model._sm,
                   model._sm, Kinematics) is None
+
+
+def test_fast_paths_bind_their_compiled_entries(model):
+    """After one call, each single-call fast path calls its compiled entry itself: the
+    stand-in kernels.jit.native put in its place compiled and rebound it (a call that
+    gave the entry the wrong number of arguments would instead compile on every call and
+    fall back to the general path, 1000x slower: jit.native now refuses it loudly)."""
+    from rbdiff import api, centroidal, configuration, kinematics
+    from rbdiff.kernels import fastargs
+    if not fastargs.AVAILABLE:
+        pytest.skip("the Python stand-ins stay in front where fastargs is not available")
+    rng = np.random.default_rng(11)
+    q = rbd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    f = np.zeros((model.njoints, 6))
+    frame = model.frames[-1].name
+    for call in (lambda: rbd.rnea(model, q, v, a), lambda: rbd.rnea(model, q, v, a, fext=f),
+                 lambda: rbd.aba(model, q, v, a), lambda: rbd.aba(model, q, v, a, fext=f),
+                 lambda: rbd.crba(model, q), lambda: rbd.minverse(model, q),
+                 lambda: rbd.gravity(model, q), lambda: rbd.nonlinear_effects(model, q, v),
+                 lambda: rbd.forward_kinematics(model, q),
+                 lambda: rbd.forward_kinematics(model, q, v),
+                 lambda: rbd.forward_kinematics(model, q, v, a),
+                 lambda: rbd.frame_placements(model, q),
+                 lambda: rbd.frame_placement(model, q, frame),
+                 lambda: rbd.frame_jacobian(model, q, frame),
+                 lambda: rbd.center_of_mass(model, q), lambda: rbd.center_of_mass(model, q, v),
+                 lambda: rbd.center_of_mass(model, q, v, a),
+                 lambda: rbd.com_jacobian(model, q),
+                 lambda: rbd.centroidal_momentum_matrix(model, q),
+                 lambda: rbd.centroidal_momentum(model, q, v),
+                 lambda: rbd.centroidal_momentum(model, q, v, a),
+                 lambda: rbd.integrate(model, q, v), lambda: rbd.difference(model, q, q),
+                 lambda: rbd.integrate_jacobians(model, q, v),
+                 lambda: rbd.difference_jacobians(model, q, q)):
+        call()
+    bound = {api: ("_rnea_one", "_rnea_one_f", "_aba_one", "_aba_one_f", "_crba_one",
+                   "_minverse_one", "_gravity_one", "_nonlinear_effects_one"),
+             kinematics: ("_fk_q", "_fk_qv", "_fk_qva", "_frame_placements_one",
+                          "_frame_placement_one", "_frame_jacobian_one"),
+             centroidal: ("_com_q", "_com_qv", "_com_qva", "_com_jacobian_one",
+                          "_centroidal_map_one", "_momentum_qv", "_momentum_qva"),
+             configuration: ("_integrate_fast", "_difference_fast",
+                             "_integrate_jacobians_fast", "_difference_jacobians_fast")}
+    for module, names in bound.items():
+        for name in names:
+            assert getattr(module, name).__name__ != "first_call", name

@@ -109,7 +109,7 @@ def center_of_mass(model, q, v=None, a=None):
         if v is None:
             if a is None:
                 c = _com_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], _S3,
-                           None, None)
+                           None, None, None)
                 if c is not None:
                     return c
         elif a is None:
@@ -171,7 +171,7 @@ def centroidal_momentum(model, q, v, a=None):
     try:    # the entry makes h (and hdot) from their shapes
         if a is None:
             h = _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], _S6,
-                             None)
+                             None, None)
             if h is not None:
                 return h
         else:

@@ -50,8 +50,9 @@ def _aba(rbd, m, s, b=""):
 
 def _rnea_derivatives(rbd, m, s, b=""):
     q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
-    rbd.rnea_derivatives(m, q, v, a)
-    rbd.rnea_derivatives(m, q, v, a, fext=f)
+    for method in ("idsva", "chain_rule"):
+        rbd.rnea_derivatives(m, q, v, a, method=method)
+        rbd.rnea_derivatives(m, q, v, a, fext=f, method=method)
 
 
 def _aba_derivatives(rbd, m, s, b=""):
@@ -59,6 +60,13 @@ def _aba_derivatives(rbd, m, s, b=""):
     for product in ("dmm", "aza"):          # "auto" picks one of them per model
         rbd.aba_derivatives(m, q, v, a, product=product)
         rbd.aba_derivatives(m, q, v, a, fext=f, product=product)
+
+
+def _chain_rule(rbd, m, s, b=""):
+    """aba_derivatives(method="chain_rule") (rnea_derivatives' is in its job)."""
+    q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
+    rbd.aba_derivatives(m, q, v, a, method="chain_rule")
+    rbd.aba_derivatives(m, q, v, a, fext=f, method="chain_rule")
 
 
 def _kinematics(rbd, m, s, b=""):
@@ -82,11 +90,13 @@ def _contacts(rbd, m, s, b=""):
     """The contact and impulse entries, on a point contact at the model's last frame on
     a moving joint (a set the sample model cannot hold still is refused after the
     entry compiled: that is all a compile job needs)."""
-    q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
+    q, v, a, f = s[b + "q"], s[b + "v"], s[b + "a"], s[b + "f"]
     frame = max(range(len(m.frames)), key=lambda k: (m.frames[k].parent, k))
     cs = (rbd.Contact(frame, "3d"),)
     for call in (lambda: rbd.contact_dynamics(m, q, v, a, cs),
                  lambda: rbd.contact_dynamics_derivatives(m, q, v, a, cs),
+                 lambda: rbd.contact_dynamics(m, q, v, a, cs, fext=f),
+                 lambda: rbd.contact_dynamics_derivatives(m, q, v, a, cs, fext=f),
                  lambda: rbd.impulse_dynamics(m, q, v, cs),
                  lambda: rbd.impulse_dynamics_derivatives(m, q, v, cs),
                  lambda: rbd.contact_dynamics_contraction(m, q, v, a, cs, a,
@@ -196,10 +206,12 @@ JOBS = {
     "crba[batch]": (2, lambda rbd, m, s: rbd.crba(m, s.bq)),
     "minverse": (2, lambda rbd, m, s: rbd.minverse(m, s.q)),
     "minverse[batch]": (3, lambda rbd, m, s: rbd.minverse(m, s.bq)),
-    "rnea_derivatives": (2, _rnea_derivatives),
-    "rnea_derivatives[batch]": (3, lambda rbd, m, s: _rnea_derivatives(rbd, m, s, "b")),
+    "rnea_derivatives": (3, _rnea_derivatives),
+    "rnea_derivatives[batch]": (4, lambda rbd, m, s: _rnea_derivatives(rbd, m, s, "b")),
     "aba_derivatives": (6, _aba_derivatives),
     "aba_derivatives[batch]": (8, lambda rbd, m, s: _aba_derivatives(rbd, m, s, "b")),
+    "aba_derivatives[chain_rule]": (3, _chain_rule),
+    "aba_derivatives[chain_rule,batch]": (4, lambda rbd, m, s: _chain_rule(rbd, m, s, "b")),
     "rnea_second_order_derivatives": (
         4, lambda rbd, m, s: rbd.rnea_second_order_derivatives(m, s.q, s.v, s.a)),
     "rnea_second_order_derivatives[batch]": (

@@ -392,6 +392,12 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=(), shapes=()):
     shape (a tuple the api layer keeps) are compiled as ``fastargs.Shape`` (read in the
     entry: ~15 ns a call less than unboxing the tuple)."""
     def first_call(*args):
+        # a compiled entry point takes every parameter (no defaults): a short call would
+        # fail to compile on every call, which a fast path would take for a miss
+        if len(args) != dispatcher.py_func.__code__.co_argcount:
+            raise RuntimeError(f"rbdiff: {dispatcher.py_func.__name__} takes "
+                               f"{dispatcher.py_func.__code__.co_argcount} arguments "
+                               f"when bound by kernels.jit.native, got {len(args)}")
         sig = []
         for k, x in enumerate(args):
             if k in refs:
