@@ -288,8 +288,8 @@ def _box_ref(typ, val, c):
 @intrinsic
 def new_float64(typingctx, shape):
     """(obj, array): a new C-contiguous float64 ndarray of ``shape`` (a tuple of ints,
-    or a Shape) made by NumPy (obj, REF: its owned reference; array: a view of its data). Raises
-    MemoryError when NumPy cannot make it. GIL held."""
+    or a Shape) made by NumPy (obj, REF: its owned reference; array: a view of its
+    data). Raises MemoryError when NumPy cannot make it. GIL held."""
     if not _is_shape(shape):
         return None
     nd = shape.nd if isinstance(shape, Shape) else shape.count
