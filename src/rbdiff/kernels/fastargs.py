@@ -66,11 +66,7 @@ class Shape(types.Opaque):
 
 
 register_model(Shape)(models.OpaqueModel)
-
-
-@unbox(Shape)
-def _unbox_shape(typ, obj, c):
-    return NativeValue(c.builder.bitcast(obj, cgutils.voidptr_t))
+unbox(Shape)(_unbox_ref)        # a borrowed pointer, as REF's
 
 
 _SHAPE = (3, 1234567)
