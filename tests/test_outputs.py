@@ -216,6 +216,41 @@ def test_fast_paths_bind_their_compiled_entries(model):
                           "_centroidal_map_one", "_momentum_qv", "_momentum_qva"),
              configuration: ("_integrate_fast", "_difference_fast",
                              "_integrate_jacobians_fast", "_difference_jacobians_fast")}
+    from rbdiff.kernels import fastcall
     for module, names in bound.items():
         for name in names:
-            assert getattr(module, name).__name__ != "first_call", name
+            fn = getattr(module, name)
+            assert fn.__name__ != "first_call", name
+            # and without Numba's argument tuple (kernels/fastcall.py)
+            assert not fastcall.AVAILABLE or fn.__doc__ == fastcall.DOC, name
+
+
+def test_fastcall_entry_is_numbas_wrapper_without_the_tuple():
+    """An entry bound as a METH_FASTCALL builtin (kernels/fastcall.py) gives Numba's
+    wrapper's result, refuses another argument count with TypeError, refuses keywords,
+    and raises what the compiled code raises (ValueError: a NaN configuration)."""
+    from rbdiff import api
+    from rbdiff.cpu import single
+    from rbdiff.cpu.scratch import HELD
+    from rbdiff.kernels import fastcall
+    if not fastcall.AVAILABLE:
+        pytest.skip("Numba's internals differ: entries keep Numba's wrapper")
+    m = rbd.models.serial_chain(4)
+    rng = np.random.default_rng(3)
+    q, v, a = rng.normal(size=(3, m.nv))
+    rbd.rnea(m, q, v, a)          # binds api._rnea_one
+    fast = api._rnea_one
+    assert fast.__doc__ == fastcall.DOC
+    args = (m.mi, m.mf, q, v, a, None, HELD[m._scratch_key], m._sv)
+    tau = fast(*args)
+    out = np.empty(m.nv)
+    assert single.rnea_one(m.mi, m.mf, q, v, a, None, HELD[m._scratch_key], out) is True
+    np.testing.assert_array_equal(tau, out)
+    with pytest.raises(TypeError, match="takes exactly 8 arguments"):
+        fast(*args[:-1])
+    with pytest.raises(TypeError):
+        fast(*args[:-1], out=m._sv)
+    bad = q.copy()
+    bad[0] = np.nan
+    with pytest.raises(ValueError):
+        fast(m.mi, m.mf, bad, v, a, None, HELD[m._scratch_key], m._sv)

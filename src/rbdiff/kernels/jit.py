@@ -49,7 +49,7 @@ import numpy as np
 from numba.core import config, types
 from numba.core.registry import CPUDispatcher
 
-from . import compile_memo
+from . import compile_memo, fastcall
 from ..model.warn import warn_user
 from .link_only import LinkOnlyCompiler
 
@@ -61,6 +61,7 @@ except ImportError:          # Windows: no advisory locks
 from .fastargs import AVAILABLE, REF, Shape
 
 compile_memo.install()    # a third less compile time (compile_memo.py)
+fastcall.install()        # entries callable without an argument tuple (fastcall.py)
 
 _MATH = dict(error_model="numpy", boundscheck=False)
 # kernels never allocate: views then cost no reference counting; no cfunc wrapper
@@ -412,7 +413,7 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=(), shapes=()):
             sig.append(t)
         sig = tuple(sig)
         dispatcher.compile(sig)
-        fn = dispatcher.overloads[sig].entry_point
+        fn = fastcall.function(dispatcher.overloads[sig])
         namespace[name] = fn
         return fn(*args)
     return first_call
