@@ -208,12 +208,12 @@ def test_fast_paths_bind_their_compiled_entries(model):
                  lambda: rbd.integrate_jacobians(model, q, v),
                  lambda: rbd.difference_jacobians(model, q, q)):
         call()
-    bound = {api: ("_rnea_one", "_rnea_one_f", "_aba_one", "_aba_one_f", "_crba_one",
-                   "_minverse_one", "_gravity_one", "_nonlinear_effects_one"),
-             kinematics: ("_fk_q", "_fk_qv", "_fk_qva", "_frame_placements_one",
-                          "_frame_placement_one", "_frame_jacobian_one"),
+    bound = {api: ("_rnea_front", "_aba_front", "_crba_front", "_minverse_front",
+                   "_gravity_one", "_nonlinear_effects_one"),
+             kinematics: ("_fk_front", "_frame_placements_front", "_frame_placement_front",
+                          "_frame_jacobian_front"),
              centroidal: ("_com_q", "_com_qv", "_com_qva", "_com_jacobian_one",
-                          "_centroidal_map_one", "_momentum_qv", "_momentum_qva"),
+                          "_centroidal_map_front", "_momentum_qv", "_momentum_qva"),
              configuration: ("_integrate_fast", "_difference_fast",
                              "_integrate_jacobians_fast", "_difference_jacobians_fast")}
     from rbdiff.kernels import fastcall
@@ -238,19 +238,19 @@ def test_fastcall_entry_is_numbas_wrapper_without_the_tuple():
     m = rbd.models.serial_chain(4)
     rng = np.random.default_rng(3)
     q, v, a = rng.normal(size=(3, m.nv))
-    rbd.rnea(m, q, v, a)          # binds api._rnea_one
-    fast = api._rnea_one
+    rbd.rnea(m, q, v, a)          # binds api._rnea_front
+    fast = api._rnea_front
     assert fast.__doc__ == fastcall.DOC
-    args = (m.mi, m.mf, q, v, a, None, HELD[m._scratch_key], m._sv)
+    args = (m, q, v, a, None)
     tau = fast(*args)
     out = np.empty(m.nv)
     assert single.rnea_one(m.mi, m.mf, q, v, a, None, HELD[m._scratch_key], out) is True
     np.testing.assert_array_equal(tau, out)
-    with pytest.raises(TypeError, match="takes exactly 8 arguments"):
+    with pytest.raises(TypeError, match="takes exactly 5 arguments"):
         fast(*args[:-1])
     with pytest.raises(TypeError):
-        fast(*args[:-1], out=m._sv)
+        fast(*args[:-1], fext=None)
     bad = q.copy()
     bad[0] = np.nan
     with pytest.raises(ValueError):
-        fast(m.mi, m.mf, bad, v, a, None, HELD[m._scratch_key], m._sv)
+        fast(m, bad, v, a, None)

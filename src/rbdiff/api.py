@@ -13,11 +13,11 @@ from math import prod as _prod
 import numpy as np
 from numba.core.errors import TypingError
 
-from .cpu import batch, policy, single
+from .cpu import batch, fronts, policy, single
+from .cpu.fronts import bind as _bind
 from .cpu.outputs import MIN_BYTES as _OUTPUTS_MIN_BYTES
 from .cpu.outputs import empty as _outputs
 from .cpu.scratch import HELD as _HELD
-from .cpu.scratch import HELD_F as _HELD_F
 from .declare import Function
 from .kernels.jit import native, native_ref
 from .validation import F64 as _F64
@@ -36,19 +36,12 @@ _FAST_MISS = (AttributeError, TypeError, ValueError, TypingError)   # TypingErro
 # array beside NumPy ones in a batch
 # module globals: one dictionary lookup on the fast path instead of two
 _empty = np.empty
-# compiled entries without Numba's type dispatch, for the fast paths (float64, 1-D)
-# (scratch: cpu.scratch's HELD workspaces: these entries hold the GIL)
-_rnea_one = native_ref(single.rnea_one, "_rnea_one", globals(), (2, 3, 4), outputs=(7,))
-_aba_one = native_ref(single.aba_one, "_aba_one", globals(), (2, 3, 4), outputs=(7,))
-# with fext: stand-ins of their own (a native function is compiled for its first call's
-# types, fext None there; here fext checked in the entry too)
-_rnea_one_f = native_ref(single.rnea_one, "_rnea_one_f", globals(), (2, 3, 4), {5: 2},
-                         outputs=(7,))
-_aba_one_f = native_ref(single.aba_one, "_aba_one_f", globals(), (2, 3, 4), {5: 2},
-                        outputs=(7,))
-_crba_one = native_ref(single.crba_one, "_crba_one", globals(), (2,), outputs=(4,))
-_minverse_one = native_ref(single.minverse_one, "_minverse_one", globals(), (2,),
-                           outputs=(5,))
+# the fronts (cpu/fronts.py): compiled, they take the call's own arguments and read the
+# model's record; bound on first call as METH_FASTCALL builtins
+_rnea_front = _bind(fronts.rnea_front, "_rnea_front", globals())
+_aba_front = _bind(fronts.aba_front, "_aba_front", globals())
+_crba_front = _bind(fronts.crba_front, "_crba_front", globals())
+_minverse_front = _bind(fronts.minverse_front, "_minverse_front", globals())
 _run = policy.run
 _RNEA_B = (batch.rnea_batch, batch.rnea_parallel)
 _ABA_B = (batch.aba_batch, batch.aba_parallel)
@@ -101,8 +94,7 @@ def rnea(model, q, v, a, fext=None):
     axis on every argument gives (B, nv)."""
     try:    # fast paths (see _FAST_MISS); the entries check types, lengths and values,
         # and make tau from its shape (kernels.fastargs.output_arg)
-        tau = (_rnea_one if fext is None else _rnea_one_f)(
-            model.mi, model.mf, q, v, a, fext, _HELD[model._scratch_key], model._sv)
+        tau = _rnea_front(model, q, v, a, fext)
         if tau is not None:
             return tau
         if (fext is None and q.dtype is v.dtype is a.dtype is _F64
@@ -124,8 +116,7 @@ def aba(model, q, v, tau, fext=None):
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
     try:
-        qdd = (_aba_one if fext is None else _aba_one_f)(
-            model.mi, model.mf, q, v, tau, fext, _HELD[model._scratch_key], model._sv)
+        qdd = _aba_front(model, q, v, tau, fext)
         if qdd is not None:
             return qdd
         if (fext is None and q.dtype is v.dtype is tau.dtype is _F64
@@ -144,7 +135,7 @@ def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric, by the Composite
     Rigid Body Algorithm (Featherstone 2008 Table 6.2). Batch: q (B, nq) -> (B, nv, nv)."""
     try:    # the entry makes M (kernels.fastargs.output_arg)
-        M = _crba_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._svv)
+        M = _crba_front(model, q)
         if M is not None:
             return M
         if q.dtype is _F64 and q.ndim == 2 and type(q) is _ND:
@@ -160,8 +151,7 @@ def minverse(model, q):
     """M(q)^-1 (nv, nv), full and symmetric, computed without forming M (Carpentier &
     Mansard 2018 sec. IV-C: ABA's backward pass on unit torques). Batch: (B, nv, nv)."""
     try:
-        Minv = _minverse_one(model.mi, model.mf, q, _HELD[model._scratch_key],
-                             _HELD_F[model._scratch_key], model._svv)
+        Minv = _minverse_front(model, q)
         if Minv is not None:
             return Minv
         if q.dtype is _F64 and q.ndim == 2 and type(q) is _ND:

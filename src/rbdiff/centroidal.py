@@ -13,6 +13,8 @@ bit for bit.
 
 import numpy as np
 
+from .cpu import fronts as _fronts
+from .cpu.fronts import bind as _bind
 from .cpu import centroidal as cc
 from .cpu.scratch import HELD as _HELD
 from .declare import Function
@@ -40,8 +42,9 @@ _com_qva = native_ref(cc.center_of_mass_one, "_com_qva", globals(), (2, 3, 4),
                       outputs=(6, 7, 8), result=9)
 _com_jacobian_one = native_ref(cc.com_jacobian_one, "_com_jacobian_one", globals(), (2,),
                                outputs=(4,))
-_centroidal_map_one = native_ref(cc.centroidal_map_one, "_centroidal_map_one", globals(),
-                                 (2,), outputs=(4,))
+# (a compiled front, cpu/fronts.py: it takes (model, q) and reads the model's record)
+_centroidal_map_front = _bind(_fronts.centroidal_map_front, "_centroidal_map_front",
+                              globals())
 _momentum_qv = native_ref(cc.centroidal_momentum_one, "_momentum_qv", globals(), (2, 3),
                           outputs=(6,))
 _momentum_qva = native_ref(cc.centroidal_momentum_one, "_momentum_qva", globals(),
@@ -150,7 +153,7 @@ def centroidal_momentum_matrix(model, q):
     IC_j S_k moved to the com. A batch q (B, nq) gives (B, 6, nv). ValueError when the
     model's total mass is zero."""
     try:
-        Ag = _centroidal_map_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._sJ)
+        Ag = _centroidal_map_front(model, q)
         if Ag is not None:
             return Ag
     except _FAST_MISS:

@@ -6,8 +6,9 @@ the same leading axis; the work is done by compiled kernels (kernels/frames.py,
 kernels/kinematics_derivatives.py) writing straight into the returned arrays. A batch
 runs through rbdiff.cpu.batch (on all cores when rbdiff.cpu.policy finds it worth it)
 and equals a loop of single calls bit for bit. Single float64 1-D calls take a fast path
-as api.rnea's: a natively bound entry on the model's scratch, the frame found by name in
-a dictionary, the reference by code.
+as api.rnea's: a compiled front (cpu/fronts.py) that reads the model's record, finds the
+frame by name and the reference by code in their dictionaries, and runs the single entry
+on the model's held scratch.
 """
 
 import numpy as np
@@ -15,6 +16,8 @@ import numpy as np
 from .cpu import batch as cb
 from .cpu import policy
 from .cpu import single as cs
+from .cpu.fronts import bind as _bind
+from .cpu import fronts as _fronts
 from .kernels.jit import native, native_ref
 from .model.lookup import frame_index as _frame_id
 from .model.lookup import joint_index as _joint_id
@@ -27,27 +30,22 @@ from .validation import explain, gpu_call, on_device, prepare
 
 # The fast paths (see api.py): the entries ask the arrays' types themselves; a frame (a
 # name or an index) is turned into its index, and a reference into its code, by one
-# dictionary subscript each (model._frame_ids, REFERENCE_CODES); anything else raises
-# KeyError (or TypeError: unhashable). Every miss takes the general path, which names the
-# problem.
+# dictionary lookup each (model._frame_ids, REFERENCE_CODES; in the fronts, compiled, or
+# a subscript that raises KeyError or TypeError). Every miss takes the general path,
+# which names the problem.
 _FAST_MISS = (AttributeError, TypeError, ValueError, KeyError)
 _empty = np.empty
 _REF = REFERENCE_CODES
 _S44 = (4, 4)
-# (jit.native_ref: False when q, v, a are not float64 1-D ndarrays)
-# (outputs: the entry makes them from the shapes given, kernels.fastargs.output_arg)
-_fk_q = native_ref(cs.forward_kinematics_one, "_fk_q", globals(), (2,), outputs=(6, 7, 8),
-                   result=9)
-_fk_qv = native_ref(cs.forward_kinematics_one, "_fk_qv", globals(), (2, 3),
-                    outputs=(6, 7, 8), result=9)
-_fk_qva = native_ref(cs.forward_kinematics_one, "_fk_qva", globals(), (2, 3, 4),
-                     outputs=(6, 7, 8), result=9)
-_frame_placement_one = native_ref(cs.frame_placement_one, "_frame_placement_one", globals(),
-                                  (4,), outputs=(7,))
-_frame_placements_one = native_ref(cs.frame_placements_one, "_frame_placements_one",
-                                   globals(), (4,), outputs=(6,))
-_frame_jacobian_one = native_ref(cs.frame_jacobian_one, "_frame_jacobian_one", globals(),
-                                 (4,), outputs=(8,))
+# (cpu/fronts.py: compiled, they take the call's own arguments and read the model's
+# record; the entries they run make the outputs, kernels.fastargs.output_arg)
+_fk_front = _bind(_fronts.forward_kinematics_front, "_fk_front", globals())
+_frame_placement_front = _bind(_fronts.frame_placement_front, "_frame_placement_front",
+                               globals(), shapes=(3,))
+_frame_placements_front = _bind(_fronts.frame_placements_front, "_frame_placements_front",
+                                globals())
+_frame_jacobian_front = _bind(_fronts.frame_jacobian_front, "_frame_jacobian_front",
+                              globals())
 _kinematics_state_one = native_ref(cs.kinematics_state_one, "_kinematics_state_one",
                                    globals(), (2, 3, 4))
 _derivatives_of_state_one = native(cs.derivatives_of_state_one, "_derivatives_of_state_one",
@@ -76,16 +74,7 @@ def forward_kinematics(model, q, v=None, a=None):
     None when v or a is). A leading batch axis, q (B, nq), v and a (B, nv), gives
     (B, njoints, 4, 4) and (B, njoints, 6)."""
     try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
-        if v is None:
-            r = None if a is not None else _fk_q(model.mi, model.mf, q, None, None,
-                                                  _HELD[model._scratch_key], model._sT,
-                                                  None, None, Kinematics)
-        elif a is None:
-            r = _fk_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], model._sT,
-                       model._sm, None, Kinematics)
-        else:
-            r = _fk_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], model._sT,
-                        model._sm, model._sm, Kinematics)
+        r = _fk_front(model, q, v, a, Kinematics)
         if r is not None:
             return r
     except _FAST_MISS:
@@ -144,8 +133,7 @@ def frame_placements(model, q):
     a batch q (B, nq) gives (B, len(model.frames), 4, 4). Pinocchio's forwardKinematics
     + updateFramePlacements (data.oMf)."""
     try:
-        T = _frame_placements_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                  _HELD[model._scratch_key], model._sframes)
+        T = _frame_placements_front(model, q)
         if T is not None:
             return T
     except _FAST_MISS:
@@ -158,9 +146,7 @@ def frame_placement(model, q, frame):
     computed from the joints on its support only; a batch q (B, nq) gives (B, 4, 4).
     Bit for bit frame_placements(model, q)[frame]."""
     try:
-        T = _frame_placement_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                 model._frame_ids[frame], _HELD[model._scratch_key],
-                                 _S44)
+        T = _frame_placement_front(model, q, frame, _S44)
         if T is not None:
             return T
     except _FAST_MISS:
@@ -175,10 +161,8 @@ def frame_jacobian(model, q, frame, reference="local_world_aligned"):
     (kernels/frames.py: the world motion-subspace columns of the frame's support,
     re-expressed). ``frame``: a name or an index into model.frames. A batch q (B, nq)
     gives (B, 6, nv)."""
-    try:    # the entry checks q's type too, and makes J
-        J = _frame_jacobian_one(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                                model._frame_ids[frame], _REF[reference],
-                                _HELD[model._scratch_key], model._sJ)
+    try:    # the front reads the model's record; the entry checks q's type, and makes J
+        J = _frame_jacobian_front(model, q, frame, reference, _REF)
         if J is not None:
             return J
     except _FAST_MISS:

@@ -22,8 +22,9 @@ timed interleaved in this process (``bench.timing.interleaved``, median over rou
   median and the worst (slowest) round reported;
 - **one_thread**: ``numba.set_num_threads(1)``: the batch per item against the
   single-call kernel per call (the compiled single entry that the public function's fast
-  path calls, called directly on each state with its scratch and outputs: for aba
-  ``rbdiff.api._aba_one(mi, mf, q, v, tau, None, ws, (nv,))``, which makes qdd, for the
+  path ends in, called directly on each state with its scratch and outputs: for aba
+  ``cpu.single.aba_one(mi, mf, q, v, tau, None, ws, (nv,))`` bound as the api layer's
+  entries are (kernels.jit.native_ref), which makes qdd, for the
   derivatives
   ``rbdiff.derivatives._rnea_d_one`` / ``_aba_d_one(mi, mf, q, v, u, None, d1, d2, d3)``)
   and the rbdiff loop.
@@ -58,6 +59,12 @@ from rbdiff.bench import report as rp
 from rbdiff.bench.core import _full, random_state
 from rbdiff.cpu.scratch import HELD
 from rbdiff.bench.timing import _time, interleaved
+from rbdiff.cpu import single as _single
+from rbdiff.kernels.jit import native_ref
+
+# aba's single entry, bound as the api layer binds its entries (the public aba reaches it
+# through its compiled front, cpu/fronts.py)
+_aba_one = native_ref(_single.aba_one, "_aba_one", globals(), (2, 3, 4), outputs=(7,))
 
 try:
     import pinocchio as pin
@@ -223,16 +230,16 @@ def _ways(fn, pfn, nout, model, pm, pd, Q, V, U):
 def single_kernel(key, model, q, v, u):
     """(compiled single entry, arguments after (mi, mf, q, v, u, None)) that the public
     function ``key``'s fast path calls on one float64 state, bound by one public call:
-    ``api._aba_one`` with (scratch.HELD[model._scratch_key], qdd's shape),
+    ``cpu.single.aba_one`` bound natively (:data:`_aba_one`) with
+    (scratch.HELD[model._scratch_key], qdd's shape),
     ``derivatives._rnea_d_one`` /
     ``_aba_d_one`` (``_aba_p_one`` with the product code where product="auto" picks
     AZA) with three (nv, nv) outputs."""
-    from rbdiff import api
     from rbdiff import derivatives as dv
     from rbdiff.kernels.aza import DMM
     if key == "aba":
-        rbd.aba(model, q, v, u)
-        return api._aba_one, (HELD[model._scratch_key], model._sv)   # qdd made there
+        _aba_one(model.mi, model.mf, q, v, u, None, HELD[model._scratch_key], model._sv)
+        return _aba_one, (HELD[model._scratch_key], model._sv)   # qdd made there
     outs = tuple(np.empty(model._svv) for _ in range(3))
     if key == "rnea_derivatives":
         rbd.rnea_derivatives(model, q, v, u)

@@ -169,9 +169,10 @@ def overhead(settings):
     q, v, a = np.zeros(1), np.ones(1), np.ones(1)
     raw = (m.mi, m.mf, q, v, a, None,
            HELD[m._scratch_key], m._sv)   # no fext; tau made by the entry from its shape
-    rbd.rnea(m, q, v, a)       # binds api._rnea_one to the compiled function
+    rbd.rnea(m, q, v, a)       # binds api._rnea_front to the compiled function
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
-             "compiled entry, as rbd.rnea calls it": partial(api._rnea_one, *raw),
+             "compiled front, as rbd.rnea calls it": partial(api._rnea_front, m, q, v, a,
+                                                             None),
              "compiled entry via Numba's dispatcher": partial(single.rnea_one, *raw),
              "rbd.rnea (public API)": partial(rbd.rnea, m, q, v, a)}
     if pin is not None:

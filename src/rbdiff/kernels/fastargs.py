@@ -456,3 +456,164 @@ def _release(obj):
     if isinstance(obj, _Ref):
         return lambda obj: _decref(obj)
     return lambda obj: None
+
+
+# ---- a model's record, read by compiled fronts ----------------------------------------------
+# A fast path in Python passes an entry the model's arrays, its held scratch and an output
+# shape: five to eight attribute loads and subscripts and as many arguments (~110 ns of a
+# ~450 ns frame Jacobian). A front (cpu/fronts.py) takes the model itself and reads them
+# from its record (cpu/record.py: a tuple in a Model slot), through the intrinsics below.
+# The symbols rbdiff_model_type (the Model class) and rbdiff_model_record_offset (the
+# slot's byte offset, as an address) are registered by cpu/record.py.
+
+@intrinsic
+def model_record(typingctx, obj):
+    """(ok, record): the record tuple (a REF) in ``obj``'s record slot when ``obj`` (a
+    REF) is exactly an rbdiff Model (not a subclass) that has one; else (False, NULL)."""
+    if not isinstance(obj, _Ref):
+        return None
+
+    def codegen(context, builder, sig, args):
+        obj = args[0]
+        is_model = builder.icmp_unsigned("==", _field(builder, obj, OFF_TYPE, _VP),
+                                         _symbol(builder, "rbdiff_model_type"))
+        rec = cgutils.alloca_once_value(builder, cgutils.get_null_value(_VP))
+        with builder.if_then(is_model, likely=True):
+            off = builder.ptrtoint(_symbol(builder, "rbdiff_model_record_offset"), _I64)
+            at = builder.gep(builder.bitcast(obj, cgutils.int8_t.as_pointer()), [off])
+            builder.store(builder.load(builder.bitcast(at, _VP.as_pointer())), rec)
+        rec = builder.load(rec)
+        ok = builder.not_(cgutils.is_null(builder, rec))
+        return context.make_tuple(builder, sig.return_type, [ok, rec])
+    return types.Tuple((types.boolean, REF))(obj), codegen
+
+
+def _literal(t):
+    return getattr(t, "literal_value", None)
+
+
+@intrinsic(prefer_literal=True)
+def record_object(typingctx, rec, k):
+    """Item ``k`` (a literal) of a record, a borrowed REF."""
+    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)):
+        return None
+    at = OFF_ITEMS + 8 * k.literal_value
+
+    def codegen(context, builder, sig, args):
+        return _field(builder, args[0], at, _VP)
+    return REF(rec, k), codegen
+
+
+@intrinsic(prefer_literal=True)
+def record_shape(typingctx, rec, k, nd):
+    """Item ``k`` of a record, an output's shape tuple of ``nd`` ints (both literals)."""
+    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)
+            and isinstance(nd, types.IntegerLiteral)):
+        return None
+    at = OFF_ITEMS + 8 * k.literal_value
+
+    def codegen(context, builder, sig, args):
+        return _field(builder, args[0], at, _VP)
+    return Shape(nd.literal_value)(rec, k, nd), codegen
+
+
+_KINDS = {"f": types.float64, "i": types.int64}
+
+
+def _trusted_array(context, builder, arr_t, obj):
+    """The array struct of ndarray ``obj``, which its maker checked to be ``arr_t``."""
+    from numba.np.arrayobj import populate_array
+    nd = arr_t.ndim
+    dims = _field(builder, obj, OFF_DIMS, _I64.as_pointer())
+    strides = _field(builder, obj, OFF_STRIDES, _I64.as_pointer())
+    arr = context.make_array(arr_t)(context, builder)
+    populate_array(arr, data=builder.bitcast(_field(builder, obj, OFF_DATA, _VP),
+                                             arr.data.type),
+                   shape=[builder.load(builder.gep(dims, [ir.Constant(_I64, j)]))
+                          for j in range(nd)],
+                   strides=[builder.load(builder.gep(strides, [ir.Constant(_I64, j)]))
+                            for j in range(nd)],
+                   itemsize=ir.Constant(_I64, 8), meminfo=None, parent=obj)
+    return arr._getvalue()
+
+
+def _kind(code):
+    """The array type a kind literal names: dtype "f" or "i", ndim, "r" read-only or "w"
+    (e.g. "i2r": the type Numba gives a model's read-only int64 table)."""
+    return types.Array(_KINDS[code[0]], int(code[1]), "C", readonly=code[2] == "r")
+
+
+@intrinsic(prefer_literal=True)
+def record_array(typingctx, rec, k, kind):
+    """Item ``k`` of a record, a C-contiguous ndarray the record's maker checked, as the
+    array type ``kind`` (a literal, see _kind) names. Trusted: no check."""
+    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)
+            and isinstance(kind, types.StringLiteral)):
+        return None
+    arr_t = _kind(kind.literal_value)
+    at = OFF_ITEMS + 8 * k.literal_value
+
+    def codegen(context, builder, sig, args):
+        return _trusted_array(context, builder, arr_t, _field(builder, args[0], at, _VP))
+    return arr_t(rec, k, kind), codegen
+
+
+@intrinsic(prefer_literal=True)
+def record_int(typingctx, rec, k):
+    """Item ``k`` of a record, a Python int, as int64."""
+    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)):
+        return None
+    at = OFF_ITEMS + 8 * k.literal_value
+
+    def codegen(context, builder, sig, args):
+        return _capi(builder, "PyLong_AsSsize_t", _I64, [_field(builder, args[0], at, _VP)])
+    return types.int64(rec, k), codegen
+
+
+@intrinsic(prefer_literal=True)
+def held_array(typingctx, name, key, kind):
+    """Item ``key`` of the list registered as the symbol ``name`` (a literal: one of
+    cpu/scratch.py's HELD lists of workspaces, append-only, checked as they are made), as
+    the array type ``kind`` names. Trusted: ``key`` is a model's scratch key."""
+    if not (isinstance(name, types.StringLiteral) and isinstance(key, types.Integer)
+            and isinstance(kind, types.StringLiteral)):
+        return None
+    arr_t = _kind(kind.literal_value)
+    symbol = name.literal_value
+
+    def codegen(context, builder, sig, args):
+        obj = _capi(builder, "PyList_GetItem", _VP, [_symbol(builder, symbol), args[1]])
+        return _trusted_array(context, builder, arr_t, obj)
+    return arr_t(name, key, kind), codegen
+
+
+@intrinsic
+def dict_index(typingctx, d, key):
+    """(ok, index): the int ``d[key]`` (d a REF to a dict of ints: a model's frame ids,
+    the reference codes); (False, -1) where ``key`` is missing or unhashable (the error
+    is cleared: the general path then raises it by name)."""
+    if not (isinstance(d, _Ref) and isinstance(key, _Ref)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        val = _capi(builder, "PyDict_GetItemWithError", _VP, [args[0], args[1]])
+        out = cgutils.alloca_once_value(builder, ir.Constant(_I64, -1))
+        found = builder.not_(cgutils.is_null(builder, val))
+        with builder.if_else(found, likely=True) as (then, otherwise):
+            with then:
+                builder.store(_capi(builder, "PyLong_AsSsize_t", _I64, [val]), out)
+            with otherwise:
+                _capi(builder, "PyErr_Clear", ir.VoidType(), [])
+        return context.make_tuple(builder, sig.return_type, [found, builder.load(out)])
+    return types.Tuple((types.boolean, types.int64))(d, key), codegen
+
+
+@intrinsic
+def is_none(typingctx, obj):
+    """``obj is None`` for a REF."""
+    if not isinstance(obj, _Ref):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.icmp_unsigned("==", args[0], _symbol(builder, "_Py_NoneStruct"))
+    return types.boolean(obj), codegen

@@ -216,9 +216,10 @@ class Model:
     """
 
     # what every fast path reads, as slots: a Model has ~45 attributes, past the 30 of a
-    # shared-key instance dict, so CPython looks the others up by hash (~3 ns more each)
+    # shared-key instance dict, so CPython looks the others up by hash (~3 ns more each);
+    # _record: what the compiled fronts read, at a fixed offset (cpu/record.py)
     __slots__ = ("mi", "mf", "frame_parents", "frame_mf", "nv", "_scratch_key",
-                 "_frame_ids", "_sv", "_svv", "__dict__", "__weakref__")
+                 "_frame_ids", "_sv", "_svv", "_record", "__dict__", "__weakref__")
     _SLOTS = __slots__[:-2]
 
     def __init__(self, names, parents, jtypes, placements, axes, masses, coms, inertias,
