@@ -208,11 +208,12 @@ def test_fast_paths_bind_their_compiled_entries(model):
                  lambda: rbd.integrate_jacobians(model, q, v),
                  lambda: rbd.difference_jacobians(model, q, q)):
         call()
-    bound = {api: ("_rnea_front", "_aba_front", "_crba_front", "_minverse_front",
-                   "_gravity_one", "_nonlinear_effects_one"),
-             kinematics: ("_fk_front", "_frame_placements_front", "_frame_placement_front",
+    bound = {api: ("_rnea_front", "_rnea_fext_front", "_aba_front", "_aba_fext_front",
+                   "_crba_front", "_minverse_front",
+                   "_gravity_front", "_nonlinear_effects_front"),
+             kinematics: ("_fk_q", "_fk_qv", "_fk_qva", "_frame_placements_front", "_frame_placement_front",
                           "_frame_jacobian_front"),
-             centroidal: ("_com_q", "_com_qv", "_com_qva", "_com_jacobian_one",
+             centroidal: ("_com_q", "_com_qv", "_com_qva", "_com_jacobian_front",
                           "_centroidal_map_front", "_momentum_qv", "_momentum_qva"),
              configuration: ("_integrate_fast", "_difference_fast",
                              "_integrate_jacobians_fast", "_difference_jacobians_fast")}
@@ -241,16 +242,16 @@ def test_fastcall_entry_is_numbas_wrapper_without_the_tuple():
     rbd.rnea(m, q, v, a)          # binds api._rnea_front
     fast = api._rnea_front
     assert fast.__doc__ == fastcall.DOC
-    args = (m, q, v, a, None)
+    args = (m, q, v, a)
     tau = fast(*args)
     out = np.empty(m.nv)
     assert single.rnea_one(m.mi, m.mf, q, v, a, None, HELD[m._scratch_key], out) is True
     np.testing.assert_array_equal(tau, out)
-    with pytest.raises(TypeError, match="takes exactly 5 arguments"):
+    with pytest.raises(TypeError, match="takes exactly 4 arguments"):
         fast(*args[:-1])
     with pytest.raises(TypeError):
-        fast(*args[:-1], fext=None)
+        fast(*args[:-1], a=a)
     bad = q.copy()
     bad[0] = np.nan
     with pytest.raises(ValueError):
-        fast(m, bad, v, a, None)
+        fast(m, bad, v, a)

@@ -17,16 +17,16 @@ from .cpu import batch, fronts, policy, single
 from .cpu.fronts import bind as _bind
 from .cpu.outputs import MIN_BYTES as _OUTPUTS_MIN_BYTES
 from .cpu.outputs import empty as _outputs
-from .cpu.scratch import HELD as _HELD
 from .declare import Function
-from .kernels.jit import native, native_ref
+from .kernels.jit import native
 from .validation import F64 as _F64
 from .validation import ND as _ND
 from .validation import no_forces as _no_forces
 
-# The fast paths: a call hands its arguments unchecked to the single entry, which checks
-# them itself (kernels.fastargs, bound by jit.native_ref: False unless they are float64
-# 1-D ndarrays, fext a C-contiguous float64 (njoints, 6) one). Only then does a batch ask
+# The fast paths: a call hands its own arguments unchecked to a compiled front
+# (cpu/fronts.py), which reads the model's record and runs the single entry; the entry
+# checks them itself (kernels.fastargs: None unless they are float64 1-D ndarrays, fext a
+# C-contiguous float64 (njoints, 6) one). Only then does a batch ask
 # for dtype float64 and ndim 2 (q also an ndarray, so device arrays go to rbdiff.gpu; the
 # batch entries check the shapes, cpu.checks): asking q.ndim first cost every single call
 # ~45 ns, trying the single entry first costs a batch 0.1-0.25 us (5-7 % at panda's
@@ -39,7 +39,9 @@ _empty = np.empty
 # the fronts (cpu/fronts.py): compiled, they take the call's own arguments and read the
 # model's record; bound on first call as METH_FASTCALL builtins
 _rnea_front = _bind(fronts.rnea_front, "_rnea_front", globals())
+_rnea_fext_front = _bind(fronts.rnea_fext_front, "_rnea_fext_front", globals())
 _aba_front = _bind(fronts.aba_front, "_aba_front", globals())
+_aba_fext_front = _bind(fronts.aba_fext_front, "_aba_fext_front", globals())
 _crba_front = _bind(fronts.crba_front, "_crba_front", globals())
 _minverse_front = _bind(fronts.minverse_front, "_minverse_front", globals())
 _run = policy.run
@@ -54,9 +56,9 @@ _CRBA_F = policy.fast_pair(*_CRBA_B, inputs=(2,))
 _MINV_F = policy.fast_pair(*_MINV_B, inputs=(2,))
 _rnea_few = native(batch.rnea_few, "_rnea_few", globals())      # batches of a few us
 _aba_few = native(batch.aba_few, "_aba_few", globals())
-_gravity_one = native_ref(single.gravity_one, "_gravity_one", globals(), (2,), outputs=(4,))
-_nonlinear_effects_one = native_ref(single.nonlinear_effects_one, "_nonlinear_effects_one",
-                                    globals(), (2, 3), outputs=(5,))
+_gravity_front = _bind(fronts.gravity_front, "_gravity_front", globals())
+_nonlinear_effects_front = _bind(fronts.nonlinear_effects_front, "_nonlinear_effects_front",
+                                 globals())
 
 
 def _batch_out(shape):
@@ -94,7 +96,8 @@ def rnea(model, q, v, a, fext=None):
     axis on every argument gives (B, nv)."""
     try:    # fast paths (see _FAST_MISS); the entries check types, lengths and values,
         # and make tau from its shape (kernels.fastargs.output_arg)
-        tau = _rnea_front(model, q, v, a, fext)
+        tau = (_rnea_front(model, q, v, a) if fext is None
+               else _rnea_fext_front(model, q, v, a, fext))
         if tau is not None:
             return tau
         if (fext is None and q.dtype is v.dtype is a.dtype is _F64
@@ -116,7 +119,8 @@ def aba(model, q, v, tau, fext=None):
     q (nq,), v (nv,), tau (nv,), fext (njoints, 6) local-frame forces or None.
     Returns qdd (nv,); a leading batch axis gives (B, nv)."""
     try:
-        qdd = _aba_front(model, q, v, tau, fext)
+        qdd = (_aba_front(model, q, v, tau) if fext is None
+               else _aba_fext_front(model, q, v, tau, fext))
         if qdd is not None:
             return qdd
         if (fext is None and q.dtype is v.dtype is tau.dtype is _F64
@@ -167,8 +171,7 @@ def nonlinear_effects(model, q, v):
     """C(q, v) v + g(q) (nv,) = rnea(q, v, 0), by RNEA without the qdd terms (as
     Pinocchio's nonLinearEffects). Batch: (B, nv)."""
     try:
-        h = _nonlinear_effects_one(model.mi, model.mf, q, v, _HELD[model._scratch_key],
-                                   model._sv)
+        h = _nonlinear_effects_front(model, q, v)
         if h is not None:
             return h
     except _FAST_MISS:
@@ -180,7 +183,7 @@ def gravity(model, q):
     """Generalised gravity g(q) (nv,) = rnea(q, 0, 0), by RNEA without the velocity and
     qdd terms (as Pinocchio's computeGeneralizedGravity). Batch: (B, nv)."""
     try:
-        g = _gravity_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._sv)
+        g = _gravity_front(model, q)
         if g is not None:
             return g
     except _FAST_MISS:

@@ -24,9 +24,10 @@ from .model.model import Model
 from .results import (CenterOfMassAcceleration, CenterOfMassVelocity,
                       CentroidalDynamicsDerivatives, CentroidalMomentum)
 
-# Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: natively bound
-# entries on cpu.scratch's HELD workspace (they hold the GIL) that check the state's types
-# themselves (jit.native_ref: False when not float64 1-D ndarrays); any miss (another
+# Fast paths for single float64 1-D calls, as api.py's and kinematics.py's: compiled fronts
+# (cpu/fronts.py) that run the entries on cpu.scratch's HELD workspace (they hold the GIL)
+# and check the state's types themselves; the energies' and the derivatives' entries are
+# bound natively (jit.native_ref: False when not float64 1-D ndarrays). Any miss (another
 # dtype or ndim, a refused input, a massless model) takes the general path, which names
 # the problem.
 _FAST_MISS = (AttributeError, TypeError, ValueError)
@@ -35,20 +36,16 @@ _new = tuple.__new__          # a result NamedTuple without its Python __new__
 _S3 = (3,)
 _S6 = (6,)
 # (outputs: made by the entry from the shapes given, kernels.fastargs.output_arg)
-_com_q = native_ref(cc.center_of_mass_one, "_com_q", globals(), (2,), outputs=(6,))
-_com_qv = native_ref(cc.center_of_mass_one, "_com_qv", globals(), (2, 3), outputs=(6, 7),
-                     result=9)
-_com_qva = native_ref(cc.center_of_mass_one, "_com_qva", globals(), (2, 3, 4),
-                      outputs=(6, 7, 8), result=9)
-_com_jacobian_one = native_ref(cc.com_jacobian_one, "_com_jacobian_one", globals(), (2,),
-                               outputs=(4,))
-# (a compiled front, cpu/fronts.py: it takes (model, q) and reads the model's record)
+# (compiled fronts, cpu/fronts.py: they take the call's own arguments and read the
+# model's record; the entries they run make the outputs from the shapes given)
+_com_q = _bind(_fronts.com_q_front, "_com_q", globals(), shapes=(2,))
+_com_qv = _bind(_fronts.com_qv_front, "_com_qv", globals(), shapes=(3,))
+_com_qva = _bind(_fronts.com_qva_front, "_com_qva", globals(), shapes=(4,))
+_com_jacobian_front = _bind(_fronts.com_jacobian_front, "_com_jacobian_front", globals())
 _centroidal_map_front = _bind(_fronts.centroidal_map_front, "_centroidal_map_front",
                               globals())
-_momentum_qv = native_ref(cc.centroidal_momentum_one, "_momentum_qv", globals(), (2, 3),
-                          outputs=(6,))
-_momentum_qva = native_ref(cc.centroidal_momentum_one, "_momentum_qva", globals(),
-                           (2, 3, 4), outputs=(6, 7), result=8)
+_momentum_qv = _bind(_fronts.momentum_qv_front, "_momentum_qv", globals(), shapes=(3,))
+_momentum_qva = _bind(_fronts.momentum_qva_front, "_momentum_qva", globals(), shapes=(4,))
 _derivatives_one = native_ref(cc.centroidal_derivatives_one, "_derivatives_one", globals(),
                               (2, 3, 4))
 _kinetic_one = native_ref(cc.kinetic_energy_one, "_kinetic_one", globals(), (2, 3))
@@ -110,21 +107,13 @@ def center_of_mass(model, q, v=None, a=None):
     try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values and
         # makes the outputs from their shapes
         if v is None:
-            if a is None:
-                c = _com_q(model.mi, model.mf, q, None, None, _HELD[model._scratch_key], _S3,
-                           None, None, None)
-                if c is not None:
-                    return c
+            r = None if a is not None else _com_q(model, q, _S3)
         elif a is None:
-            r = _com_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], _S3, _S3,
-                        None, CenterOfMassVelocity)
-            if r is not None:
-                return r
+            r = _com_qv(model, q, v, _S3, CenterOfMassVelocity)
         else:
-            r = _com_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], _S3, _S3,
-                         _S3, CenterOfMassAcceleration)
-            if r is not None:
-                return r
+            r = _com_qva(model, q, v, a, _S3, CenterOfMassAcceleration)
+        if r is not None:
+            return r
     except _FAST_MISS:
         pass
     if a is not None and v is None:
@@ -138,7 +127,7 @@ def com_jacobian(model, q):
     joint j is [IC_j S_k]_lin / M (IC_j the composite inertia of j's subtree). A batch q
     (B, nq) gives (B, 3, nv). ValueError when the model's total mass is zero."""
     try:
-        J = _com_jacobian_one(model.mi, model.mf, q, _HELD[model._scratch_key], model._s3v)
+        J = _com_jacobian_front(model, q)
         if J is not None:
             return J
     except _FAST_MISS:
@@ -172,16 +161,10 @@ def centroidal_momentum(model, q, v, a=None):
     q (nq,), v and a (nv,); a leading batch axis gives (B, 6). ValueError when the
     model's total mass is zero."""
     try:    # the entry makes h (and hdot) from their shapes
-        if a is None:
-            h = _momentum_qv(model.mi, model.mf, q, v, None, _HELD[model._scratch_key], _S6,
-                             None, None)
-            if h is not None:
-                return h
-        else:
-            r = _momentum_qva(model.mi, model.mf, q, v, a, _HELD[model._scratch_key], _S6,
-                              _S6, CentroidalMomentum)
-            if r is not None:
-                return r
+        r = (_momentum_qv(model, q, v, _S6) if a is None
+             else _momentum_qva(model, q, v, a, _S6, CentroidalMomentum))
+        if r is not None:
+            return r
     except _FAST_MISS:
         pass
     return _H(model, q, v, a)

@@ -39,7 +39,9 @@ _REF = REFERENCE_CODES
 _S44 = (4, 4)
 # (cpu/fronts.py: compiled, they take the call's own arguments and read the model's
 # record; the entries they run make the outputs, kernels.fastargs.output_arg)
-_fk_front = _bind(_fronts.forward_kinematics_front, "_fk_front", globals())
+_fk_q = _bind(_fronts.fk_q_front, "_fk_q", globals())
+_fk_qv = _bind(_fronts.fk_qv_front, "_fk_qv", globals())
+_fk_qva = _bind(_fronts.fk_qva_front, "_fk_qva", globals())
 _frame_placement_front = _bind(_fronts.frame_placement_front, "_frame_placement_front",
                                globals(), shapes=(3,))
 _frame_placements_front = _bind(_fronts.frame_placements_front, "_frame_placements_front",
@@ -74,7 +76,12 @@ def forward_kinematics(model, q, v=None, a=None):
     None when v or a is). A leading batch axis, q (B, nq), v and a (B, nv), gives
     (B, njoints, 4, 4) and (B, njoints, 6)."""
     try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
-        r = _fk_front(model, q, v, a, Kinematics)
+        if v is None:
+            r = None if a is not None else _fk_q(model, q)
+        elif a is None:
+            r = _fk_qv(model, q, v, Kinematics)
+        else:
+            r = _fk_qva(model, q, v, a, Kinematics)
         if r is not None:
             return r
     except _FAST_MISS:

@@ -171,8 +171,7 @@ def overhead(settings):
            HELD[m._scratch_key], m._sv)   # no fext; tau made by the entry from its shape
     rbd.rnea(m, q, v, a)       # binds api._rnea_front to the compiled function
     funcs = {"python no-op f(model, q, v, a)": partial(_noop, m, q, v, a),
-             "compiled front, as rbd.rnea calls it": partial(api._rnea_front, m, q, v, a,
-                                                             None),
+             "compiled front, as rbd.rnea calls it": partial(api._rnea_front, m, q, v, a),
              "compiled entry via Numba's dispatcher": partial(single.rnea_one, *raw),
              "rbd.rnea (public API)": partial(rbd.rnea, m, q, v, a)}
     if pin is not None:

@@ -401,13 +401,13 @@ def setup(robot=ROBOT, seed=0):
     r["rnea"] = dict(
         kernel=rnea, kernel_args=(mi, mf, q, v, a, None, ws.copy(), out.copy()),
         loop=partial(_rnea_loop, mi, mf, q, v, a, ws, out, LOOP["rnea"]),
-        entry=partial(api._rnea_front, model, q, v, a, None),  # as rbd.rnea calls it
+        entry=partial(api._rnea_front, model, q, v, a),  # as rbd.rnea calls it
         public=partial(rbd.rnea, model, q, v, a),
         pin=partial(pin.rnea, pm, pd, q, v, a) if pm is not None else None)
     r["aba"] = dict(
         kernel=aba, kernel_args=(mi, mf, q, v, tau, None, ws.copy(), out.copy()),
         loop=partial(_aba_loop, mi, mf, q, v, tau, ws, out, LOOP["aba"]),
-        entry=partial(api._aba_front, model, q, v, tau, None),
+        entry=partial(api._aba_front, model, q, v, tau),
         public=partial(rbd.aba, model, q, v, tau),
         pin=partial(pin.aba, pm, pd, q, v, tau) if pm is not None else None)
     r["aba_derivatives"] = dict(

@@ -14,14 +14,16 @@ before.
 
 from numba.extending import register_jitable
 
-from ..kernels.fastargs import (dict_index, held_array, is_none, model_record, none_ref,
+from ..kernels.fastargs import (dict_index, held_array, model_record, none_ref,
                                 record_array, record_int, record_object, record_shape)
 from ..kernels.jit import fast_entry, native
-from .centroidal import centroidal_map_one
+from .centroidal import (center_of_mass_one, centroidal_map_one, centroidal_momentum_one,
+                         com_jacobian_one)
 from .record import (AVAILABLE, FMF, FPARENTS, FRAME_IDS, HELD_F_KIND, HELD_KIND, KEY, MF,
-                     MI, SFRAMES, SJ, SM, ST, SV, SVV)
+                     MI, S3V, SFRAMES, SJ, SM, ST, SV, SVV)
 from .single import (aba_one, crba_one, forward_kinematics_one, frame_jacobian_one,
-                     frame_placement_one, frame_placements_one, minverse_one, rnea_one)
+                     frame_placement_one, frame_placements_one, gravity_one, minverse_one,
+                     nonlinear_effects_one, rnea_one)
 
 
 # inlined (as fastargs' helpers): they hand back array structs without reference counts
@@ -38,28 +40,60 @@ def _frames(rec):
     return record_array(rec, FPARENTS, "i1r"), record_array(rec, FMF, "f2r")
 
 
+# one front per variant (fext or not, v and a given or not), chosen in Python: a front
+# with branches would compile every variant of its entry on its first call
 @fast_entry
-def rnea_front(model, q, v, a, fext):
-    """fext: a REF to None, or to the forces the entry checks."""
+def rnea_front(model, q, v, a):
     ok, rec = model_record(model)
     if not ok:
         return none_ref()
     mi, mf, ws = _tree(rec)
-    if is_none(fext):
-        return rnea_one(mi, mf, q, v, a, None, ws, record_shape(rec, SV, 1))
+    return rnea_one(mi, mf, q, v, a, None, ws, record_shape(rec, SV, 1))
+
+
+@fast_entry
+def rnea_fext_front(model, q, v, a, fext):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
     return rnea_one(mi, mf, q, v, a, fext, ws, record_shape(rec, SV, 1))
 
 
 @fast_entry
-def aba_front(model, q, v, tau, fext):
-    """fext as rnea_front's."""
+def aba_front(model, q, v, tau):
     ok, rec = model_record(model)
     if not ok:
         return none_ref()
     mi, mf, ws = _tree(rec)
-    if is_none(fext):
-        return aba_one(mi, mf, q, v, tau, None, ws, record_shape(rec, SV, 1))
+    return aba_one(mi, mf, q, v, tau, None, ws, record_shape(rec, SV, 1))
+
+
+@fast_entry
+def aba_fext_front(model, q, v, tau, fext):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
     return aba_one(mi, mf, q, v, tau, fext, ws, record_shape(rec, SV, 1))
+
+
+@fast_entry
+def gravity_front(model, q):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return gravity_one(mi, mf, q, ws, record_shape(rec, SV, 1))
+
+
+@fast_entry
+def nonlinear_effects_front(model, q, v):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return nonlinear_effects_one(mi, mf, q, v, ws, record_shape(rec, SV, 1))
 
 
 @fast_entry
@@ -82,21 +116,35 @@ def minverse_front(model, q):
 
 
 @fast_entry
-def forward_kinematics_front(model, q, v, a, result):
-    """v and a: REFs to None where not given (the result's velocities, accelerations
-    None); a without v: declined (the general path takes v as zero)."""
+def fk_q_front(model, q):
     ok, rec = model_record(model)
     if not ok:
         return none_ref()
     mi, mf, ws = _tree(rec)
-    sT, sm = record_shape(rec, ST, 3), record_shape(rec, SM, 2)
-    if is_none(v):
-        if not is_none(a):
-            return none_ref()
-        return forward_kinematics_one(mi, mf, q, None, None, ws, sT, None, None, result)
-    if is_none(a):
-        return forward_kinematics_one(mi, mf, q, v, None, ws, sT, sm, None, result)
-    return forward_kinematics_one(mi, mf, q, v, a, ws, sT, sm, sm, result)
+    return forward_kinematics_one(mi, mf, q, None, None, ws, record_shape(rec, ST, 3), None,
+                                  None, None)
+
+
+@fast_entry
+def fk_qv_front(model, q, v, result):
+    """result: the named tuple class (results.Kinematics), as for fk_qva_front."""
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return forward_kinematics_one(mi, mf, q, v, None, ws, record_shape(rec, ST, 3),
+                                  record_shape(rec, SM, 2), None, result)
+
+
+@fast_entry
+def fk_qva_front(model, q, v, a, result):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    sm = record_shape(rec, SM, 2)
+    return forward_kinematics_one(mi, mf, q, v, a, ws, record_shape(rec, ST, 3), sm, sm,
+                                  result)
 
 
 @fast_entry
@@ -139,6 +187,63 @@ def frame_jacobian_front(model, q, frame, reference, codes):
 
 
 @fast_entry
+def com_q_front(model, q, s3):
+    """s3: the (3,) tuple the api layer keeps (as the other com and momentum fronts')."""
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return center_of_mass_one(mi, mf, q, None, None, ws, s3, None, None, None)
+
+
+@fast_entry
+def com_qv_front(model, q, v, s3, result):
+    """result: the named tuple class (results.CenterOfMassVelocity)."""
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return center_of_mass_one(mi, mf, q, v, None, ws, s3, s3, None, result)
+
+
+@fast_entry
+def com_qva_front(model, q, v, a, s3, result):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return center_of_mass_one(mi, mf, q, v, a, ws, s3, s3, s3, result)
+
+
+@fast_entry
+def com_jacobian_front(model, q):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return com_jacobian_one(mi, mf, q, ws, record_shape(rec, S3V, 2))
+
+
+@fast_entry
+def momentum_qv_front(model, q, v, s6):
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return centroidal_momentum_one(mi, mf, q, v, None, ws, s6, None, None)
+
+
+@fast_entry
+def momentum_qva_front(model, q, v, a, s6, result):
+    """result: the named tuple class (results.CentroidalMomentum)."""
+    ok, rec = model_record(model)
+    if not ok:
+        return none_ref()
+    mi, mf, ws = _tree(rec)
+    return centroidal_momentum_one(mi, mf, q, v, a, ws, s6, s6, result)
+
+
+@fast_entry
 def centroidal_map_front(model, q):
     ok, rec = model_record(model)
     if not ok:
@@ -148,7 +253,8 @@ def centroidal_map_front(model, q):
 
 
 def _decline(*args):
-    """The front where the record cannot be read: the general path runs."""
+    """The front where the record cannot be read, or nothing is compiled: the general
+    path runs."""
     return None
 
 
@@ -156,8 +262,9 @@ def bind(front, name, namespace, shapes=()):
     """Bind ``front`` at ``namespace[name]`` as kernels.jit.native does (compiled on its
     first call, then called as a METH_FASTCALL builtin): every argument a REF, but the
     positions ``shapes`` (a shape tuple the api layer keeps). Where the record is not
-    AVAILABLE, a stand-in that declines every call."""
-    if not AVAILABLE:
+    AVAILABLE, or under NUMBA_DISABLE_JIT (the intrinsics it reads the record with run
+    only compiled), a stand-in that declines every call."""
+    if not AVAILABLE or getattr(front, "py_func", None) is None:
         namespace[name] = _decline
         return _decline
     n = front.py_func.__code__.co_argcount
