@@ -77,7 +77,7 @@ def forward_kinematics(model, q, v=None, a=None):
     (B, njoints, 4, 4) and (B, njoints, 6)."""
     try:    # fast path (see _FAST_MISS); the entry checks types, lengths and values
         if v is None:
-            r = None if a is not None else _fk_q(model, q)
+            r = None if a is not None else _fk_q(model, q, Kinematics)
         elif a is None:
             r = _fk_qv(model, q, v, Kinematics)
         else:

@@ -71,6 +71,8 @@ def _chain_rule(rbd, m, s, b=""):
 
 def _kinematics(rbd, m, s, b=""):
     q, v, a = s[b + "q"], s[b + "v"], s[b + "a"]
+    rbd.forward_kinematics(m, q)
+    rbd.forward_kinematics(m, q, v)
     rbd.forward_kinematics(m, q, v, a)
     rbd.frame_placements(m, q)
     rbd.frame_placement(m, q, m.frames[-1].name)

@@ -116,18 +116,18 @@ def minverse_front(model, q):
 
 
 @fast_entry
-def fk_q_front(model, q):
+def fk_q_front(model, q, result):
+    """result: the named tuple class (results.Kinematics), as for the other fk fronts."""
     ok, rec = model_record(model)
     if not ok:
         return none_ref()
     mi, mf, ws = _tree(rec)
     return forward_kinematics_one(mi, mf, q, None, None, ws, record_shape(rec, ST, 3), None,
-                                  None, None)
+                                  None, result)
 
 
 @fast_entry
 def fk_qv_front(model, q, v, result):
-    """result: the named tuple class (results.Kinematics), as for fk_qva_front."""
     ok, rec = model_record(model)
     if not ok:
         return none_ref()
