@@ -231,9 +231,9 @@ _HELD = _Local()
 
 
 def _held(model, contacts):
-    """(contacts, model, cint, cflt, nc, scratch) for this thread: the packing (pack)
-    and a flat float64 scratch of cc.held_size, remembered by id(contacts) for the
-    immutable objects (a tuple, a Contact; at most _BY_ID_MAX)."""
+    """(contacts, model, cint, cflt, nc, scratch, (nc,)) for this thread: the packing
+    (pack), a flat float64 scratch of cc.held_size and the impulses' shape, remembered by
+    id(contacts) for the immutable objects (a tuple, a Contact; at most _BY_ID_MAX)."""
     table, scratch = _HELD.table, _HELD.scratch
     hit = table.get(id(contacts))
     if hit is not None and hit[0] is contacts and hit[1] is model:
@@ -243,7 +243,7 @@ def _held(model, contacts):
     buf = scratch.get(key)
     if buf is None:
         buf = scratch[key] = np.zeros(cc.held_size(model.njoints, model.nv, nc))
-    hit = (contacts, model, cint, cflt, nc, buf)
+    hit = (contacts, model, cint, cflt, nc, buf, (nc,))
     if type(contacts) in (tuple, Contact):        # immutable only: ids of live objects
         if len(table) >= _BY_ID_MAX:
             table.clear()
@@ -468,7 +468,9 @@ def contact_dynamics_derivatives(model, q, v, tau, contacts, damping=0.0, fext=N
 
 # ---- impulse dynamics ------------------------------------------------------------------
 
-_id_held = native_ref(cc.impulse_dynamics_held, "_id_held", globals(), (4, 5))
+# (the entry makes v_after and the impulses from their shapes, and the named result)
+_id_held = native_ref(cc.impulse_dynamics_held, "_id_held", globals(), (4, 5),
+                      outputs=(12, 13), result=14)
 _idd_held = native_ref(cc.impulse_dynamics_derivatives_held, "_idd_held", globals(), (4, 5))
 
 _IMPULSE_DYNAMICS = Function(
@@ -509,11 +511,11 @@ def impulse_dynamics(model, q, v_before, contacts, restitution=0.0, damping=0.0,
             if h is None or h[0] is not contacts or h[1] is not model:
                 h = _held(model, contacts)
             if h[4]:
-                vout, imp = _empty(model.nv), _empty(h[4])
-                if _id_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
-                            v_before, h[2], h[3], float(restitution), float(damping), h[5],
-                            vout, imp):
-                    return _new(ImpulseDynamics, (vout, imp))
+                r = _id_held(model.mi, model.mf, model.frame_parents, model.frame_mf, q,
+                             v_before, h[2], h[3], float(restitution), float(damping), h[5],
+                             h[4], model._sv, h[6], ImpulseDynamics)
+                if r is not None:
+                    return r
     except _FAST_MISS:
         pass
     cint, cflt, nc = pack(model, contacts)

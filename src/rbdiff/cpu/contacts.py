@@ -20,15 +20,17 @@ from ..kernels.contact_dynamics import (CF_WIDTH, CI_DIM, CI_FRAME, CI_JOINT, CI
                                         CI_ROW, CI_WIDTH, contact_dynamics,
                                         contact_dynamics_derivatives, kept_derivatives,
                                         kept_dynamics, kept_size)
+from ..kernels.checks import vector_finite
 from ..kernels.impulse_dynamics import impulse_dynamics, impulse_dynamics_derivatives
-from ..kernels.fastargs import state_args
-from ..kernels.jit import entry, held_entry, helper, pentry
+from ..kernels.fastargs import (gil_release, gil_take, made2, missed, output_arg, release,
+                                state_args)
+from ..kernels.jit import entry, fast_entry, held_entry, helper, pentry
 from ..kernels.kinematics_derivatives import LOCAL, LOCAL_WORLD_ALIGNED
 from ..kernels.workspace import W_WIDTH, workspace_rows
 from .batch import chunk
 from .twin import twin
-from .checks import batch_states_ok, dynamics_finite, state_ok, velocity_state_ok, \
-    workspace_ok
+from .checks import BAD_SHAPE, batch_states_ok, dynamics_finite, state_ok, \
+    velocity_state_ok, workspace_ok
 
 BAD_CONTACTS = "contacts: bad packed contact tables"
 DEPENDENT = "contacts: J M^-1 J^T is singular (dependent contact rows)"
@@ -74,6 +76,15 @@ def dependent_found(bad, check):
     if check and bad >= 0:
         raise ValueError(DEPENDENT)
     return bad
+
+
+@helper
+def dependent_found_made(bad, made):
+    """dependent_found for an entry that made its output (``made``: output_arg's object,
+    dropped before the error)."""
+    if bad >= 0:
+        release(made)
+        raise ValueError(DEPENDENT)
 
 
 @entry
@@ -360,22 +371,35 @@ def contact_dynamics_derivatives_parallel(mi, mf, fparent, fmf, q, v, tau, fext,
 # ---- impulse dynamics ------------------------------------------------------------------
 
 
-@held_entry
-def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, buf, vout,
-                          impulses):
-    """impulse_dynamics_one on the caller's flat scratch (held_size)."""
-    ok, q, v, _, _ = state_args(q, v, None, None, vout)
+@fast_entry
+def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, buf, nc, vout,
+                          impulses, result):
+    """impulse_dynamics_one on the caller's flat scratch (held_size), nc contact rows; vout
+    and impulses arrays, or their shapes (made here: kernels.fastargs.output_arg, the
+    result then the pair of the named tuple class ``result``). Holds the GIL to make
+    them, and lets it go around the kernel (which cannot raise: the checks come before
+    and after), so threads, each on its own scratch, run in parallel."""
+    ok, q, v, _, _ = state_args(q, v, None, None, None)
     if not ok:
-        return False
+        return missed(vout)
     velocity_state_ok(mi, q, v)
-    nc = impulses.shape[0]
     restitution_ok(r)
     ws, F, Minv, J, Yt, W, lam, _ = held_contacts(mi, fparent, cint, cflt, nc, damping, buf)
+    o_v, vv = output_arg(vout)
+    o_i, imp = output_arg(impulses)
+    if vv.shape[0] != mi[0, 2] or imp.shape[0] != nc:
+        release(o_v)
+        release(o_i)
+        raise ValueError(BAD_SHAPE)
+    state = gil_release()
     bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
-                           vout, impulses)
-    dependent_found(bad, True)
-    dynamics_finite(vout)
-    return True
+                           vv, imp)
+    gil_take(state)
+    if bad >= 0 or not vector_finite(vv):     # refused below: drop what was made
+        release(o_i)
+    dependent_found_made(bad, o_v)
+    dynamics_finite(vv, o_v)
+    return made2(o_v, o_i, result)
 
 
 @held_entry

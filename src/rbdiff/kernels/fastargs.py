@@ -617,3 +617,30 @@ def is_none(typingctx, obj):
     def codegen(context, builder, sig, args):
         return builder.icmp_unsigned("==", args[0], _symbol(builder, "_Py_NoneStruct"))
     return types.boolean(obj), codegen
+
+
+# ---- the GIL, let go around a kernel ---------------------------------------------------
+# An entry that makes its outputs holds the GIL (jit.fast_entry); one whose kernel runs
+# for microseconds on the calling thread's own scratch (the contacts' held entries) lets
+# it go around the kernel, as Numba's nogil wrapper does around a whole call, so threads
+# still run in parallel. Between the two only code that cannot raise may run: a Numba
+# raise returns at once, without taking the GIL back.
+
+@intrinsic
+def gil_release(typingctx):
+    """PyEval_SaveThread(): the thread state (a REF) to hand to gil_take."""
+    def codegen(context, builder, sig, args):
+        return _capi(builder, "PyEval_SaveThread", _VP, [])
+    return REF(), codegen
+
+
+@intrinsic
+def gil_take(typingctx, state):
+    """PyEval_RestoreThread(state)."""
+    if not isinstance(state, _Ref):
+        return None
+
+    def codegen(context, builder, sig, args):
+        _capi(builder, "PyEval_RestoreThread", ir.VoidType(), [args[0]])
+        return context.get_dummy_value()
+    return types.none(state), codegen
