@@ -145,3 +145,46 @@ def test_record_holds_constants_only(solo):
     assert "_record" not in solo.__getstate__()
     again = pickle.loads(pickle.dumps(solo))
     assert again._record is not rec and again._record[record.SJ] == rec[record.SJ]
+
+
+def test_impulse_dynamics_made_by_its_entry(solo):
+    """The held impulse entry makes v_after, the impulses and ImpulseDynamics itself (the
+    GIL let go only around the kernel): the declared batch's numbers bit for bit, each
+    array held once; dependent contacts and a singular state raise and leave nothing
+    behind."""
+    import gc
+    import sys
+    import tracemalloc
+    from rbdiff.results import ImpulseDynamics
+    q, v, _ = _state(solo, 3)
+    feet = tuple(rbd.Contact(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
+    r = rbd.impulse_dynamics(solo, q, v, feet, 0.3)
+    assert type(r) is ImpulseDynamics and sys.getrefcount(r) == 2
+    assert [sys.getrefcount(x) for x in r] == [3, 3]
+    for got, want in zip(r, rbd.impulse_dynamics(solo, q[None], v[None], feet, 0.3)):
+        assert got.flags.c_contiguous and got.flags.owndata
+        np.testing.assert_array_equal(got, want[0])
+    twice = feet + feet[:1]          # a repeated contact: dependent rows without damping
+    with pytest.raises(rbd.DependentContacts):
+        rbd.impulse_dynamics(solo, q, v, twice)
+    from rbdiff import contacts
+    h = contacts._held(solo, twice)
+
+    def refused():      # the entry itself (the general path then raises DependentContacts)
+        with pytest.raises(ValueError):
+            contacts._id_held(solo.mi, solo.mf, solo.frame_parents, solo.frame_mf, q, v,
+                              h[2], h[3], 0.0, 0.0, h[5], h[4], solo._sv, h[6],
+                              ImpulseDynamics)
+
+    refused()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(50):
+            refused()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 50 * 8 * solo.nv, grown      # less than one leaked output a call
