@@ -16,14 +16,31 @@ from numba.extending import register_jitable
 
 from ..kernels.fastargs import (dict_index, held_array, model_record, none_ref,
                                 record_array, record_int, record_object, record_shape)
-from ..kernels.jit import fast_entry, native
-from .centroidal import (center_of_mass_one, centroidal_map_one, centroidal_momentum_one,
-                         com_jacobian_one)
+from ..kernels.jit import fast_entry, kernel, native
 from .record import (AVAILABLE, FMF, FPARENTS, FRAME_IDS, HELD_F_KIND, HELD_KIND, KEY, MF,
                      MI, S3V, SFRAMES, SJ, SM, ST, SV, SVV)
-from .single import (aba_one, crba_one, forward_kinematics_one, frame_jacobian_one,
-                     frame_placement_one, frame_placements_one, gravity_one, minverse_one,
-                     nonlinear_effects_one, rnea_one)
+from . import centroidal as _centroidal
+from . import single as _single
+
+
+def _body(entry):
+    """The single entry ``entry``'s function compiled as a kernel is (kernels.jit):
+    linked into the front that calls it and turned into machine code once, with the
+    front, not first on its own (with its Python wrappers) and then again in the front:
+    a cold first call compiles half as much."""
+    return kernel(entry.py_func) if hasattr(entry, "py_func") else entry
+
+
+(aba_one, crba_one, forward_kinematics_one, frame_jacobian_one, frame_placement_one,
+ frame_placements_one, gravity_one, minverse_one, nonlinear_effects_one, rnea_one) = (
+    _body(getattr(_single, name)) for name in (
+        "aba_one", "crba_one", "forward_kinematics_one", "frame_jacobian_one",
+        "frame_placement_one", "frame_placements_one", "gravity_one", "minverse_one",
+        "nonlinear_effects_one", "rnea_one"))
+(center_of_mass_one, centroidal_map_one, centroidal_momentum_one, com_jacobian_one) = (
+    _body(getattr(_centroidal, name)) for name in (
+        "center_of_mass_one", "centroidal_map_one", "centroidal_momentum_one",
+        "com_jacobian_one"))
 
 
 # inlined (as fastargs' helpers): they hand back array structs without reference counts
