@@ -72,11 +72,23 @@ def _unpack_array(api, builder, argv, nargs):
     return unpack
 
 
+_WANTED = set()     # (module, qualname) of the entries bound by kernels.jit.native
+
+
+def want(dispatcher):
+    """Give ``dispatcher``'s compiled entries the fastcall wrapper (from their next
+    compile: the cache digest covers rbdiff's sources, so every entry compiles again
+    after an edit anyway)."""
+    py = getattr(dispatcher, "py_func", None)
+    if py is not None:
+        _WANTED.add((py.__module__, py.__qualname__))
+
+
 def _with_fastcall(original):
     def create_cpython_wrapper(self, library, fndesc, env, call_helper, release_gil=False):
         original(self, library, fndesc, env, call_helper, release_gil=release_gil)
-        if not fndesc.modname.startswith("rbdiff."):
-            return                      # only rbdiff's entries: others' code as Numba's
+        if (fndesc.modname, fndesc.qualname) not in _WANTED:
+            return                      # an entry no fast path binds: Numba's alone
         module = self.create_module("wrapper_fastcall")
         fnty = self.call_conv.get_function_type(fndesc.restype, fndesc.argtypes)
         callee = ir.Function(module, fnty, fndesc.llvm_func_name)
@@ -88,8 +100,8 @@ def _with_fastcall(original):
 
 
 def install():
-    """Build the fastcall wrapper beside Numba's for every rbdiff entry compiled from
-    now on (idempotent)."""
+    """Build the fastcall wrapper beside Numba's for the entries :func:`want` names,
+    compiled from now on (idempotent)."""
     ctx = cpu.CPUContext if AVAILABLE else None
     if ctx is not None and not getattr(ctx.create_cpython_wrapper, "_rbdiff_fastcall", False):
         ctx.create_cpython_wrapper = _with_fastcall(ctx.create_cpython_wrapper)

@@ -392,6 +392,8 @@ def native(dispatcher, name, namespace, inputs=(2, 3, 4), refs=(), shapes=()):
     so the fast path need not. Positions ``shapes`` where the fast path passes an output's
     shape (a tuple the api layer keeps) are compiled as ``fastargs.Shape`` (read in the
     entry: ~15 ns a call less than unboxing the tuple)."""
+    fastcall.want(dispatcher)       # its compiled entries get the fastcall wrapper
+
     def first_call(*args):
         # a compiled entry point takes every parameter (no defaults): a short call would
         # fail to compile on every call, which a fast path would take for a miss
