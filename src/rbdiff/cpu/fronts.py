@@ -1,10 +1,10 @@
 """Compiled fronts: single float64 calls that take the model itself.
 
 A front takes the public function's own arguments (the model, the state, a frame name, a
-reference name; each a REF, kernels/fastargs.py), reads the model's arrays, its held
-scratch and the output shapes from the model's record (cpu/record.py), looks the frame
-and reference up in their dictionaries, and runs the single-call entry (cpu/single.py)
-with them: the api layer's fast path is then one call with the user's arguments, bound
+reference name; each a REF, kernels/fastargs.py), reads the model's arrays and the output
+shapes from the model's record (cpu/record.py) and the held workspace of its size from
+cpu/scratch.py's list, looks the frame and reference up in their dictionaries, and runs
+the single-call entry (cpu/single.py) with them: the api layer's fast path is then one call with the user's arguments, bound
 as a METH_FASTCALL builtin (kernels/fastcall.py). It returns the entry's result, or None
 (nothing made) where it does not take the call: not exactly a Model with a record, an
 unknown frame or reference, or an argument the entry does not take (the entry's miss);
@@ -26,8 +26,8 @@ from . import single as _single
 def _body(entry):
     """The single entry ``entry``'s function compiled as a kernel is (kernels.jit):
     linked into the front that calls it and turned into machine code once, with the
-    front, not first on its own (with its Python wrappers) and then again in the front:
-    a cold first call compiles half as much."""
+    front, not first on its own (with its Python wrappers) and then again in the front
+    (a cold first call ~10 % shorter: frame_jacobian 2.11 -> 1.88 s, rnea 2.30 -> 2.08)."""
     return kernel(entry.py_func) if hasattr(entry, "py_func") else entry
 
 

@@ -4,11 +4,12 @@ Numba's Python wrapper of a compiled function is a METH_VARARGS builtin: each ca
 its arguments into a tuple and unpacks them with ``PyArg_UnpackTuple``. A call with nine
 arguments then costs ~48 ns before any unboxing, against ~11 ns for a METH_FASTCALL
 builtin such as ``len``; on a frame Jacobian (a ~150 ns kernel) that is a tenth of the
-call. So every rbdiff entry's module also gets a second wrapper, Numba's own code with
-only the argument unpacking changed: it reads the arguments from the caller's array
-(``PyObject *const *args, Py_ssize_t nargs``). It is compiled with the entry and cached
-with it; :func:`function` makes the builtin that calls it, for the fast paths that bind
-their entries directly (kernels.jit.native).
+call. So the module of each entry a fast path binds directly (kernels.jit.native, which
+names it here: :func:`want`) also gets a second wrapper, Numba's own code with only the
+argument unpacking changed: it reads the arguments from the caller's array (``PyObject
+*const *args, Py_ssize_t nargs``). It is compiled with the entry and cached with it;
+:func:`function` makes the builtin that calls it. (Giving every entry one cost ~8 % more
+compile work, for wrappers nothing calls.)
 
 ``AVAILABLE`` is False, and nothing is patched, where Numba's internals differ; the
 fast paths then call Numba's own wrapper, as before.
@@ -121,7 +122,7 @@ _KEEP = []      # the method definitions and compiled libraries the builtins poi
 def function(cres):
     """A METH_FASTCALL builtin calling compiled result ``cres``'s fastcall wrapper, or
     ``cres.entry_point`` (Numba's) where the library has none (fastcall not AVAILABLE,
-    a function from outside rbdiff)."""
+    an entry :func:`want` did not name)."""
     if not AVAILABLE:
         return cres.entry_point
     try:
