@@ -132,6 +132,24 @@ def rollout_gradient(prob, us, h=1e-6):
     return g
 
 
+def allocated_by(work, rounds=50):
+    """Bytes still allocated (tracemalloc) after ``rounds`` calls of work() and a
+    collection, the first call (warm-up) not counted."""
+    import gc
+    import tracemalloc
+    work()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(rounds):
+            work()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
 def in_threads(work, n=4):
     """work(k) for k = 0..n-1, each on a thread of its own, all started, then joined."""
     import threading

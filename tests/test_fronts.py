@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
+from conftest import allocated_by
 from rbdiff import api, kinematics
 from rbdiff.cpu import record
 from rbdiff.model.model import Model
@@ -152,9 +153,7 @@ def test_impulse_dynamics_made_by_its_entry(solo):
     GIL let go only around the kernel): the declared batch's numbers bit for bit, each
     array held once; dependent contacts and a singular state raise and leave nothing
     behind."""
-    import gc
     import sys
-    import tracemalloc
     from rbdiff.results import ImpulseDynamics
     q, v, _ = _state(solo, 3)
     feet = tuple(rbd.Contact(f, "3d") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"))
@@ -176,15 +175,5 @@ def test_impulse_dynamics_made_by_its_entry(solo):
                               h[2], h[3], 0.0, 0.0, h[5], h[4], solo._sv, h[6],
                               ImpulseDynamics)
 
-    refused()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(50):
-            refused()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = allocated_by(refused, 50)
     assert grown < 50 * 8 * solo.nv, grown      # less than one leaked output a call

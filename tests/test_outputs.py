@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import rbdiff as rbd
-from conftest import in_threads
+from conftest import allocated_by, in_threads
 from rbdiff.cpu import outputs
 from rbdiff.results import (CenterOfMassVelocity, CentroidalMomentum, IntegrateJacobians,
                             Kinematics)
@@ -88,9 +88,7 @@ def test_single_calls_made_in_compiled_code(model):
     (kernels.fastargs.output_arg): exact float64 ndarrays owning C-contiguous data, held
     by the caller alone, equal to the declared path's; a refused input (the general path
     then names it) leaves nothing behind."""
-    import gc
     import sys
-    import tracemalloc
     rng = np.random.default_rng(5)
     q = rbd.random_configuration(model, rng)
     v, a = rng.normal(size=(2, model.nv))
@@ -130,17 +128,7 @@ def test_single_calls_made_in_compiled_code(model):
                      lambda: rbd.frame_jacobian(model, bad, frame)):
             with pytest.raises(ValueError):
                 call()
-    refused()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(50):
-            refused()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = allocated_by(refused, 50)
     assert grown < 50 * 8 * model.nv, grown      # less than one leaked output a call
 
 
