@@ -71,20 +71,13 @@ def restitution_ok(r):
 
 
 @helper
-def dependent_found(bad, check):
-    """singular_found for dependent contact rows."""
+def dependent_found(bad, check, made=None):
+    """singular_found for dependent contact rows. ``made``: the object of an output the
+    entry made (kernels.fastargs.output_arg), dropped before the error."""
     if check and bad >= 0:
-        raise ValueError(DEPENDENT)
-    return bad
-
-
-@helper
-def dependent_found_made(bad, made):
-    """dependent_found for an entry that made its output (``made``: output_arg's object,
-    dropped before the error)."""
-    if bad >= 0:
         release(made)
         raise ValueError(DEPENDENT)
+    return bad
 
 
 @entry
@@ -395,10 +388,10 @@ def impulse_dynamics_held(mi, mf, fparent, fmf, q, v, cint, cflt, r, damping, bu
     bad = impulse_dynamics(mi, mf, fmf, q, v, cint, r, damping, ws, F, Minv, J, Yt, W, lam,
                            vv, imp)
     gil_take(state)
-    if bad >= 0 or not vector_finite(vv):     # refused below: drop what was made
+    if bad >= 0 or not vector_finite(vv):     # refused: drop what was made, say why
         release(o_i)
-    dependent_found_made(bad, o_v)
-    dynamics_finite(vv, o_v)
+        dependent_found(bad, True, o_v)
+        dynamics_finite(vv, o_v)
     return made2(o_v, o_i, result)
 
 

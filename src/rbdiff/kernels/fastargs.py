@@ -488,33 +488,34 @@ def model_record(typingctx, obj):
     return types.Tuple((types.boolean, REF))(obj), codegen
 
 
-def _literal(t):
-    return getattr(t, "literal_value", None)
+def _record_item(rec, k):
+    """True when ``rec`` is a REF and ``k`` an int literal (a record item's index)."""
+    return isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)
+
+
+def _item_codegen(k):
+    """The codegen reading record item ``k`` (a borrowed pointer)."""
+    at = OFF_ITEMS + 8 * k.literal_value
+
+    def codegen(context, builder, sig, args):
+        return _field(builder, args[0], at, _VP)
+    return codegen
 
 
 @intrinsic(prefer_literal=True)
 def record_object(typingctx, rec, k):
     """Item ``k`` (a literal) of a record, a borrowed REF."""
-    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)):
+    if not _record_item(rec, k):
         return None
-    at = OFF_ITEMS + 8 * k.literal_value
-
-    def codegen(context, builder, sig, args):
-        return _field(builder, args[0], at, _VP)
-    return REF(rec, k), codegen
+    return REF(rec, k), _item_codegen(k)
 
 
 @intrinsic(prefer_literal=True)
 def record_shape(typingctx, rec, k, nd):
     """Item ``k`` of a record, an output's shape tuple of ``nd`` ints (both literals)."""
-    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)
-            and isinstance(nd, types.IntegerLiteral)):
+    if not (_record_item(rec, k) and isinstance(nd, types.IntegerLiteral)):
         return None
-    at = OFF_ITEMS + 8 * k.literal_value
-
-    def codegen(context, builder, sig, args):
-        return _field(builder, args[0], at, _VP)
-    return Shape(nd.literal_value)(rec, k, nd), codegen
+    return Shape(nd.literal_value)(rec, k, nd), _item_codegen(k)
 
 
 _KINDS = {"f": types.float64, "i": types.int64}
@@ -547,26 +548,25 @@ def _kind(code):
 def record_array(typingctx, rec, k, kind):
     """Item ``k`` of a record, a C-contiguous ndarray the record's maker checked, as the
     array type ``kind`` (a literal, see _kind) names. Trusted: no check."""
-    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)
-            and isinstance(kind, types.StringLiteral)):
+    if not (_record_item(rec, k) and isinstance(kind, types.StringLiteral)):
         return None
     arr_t = _kind(kind.literal_value)
-    at = OFF_ITEMS + 8 * k.literal_value
+    item = _item_codegen(k)
 
     def codegen(context, builder, sig, args):
-        return _trusted_array(context, builder, arr_t, _field(builder, args[0], at, _VP))
+        return _trusted_array(context, builder, arr_t, item(context, builder, sig, args))
     return arr_t(rec, k, kind), codegen
 
 
 @intrinsic(prefer_literal=True)
 def record_int(typingctx, rec, k):
     """Item ``k`` of a record, a Python int, as int64."""
-    if not (isinstance(rec, _Ref) and isinstance(k, types.IntegerLiteral)):
+    if not _record_item(rec, k):
         return None
-    at = OFF_ITEMS + 8 * k.literal_value
+    item = _item_codegen(k)
 
     def codegen(context, builder, sig, args):
-        return _capi(builder, "PyLong_AsSsize_t", _I64, [_field(builder, args[0], at, _VP)])
+        return _capi(builder, "PyLong_AsSsize_t", _I64, [item(context, builder, sig, args)])
     return types.int64(rec, k), codegen
 
 
@@ -606,17 +606,6 @@ def dict_index(typingctx, d, key):
                 _capi(builder, "PyErr_Clear", ir.VoidType(), [])
         return context.make_tuple(builder, sig.return_type, [found, builder.load(out)])
     return types.Tuple((types.boolean, types.int64))(d, key), codegen
-
-
-@intrinsic
-def is_none(typingctx, obj):
-    """``obj is None`` for a REF."""
-    if not isinstance(obj, _Ref):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.icmp_unsigned("==", args[0], _symbol(builder, "_Py_NoneStruct"))
-    return types.boolean(obj), codegen
 
 
 # ---- the GIL, let go around a kernel ---------------------------------------------------

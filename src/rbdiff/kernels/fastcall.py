@@ -20,7 +20,7 @@ import ctypes
 from llvmlite import ir
 
 try:
-    from numba.core import callwrapper, cpu
+    from numba.core import callwrapper, cpu, types
     AVAILABLE = (callable(getattr(cpu.CPUContext, "create_cpython_wrapper", None))
                  and callable(getattr(callwrapper.PyCallWrapper, "build_wrapper", None)))
 except ImportError:          # pragma: no cover (another Numba)
@@ -36,7 +36,7 @@ class _FastCallWrapper(callwrapper.PyCallWrapper if AVAILABLE else object):
     *args, Py_ssize_t nargs)``: the same unboxing, call, boxing and error handling."""
 
     def build(self):
-        pyobj = self.context.get_argument_type(_pyobject())
+        pyobj = self.context.get_argument_type(types.pyobject)
         ssize = ir.IntType(64)
         fnty = ir.FunctionType(pyobj, [pyobj, pyobj.as_pointer(), ssize])
         wrapper = ir.Function(self.module, fnty,
@@ -47,11 +47,6 @@ class _FastCallWrapper(callwrapper.PyCallWrapper if AVAILABLE else object):
         api.unpack_tuple = _unpack_array(api, builder, argv, nargs)
         self.build_wrapper(api, builder, closure, None, None)
         return wrapper, api
-
-
-def _pyobject():
-    from numba.core import types
-    return types.pyobject
 
 
 def _unpack_array(api, builder, argv, nargs):
